@@ -1,0 +1,182 @@
+/**
+ * pi objects → the plain JSON that longhaul_daemon/protocol.py accepts, and daemon replies → checked shapes.
+ *
+ * The daemon's params models forbid unknown top-level fields, so every builder here lists its keys explicitly
+ * instead of spreading pi's objects (pi may add fields in any release).
+ */
+import type { ExtensionAPI, ExtensionContext, SessionBeforeCompactEvent } from "@mariozechner/pi-coding-agent";
+import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
+
+/** Env vars the daemon must take from the pi process, never from its own environment (CONFIG-10). */
+export const ENV_KEYS = [
+	"PI_COMPACTOR",
+	"PI_COMPACT_STATE_DEBUG",
+	"PI_COMPACT_STATE_DEBUG_EXCERPTS",
+	"PI_COMPACT_STATE_DEBUG_STACK",
+] as const;
+
+const SHORT = 4096; // protocol.py _SHORT: longer values would get the whole request rejected
+
+export interface ModelFacts {
+	provider: string;
+	id: string;
+	api: string | null;
+	baseUrl: string | null;
+	reasoning: boolean | null;
+	contextWindow: number | null;
+	maxTokens: number | null;
+}
+
+export interface SessionFacts {
+	cwd: string;
+	sessionId: string;
+	sessionFile: string | null;
+	agentDir: string;
+	piVersion: string;
+	model: ModelFacts | null;
+	thinkingLevel: string | null;
+	env: Partial<Record<(typeof ENV_KEYS)[number], string>>;
+}
+
+export interface Compaction {
+	summary: string;
+	firstKeptEntryId: string;
+	tokensBefore: number;
+	details: Record<string, unknown>;
+}
+
+export interface CompactResult {
+	passId: string;
+	span: number;
+	compaction: Compaction | null;
+	after: { spanRecord: Record<string, unknown>; line: Record<string, unknown> } | null;
+	notice: string | null;
+	fallback: string | null;
+}
+
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+const int = (v: unknown): number | null => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : null);
+const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+
+export function shimEnv(env: NodeJS.ProcessEnv = process.env): SessionFacts["env"] {
+	const out: SessionFacts["env"] = {};
+	for (const k of ENV_KEYS) {
+		const v = env[k];
+		if (v !== undefined) out[k] = v.slice(0, SHORT);
+	}
+	return out;
+}
+
+/** PI_COMPACTOR unset, empty or "state" selects Longhaul (CONFIG-1); anything else stands down (CONFIG-2/3/4). */
+export function standsDown(env: NodeJS.ProcessEnv = process.env): boolean {
+	const v = (env.PI_COMPACTOR ?? "").trim().toLowerCase();
+	return v !== "" && v !== "state";
+}
+
+function modelFacts(model: ExtensionContext["model"]): ModelFacts | null {
+	if (!model || typeof model.provider !== "string" || typeof model.id !== "string") return null;
+	return {
+		provider: model.provider,
+		id: model.id,
+		api: str(model.api),
+		baseUrl: str(model.baseUrl),
+		reasoning: typeof model.reasoning === "boolean" ? model.reasoning : null,
+		contextWindow: int(model.contextWindow),
+		maxTokens: int(model.maxTokens),
+	};
+}
+
+/** Who is asking. Throws if ctx is stale; callers build it before any await and keep it. */
+export function sessionFacts(pi: ExtensionAPI, ctx: ExtensionContext): SessionFacts {
+	const sm = ctx.sessionManager;
+	let thinkingLevel: string | null = null;
+	try {
+		thinkingLevel = pi.getThinkingLevel();
+	} catch {
+		// stale or not yet bound: the level is a nice-to-have
+	}
+	return {
+		cwd: ctx.cwd || sm.getCwd(),
+		sessionId: sm.getSessionId(),
+		sessionFile: sm.getSessionFile() ?? null,
+		agentDir: getAgentDir(),
+		piVersion: VERSION,
+		model: modelFacts(ctx.model),
+		thinkingLevel,
+		env: shimEnv(),
+	};
+}
+
+const sortedArray = (s: Iterable<string> | undefined): string[] => [...(s ?? [])].map(String).sort();
+
+/**
+ * CompactParams. `reason` is null: pi 0.73.1 passes the reason ("manual" | "threshold" | "overflow") only to its
+ * own compaction_start/compaction_end session events, which extensions never receive.
+ */
+export function compactParams(event: SessionBeforeCompactEvent, session: SessionFacts): object {
+	const p = event.preparation;
+	return {
+		session,
+		reason: null,
+		customInstructions: event.customInstructions ?? null,
+		preparation: {
+			firstKeptEntryId: p.firstKeptEntryId,
+			messagesToSummarize: p.messagesToSummarize ?? [],
+			turnPrefixMessages: p.turnPrefixMessages ?? [],
+			isSplitTurn: !!p.isSplitTurn,
+			tokensBefore: Number.isInteger(p.tokensBefore) ? p.tokensBefore : Math.max(0, Math.round(p.tokensBefore || 0)),
+			previousSummary: p.previousSummary ?? null,
+			// JS Sets: JSON.stringify would turn them into {} (pi-api.md §1.2)
+			fileOps: {
+				read: sortedArray(p.fileOps?.read),
+				written: sortedArray(p.fileOps?.written),
+				edited: sortedArray(p.fileOps?.edited),
+			},
+		},
+		branchEntries: event.branchEntries ?? [],
+	};
+}
+
+/** Check the daemon's CompactResult; a malformed one is a protocol error, so pi's own compaction runs. */
+export function parseCompactResult(raw: unknown): CompactResult | string {
+	if (!isObj(raw)) return "compact result is not an object";
+	if (typeof raw.passId !== "string" || !raw.passId) return "compact result lacks passId";
+	if (int(raw.span) === null) return "compact result lacks span";
+	let compaction: Compaction | null = null;
+	if (raw.compaction != null) {
+		const c = raw.compaction;
+		if (
+			!isObj(c) ||
+			typeof c.summary !== "string" ||
+			typeof c.firstKeptEntryId !== "string" ||
+			typeof c.tokensBefore !== "number" ||
+			!isObj(c.details)
+		) {
+			return "compact result has a malformed compaction";
+		}
+		compaction = c as unknown as Compaction;
+	}
+	let after: CompactResult["after"] = null;
+	if (raw.after != null) {
+		const a = raw.after;
+		if (!isObj(a) || !isObj(a.spanRecord) || !isObj(a.line)) return "compact result has malformed after-entries";
+		after = { spanRecord: a.spanRecord, line: a.line };
+	}
+	const fallback = str(raw.fallback);
+	if (!compaction && !fallback) return "compact result has neither compaction nor fallback";
+	if (compaction && fallback) return "compact result has both compaction and fallback";
+	return { passId: raw.passId, span: raw.span as number, compaction, after, notice: str(raw.notice), fallback };
+}
+
+/** What an incident may say about an error: its class and the first 200 chars of its message, nothing more. */
+export function errorText(err: unknown): { errorClass: string; error: string } {
+	if (err instanceof Error) return { errorClass: err.name || err.constructor.name, error: err.message.slice(0, 200) };
+	return { errorClass: typeof err, error: String(err).slice(0, 200) };
+}
+
+/** Unicode code points, the unit the spec proposes for character counts. */
+export const charCount = (s: string): number => {
+	let n = 0;
+	for (const _ of s) n++;
+	return n;
+};

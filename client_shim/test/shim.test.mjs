@@ -1,0 +1,402 @@
+import assert from "node:assert/strict";
+import { afterEach, beforeEach, test } from "node:test";
+import {
+	beforeCompactEvent,
+	compactionEntry,
+	deadSocket,
+	fakeCtx,
+	fakePi,
+	loadShim,
+	okCompactResult,
+	sleep,
+	startDaemon,
+	waitFor,
+} from "../testing/fakes.mjs";
+
+const factory = await loadShim();
+let daemon;
+
+beforeEach(() => {
+	delete process.env.PI_COMPACTOR;
+	delete process.env.LONGHAUL_SHIM_DEADLINE_MS;
+	delete process.env.LONGHAUL_SOCKET;
+});
+afterEach(async () => {
+	await daemon?.stop();
+	daemon = undefined;
+});
+
+function setup(piOpts) {
+	const pi = fakePi(piOpts);
+	factory(pi);
+	return { pi, ctx: fakeCtx() };
+}
+
+test("loading connects to nothing and registers the three handlers", async () => {
+	daemon = await startDaemon();
+	const pi = fakePi();
+	factory(pi);
+	await sleep(50);
+	assert.equal(daemon.connections, 0);
+	assert.deepEqual(Object.keys(pi.handlers).sort(), ["session_before_compact", "session_compact", "session_start"]);
+});
+
+test("session_start sends hello lazily with the session facts", async () => {
+	daemon = await startDaemon();
+	process.env.PI_COMPACT_STATE_DEBUG = "1";
+	try {
+		const { pi, ctx } = setup();
+		const ret = pi.handlers.session_start({ type: "session_start", reason: "startup" }, ctx);
+		assert.equal(ret, undefined, "handler returns at once; hello is not awaited by pi");
+		await waitFor(() => daemon.byMethod("hello").length === 1);
+		const { params } = daemon.byMethod("hello")[0];
+		assert.equal(params.reason, "startup");
+		assert.deepEqual(params.session, {
+			cwd: "/tmp/proj",
+			sessionId: "0198aaaa-bbbb-7ccc-8ddd-eeeeffff0000",
+			sessionFile: "/tmp/agent/sessions/--tmp-proj--/s.jsonl",
+			agentDir: params.session.agentDir,
+			piVersion: "0.73.1",
+			model: {
+				provider: "fake",
+				id: "fake-model",
+				api: "openai-completions",
+				baseUrl: "http://127.0.0.1:9/v1",
+				reasoning: false,
+				contextWindow: 32000,
+				maxTokens: 4096,
+			},
+			thinkingLevel: "medium",
+			env: { PI_COMPACT_STATE_DEBUG: "1" },
+		});
+		assert.ok(params.session.agentDir.length > 0);
+	} finally {
+		delete process.env.PI_COMPACT_STATE_DEBUG;
+	}
+});
+
+test("hello with no daemon at all: no throw, nothing rejected", async () => {
+	deadSocket();
+	const { pi, ctx } = setup();
+	const unhandled = [];
+	const onUnhandled = (e) => unhandled.push(e);
+	process.on("unhandledRejection", onUnhandled);
+	try {
+		assert.doesNotThrow(() => pi.handlers.session_start({ type: "session_start", reason: "startup" }, ctx));
+		await sleep(50);
+		assert.deepEqual(unhandled, []);
+	} finally {
+		process.off("unhandledRejection", onUnhandled);
+	}
+});
+
+test("compact: fileOps Sets become sorted arrays; the daemon's compaction is returned exactly", async () => {
+	daemon = await startDaemon();
+	const { pi, ctx } = setup();
+	const ret = await pi.handlers.session_before_compact(beforeCompactEvent({ customInstructions: "focus" }), ctx);
+	assert.deepEqual(ret, { compaction: okCompactResult().compaction });
+	const [req] = daemon.byMethod("compact");
+	assert.equal(req.jsonrpc, "2.0");
+	assert.deepEqual(req.params.preparation.fileOps, { read: ["a.ts", "z.ts"], written: ["m.ts"], edited: [] });
+	assert.equal(req.params.customInstructions, "focus");
+	assert.equal(req.params.reason, null);
+	assert.equal(req.params.preparation.previousSummary, null);
+	assert.equal(req.params.preparation.tokensBefore, 1234);
+	assert.equal(req.params.branchEntries[0].id, "cccc0001");
+	assert.equal("settings" in req.params.preparation, false);
+	assert.deepEqual(ctx.notices, []);
+});
+
+test("daemon absent: undefined, exactly one warning notice, no throw", async () => {
+	const path = deadSocket();
+	const { pi, ctx } = setup();
+	const ret = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	assert.equal(ret, undefined);
+	assert.equal(ctx.notices.length, 1);
+	assert.equal(ctx.notices[0].level, "warning");
+	assert.match(ctx.notices[0].message, /^Longhaul: daemon not running \(.*ENOENT.*\); pi's own compaction runs instead$/);
+	assert.ok(ctx.notices[0].message.includes(path));
+});
+
+test("JSON-RPC error: undefined + fallback incident with protocol-error", async () => {
+	daemon = await startDaemon((req, dflt) =>
+		req.method === "compact" ? { jsonrpc: "2.0", id: req.id, error: { code: -32602, message: "invalid params" } } : dflt(req),
+	);
+	const { pi, ctx } = setup();
+	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
+	await waitFor(() => daemon.byMethod("incident").length === 1);
+	const inc = daemon.byMethod("incident")[0].params;
+	assert.equal(inc.kind, "fallback");
+	assert.equal(inc.reason, "protocol-error");
+	assert.equal(inc.errorClass, "RpcError");
+	assert.equal(inc.error, "-32602: invalid params");
+	assert.equal(ctx.notices.length, 1);
+});
+
+test("busy error (-32002) falls back with reason busy", async () => {
+	daemon = await startDaemon((req, dflt) =>
+		req.method === "compact" ? { jsonrpc: "2.0", id: req.id, error: { code: -32002, message: "busy" } } : dflt(req),
+	);
+	const { pi, ctx } = setup();
+	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
+	await waitFor(() => daemon.byMethod("incident").length === 1);
+	assert.equal(daemon.byMethod("incident")[0].params.reason, "busy");
+});
+
+test("malformed reply (not JSON) → protocol-error fallback", async () => {
+	daemon = await startDaemon((req, dflt) => (req.method === "compact" ? "this is not json\n" : dflt(req)));
+	const { pi, ctx } = setup();
+	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
+	await waitFor(() => daemon.byMethod("incident").length === 1);
+	assert.equal(daemon.byMethod("incident")[0].params.reason, "protocol-error");
+	assert.match(ctx.notices[0].message, /protocol error/);
+});
+
+test("malformed result shape → protocol-error fallback", async () => {
+	daemon = await startDaemon((req, dflt) =>
+		req.method === "compact" ? { jsonrpc: "2.0", id: req.id, result: { passId: "p", span: 1, compaction: { summary: 3 } } } : dflt(req),
+	);
+	const { pi, ctx } = setup();
+	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
+	await waitFor(() => daemon.byMethod("incident").length === 1);
+	assert.equal(daemon.byMethod("incident")[0].params.reason, "protocol-error");
+});
+
+test("deadline exceeded: undefined, connection destroyed, timeout incident", async () => {
+	daemon = await startDaemon((req, dflt) => (req.method === "compact" ? undefined : dflt(req)));
+	process.env.LONGHAUL_SHIM_DEADLINE_MS = "150";
+	const { pi, ctx } = setup();
+	const t0 = Date.now();
+	const ret = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	assert.equal(ret, undefined);
+	assert.ok(Date.now() - t0 < 1500);
+	await waitFor(() => daemon.closes >= 1);
+	await waitFor(() => daemon.byMethod("incident").length === 1);
+	const inc = daemon.byMethod("incident")[0].params;
+	assert.equal(inc.reason, "timeout");
+	assert.equal(inc.errorClass, "ShimTimeoutError");
+	assert.equal(ctx.notices.length, 1);
+	assert.match(ctx.notices[0].message, /did not answer within/);
+});
+
+test("abort signal: {cancel:true} promptly, the daemon sees the connection close, aborted incident", async () => {
+	daemon = await startDaemon((req, dflt) => (req.method === "compact" ? undefined : dflt(req)));
+	const { pi, ctx } = setup();
+	const ac = new AbortController();
+	const p = pi.handlers.session_before_compact(beforeCompactEvent({ signal: ac.signal }), ctx);
+	await waitFor(() => daemon.byMethod("compact").length === 1);
+	const closesBefore = daemon.closes;
+	const t0 = Date.now();
+	ac.abort();
+	assert.deepEqual(await p, { cancel: true });
+	assert.ok(Date.now() - t0 < 1000);
+	await waitFor(() => daemon.closes > closesBefore);
+	await waitFor(() => daemon.byMethod("incident").length === 1);
+	const inc = daemon.byMethod("incident")[0].params;
+	assert.equal(inc.kind, "aborted");
+	assert.equal(inc.reason, "signal");
+	assert.deepEqual(ctx.notices, []);
+});
+
+test("session_compact: span record with compactionId, then the line one turn later; compacted reported", async () => {
+	daemon = await startDaemon();
+	const { pi, ctx } = setup();
+	const res = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	const entry = compactionEntry({ summary: res.compaction.summary, details: res.compaction.details });
+	pi.handlers.session_compact({ type: "session_compact", compactionEntry: entry, fromExtension: true }, ctx);
+	assert.deepEqual(
+		pi.entries.map((e) => e.customType),
+		["compaction-state.span"],
+		"the line is not appended synchronously",
+	);
+	assert.deepEqual(pi.entries[0].data, { v: 1, span: 1, passId: "p-1", closedAs: "whole", compactionId: "dddd0004" });
+	await sleep(0);
+	await sleep(0);
+	assert.deepEqual(
+		pi.entries.map((e) => e.customType),
+		["compaction-state.span", "compaction-state.line"],
+	);
+	const line = pi.entries[1].data;
+	assert.deepEqual({ ...line, ms: 0 }, { v: 1, span: 1, calls: 2, tokens: 345, ms: 0 });
+	assert.ok(Number.isInteger(line.ms) && line.ms >= 0);
+	await waitFor(() => daemon.byMethod("compacted").length === 1);
+	assert.deepEqual(daemon.byMethod("compacted")[0].params, {
+		session: daemon.byMethod("compacted")[0].params.session,
+		compactionEntryId: "dddd0004",
+		fromExtension: true,
+		passId: "p-1",
+		span: 1,
+		reason: null,
+		summaryChars: "LONGHAUL span 1 pass p-1".length,
+		tokensBefore: 1234,
+	});
+});
+
+test("appendEntry throwing 'ctx is stale': incidents reported, nothing thrown", async () => {
+	daemon = await startDaemon();
+	const { pi, ctx } = setup({
+		appendEntry: () => {
+			throw new Error("This extension ctx is stale after session replacement or reload.");
+		},
+	});
+	const res = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	const entry = compactionEntry({ summary: res.compaction.summary, details: res.compaction.details });
+	assert.doesNotThrow(() =>
+		pi.handlers.session_compact({ type: "session_compact", compactionEntry: entry, fromExtension: true }, ctx),
+	);
+	await waitFor(() => daemon.byMethod("incident").length === 2);
+	const kinds = daemon.byMethod("incident").map((r) => r.params);
+	const span = kinds.find((k) => k.kind === "span-record-failed");
+	const line = kinds.find((k) => k.kind === "compaction-line-failed");
+	assert.equal(span.span, 1);
+	assert.equal(span.errorClass, "Error");
+	assert.ok(span.error.startsWith("This extension ctx is stale"));
+	assert.equal(line.errorClass, "Error");
+	await waitFor(() => daemon.byMethod("compacted").length === 1);
+});
+
+test("stale ctx after the long await: the fallback notice is swallowed", async () => {
+	deadSocket();
+	const pi = fakePi();
+	factory(pi);
+	const ctx = fakeCtx({
+		ui: {
+			notify: () => {
+				throw new Error("ctx is stale");
+			},
+		},
+	});
+	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
+});
+
+test("stand-down PI_COMPACTOR=pi: no compact request, undefined, still hello and compacted", async () => {
+	daemon = await startDaemon();
+	process.env.PI_COMPACTOR = " Pi ";
+	const { pi, ctx } = setup();
+	pi.handlers.session_start({ type: "session_start", reason: "startup" }, ctx);
+	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
+	pi.handlers.session_compact(
+		{ type: "session_compact", compactionEntry: compactionEntry({ summary: "pi's own" }), fromExtension: false },
+		ctx,
+	);
+	await waitFor(() => daemon.byMethod("compacted").length === 1 && daemon.byMethod("hello").length === 1);
+	await sleep(20);
+	assert.equal(daemon.byMethod("compact").length, 0);
+	assert.equal(daemon.byMethod("hello")[0].params.session.env.PI_COMPACTOR, " Pi ");
+	const c = daemon.byMethod("compacted")[0].params;
+	assert.equal(c.fromExtension, false);
+	assert.equal(c.passId, null);
+	assert.deepEqual(pi.entries, [], "stand-down writes no Longhaul entries");
+	assert.deepEqual(ctx.notices, []);
+});
+
+test("PI_COMPACTOR=state selects Longhaul", async () => {
+	daemon = await startDaemon();
+	process.env.PI_COMPACTOR = "STATE";
+	const { pi, ctx } = setup();
+	assert.ok((await pi.handlers.session_before_compact(beforeCompactEvent(), ctx)).compaction);
+	assert.equal(daemon.byMethod("compact").length, 1);
+});
+
+test("daemon fallback: undefined, one notice, pi's compaction gets only the fallback line", async () => {
+	daemon = await startDaemon((req, dflt) =>
+		req.method === "compact"
+			? { jsonrpc: "2.0", id: req.id, result: { passId: "p-9", span: 3, fallback: "diff-failed" } }
+			: dflt(req),
+	);
+	const { pi, ctx } = setup();
+	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
+	assert.equal(ctx.notices.length, 1);
+	assert.match(ctx.notices[0].message, /fell back \(diff-failed\)/);
+	pi.handlers.session_compact(
+		{ type: "session_compact", compactionEntry: compactionEntry({ summary: "pi summary", details: { readFiles: [] } }), fromExtension: false },
+		ctx,
+	);
+	assert.deepEqual(pi.entries, []);
+	await sleep(5);
+	assert.equal(pi.entries.length, 1);
+	assert.equal(pi.entries[0].customType, "compaction-state.line");
+	assert.deepEqual(Object.keys(pi.entries[0].data).sort(), ["fallback", "ms", "v"]);
+	assert.equal(pi.entries[0].data.fallback, "diff-failed");
+	await waitFor(() => daemon.byMethod("compacted").length === 1 && daemon.byMethod("incident").length === 1);
+	const inc = daemon.byMethod("incident")[0].params;
+	assert.deepEqual([inc.kind, inc.reason, inc.passId, inc.span], ["fallback", "diff-failed", "p-9", 3]);
+	const c = daemon.byMethod("compacted")[0].params;
+	assert.deepEqual([c.fromExtension, c.passId, c.span], [false, "p-9", 3]);
+});
+
+test("daemon notice is shown as info", async () => {
+	daemon = await startDaemon((req, dflt) =>
+		req.method === "compact"
+			? { jsonrpc: "2.0", id: req.id, result: { ...okCompactResult(), notice: "Longhaul: span 1 closed narrative-less (model-error)" } }
+			: dflt(req),
+	);
+	const { pi, ctx } = setup();
+	assert.ok((await pi.handlers.session_before_compact(beforeCompactEvent(), ctx)).compaction);
+	assert.deepEqual(ctx.notices, [{ message: "Longhaul: span 1 closed narrative-less (model-error)", level: "info" }]);
+});
+
+test("passId mismatch: not ours (fromExtension false), no span record or line", async () => {
+	daemon = await startDaemon();
+	const { pi, ctx } = setup();
+	await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	const entry = compactionEntry({ summary: "someone else's", details: { passId: "other" } });
+	pi.handlers.session_compact({ type: "session_compact", compactionEntry: entry, fromExtension: true }, ctx);
+	await sleep(5);
+	assert.deepEqual(pi.entries, []);
+	await waitFor(() => daemon.byMethod("compacted").length === 1);
+	const c = daemon.byMethod("compacted")[0].params;
+	assert.equal(c.fromExtension, false);
+	assert.equal(c.passId, null);
+});
+
+test("frames split on \\n only: U+2028/U+2029 inside a string parse fine, replies may arrive in pieces", async () => {
+	const weird = "line\u2028sep\u2029para — ünïcödé 🚀";
+	daemon = await startDaemon((req, dflt) => {
+		if (req.method !== "compact") return dflt(req);
+		const r = okCompactResult();
+		r.compaction.summary = weird;
+		const bytes = Buffer.from(`${JSON.stringify({ jsonrpc: "2.0", id: req.id, result: r })}\n`);
+		const rocket = bytes.indexOf(Buffer.from("🚀"));
+		// split inside the 4-byte emoji and again right after the newline-free U+2028
+		return { chunks: [bytes.subarray(0, rocket + 2), bytes.subarray(rocket + 2, rocket + 3), bytes.subarray(rocket + 3)] };
+	});
+	const { pi, ctx } = setup();
+	const ret = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	assert.equal(ret.compaction.summary, weird);
+});
+
+test("a daemon request on the pass connection gets method-not-found; the pass still completes", async () => {
+	daemon = await startDaemon((req, dflt) => {
+		if (req.method !== "compact") return dflt(req);
+		const ask = { jsonrpc: "2.0", id: "d1", method: "model.complete", params: {} };
+		return `${JSON.stringify(ask)}\n${JSON.stringify(dflt(req))}\n`;
+	});
+	const { pi, ctx } = setup();
+	assert.ok((await pi.handlers.session_before_compact(beforeCompactEvent(), ctx)).compaction);
+	await waitFor(() => daemon.requests.some((r) => r.id === "d1"));
+	assert.equal(daemon.requests.find((r) => r.id === "d1").error.code, -32601);
+});
+
+test("two concurrent passes (pi's post-turn/pre-prompt race): the entry is matched to its own pass", async () => {
+	let n = 0;
+	daemon = await startDaemon((req, dflt) => {
+		if (req.method !== "compact") return dflt(req);
+		const r = okCompactResult(`p-${++n}`);
+		r.span = n;
+		r.after.spanRecord.span = n;
+		// answer the first request last
+		return { chunks: [Buffer.from(`${JSON.stringify({ jsonrpc: "2.0", id: req.id, result: r })}\n`)], delay: n === 1 ? 60 : 0 };
+	});
+	const { pi, ctx } = setup();
+	const a = pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	const b = pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	const [ra, rb] = await Promise.all([a, b]);
+	assert.equal(ra.compaction.details.passId, "p-1");
+	assert.equal(rb.compaction.details.passId, "p-2");
+	const entry = compactionEntry({ summary: ra.compaction.summary, details: ra.compaction.details });
+	pi.handlers.session_compact({ type: "session_compact", compactionEntry: entry, fromExtension: true }, ctx);
+	assert.equal(pi.entries[0].data.passId, "p-1");
+	await waitFor(() => daemon.byMethod("compacted").length === 1);
+	assert.deepEqual([daemon.byMethod("compacted")[0].params.passId, daemon.byMethod("compacted")[0].params.span], ["p-1", 1]);
+});

@@ -1,0 +1,125 @@
+"""The ``longhaul-daemon`` command: ``serve`` runs the daemon, ``status`` asks a running one how it is."""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import os
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from longhaul_daemon import __version__
+from longhaul_daemon.config import DEFAULT_GRACE_S, DEFAULT_MAX_FRAME, DEFAULT_PASS_BUDGET_S
+from longhaul_daemon.errors import StartupError
+from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log, run_daemon
+from longhaul_daemon.server.paths import SOCKET_ENV, resolve_socket_path
+from longhaul_daemon.status_client import run_status
+
+__all__ = ["build_parser", "main"]
+
+EXIT_STARTUP_FAILED = 1
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def _non_negative_seconds(text: str) -> float:
+    if text.strip() in {"0", "0.0"}:
+        return 0.0
+    return _positive_seconds(text)
+
+
+def _positive_bytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of bytes: {text!r}")
+    return value
+
+
+def _add_socket_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--socket",
+        metavar="PATH",
+        help=f"socket path (default: ${SOCKET_ENV}, else $XDG_RUNTIME_DIR/longhaul/daemon.sock, "
+        "else /tmp/longhaul-<uid>/daemon.sock)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="longhaul-daemon", description="Longhaul: a context compactor daemon for the pi coding agent."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the daemon in the foreground")
+    _add_socket_flag(serve)
+    serve.add_argument(
+        "--pass-budget",
+        type=_positive_seconds,
+        default=DEFAULT_PASS_BUDGET_S,
+        metavar="SECONDS",
+        help=f"time budget of one pass; past it the shim falls back (default {DEFAULT_PASS_BUDGET_S:g})",
+    )
+    serve.add_argument(
+        "--grace",
+        type=_non_negative_seconds,
+        default=DEFAULT_GRACE_S,
+        metavar="SECONDS",
+        help=f"on SIGTERM, how long in-flight requests may finish (default {DEFAULT_GRACE_S:g})",
+    )
+    serve.add_argument(
+        "--max-frame",
+        type=_positive_bytes,
+        default=DEFAULT_MAX_FRAME,
+        metavar="BYTES",
+        help=f"largest accepted request line (default {DEFAULT_MAX_FRAME})",
+    )
+
+    status = commands.add_parser("status", help="show the running daemon's status (exit 3 when none runs)")
+    _add_socket_flag(status)
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    faulthandler.enable()
+    configure_operational_log()
+    explicit = bool(args.socket) or bool(os.environ.get(SOCKET_ENV))
+    options = ServeOptions(
+        socket_path=resolve_socket_path(args.socket, os.environ, os.getuid()),
+        may_narrow_dir=not explicit,
+        pass_budget_s=args.pass_budget,
+        grace_s=args.grace,
+        max_frame=args.max_frame,
+    )
+    try:
+        anyio.run(_run, options, backend="asyncio")
+    except StartupError as exc:
+        sys.stderr.write(f"longhaul-daemon: {exc}\n")
+        return EXIT_STARTUP_FAILED
+    return 0
+
+
+async def _run(options: ServeOptions) -> None:
+    await run_daemon(options)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    socket_path = resolve_socket_path(args.socket, os.environ, os.getuid())
+    return run_status(socket_path, as_json=args.json, out=sys.stdout, err=sys.stderr)

@@ -1,0 +1,49 @@
+"""Daemon-wide defaults and the compactor choice, shared by the RPC layer, the pass and the CLI.
+
+The compactor choice is made from the *shim's* environment as it arrives with each request (CONFIG-10); the
+daemon never consults its own ``PI_COMPACTOR``.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+__all__ = [
+    "DEFAULT_GRACE_S",
+    "DEFAULT_MAX_FRAME",
+    "DEFAULT_PASS_BUDGET_S",
+    "MAX_BATCH",
+    "MAX_IN_FLIGHT_PER_CONNECTION",
+    "Compactor",
+    "choose_compactor",
+]
+
+Compactor = Literal["longhaul", "pi"]
+
+DEFAULT_PASS_BUDGET_S: Final = 300.0
+"""Time budget of one pass, in seconds; a pass that overruns it answers with fallback ``timeout``."""
+
+DEFAULT_GRACE_S: Final = 10.0
+"""How long SIGTERM waits for in-flight requests before cancelling them, in seconds."""
+
+DEFAULT_MAX_FRAME: Final = 32 * 1024 * 1024
+"""Largest accepted NDJSON frame in bytes (payloads carry whole conversations)."""
+
+MAX_BATCH: Final = 16
+"""Largest accepted JSON-RPC batch."""
+
+MAX_IN_FLIGHT_PER_CONNECTION: Final = 8
+"""Requests one connection may have running before the daemon stops reading from it (backpressure)."""
+
+_LONGHAUL_VALUES: Final = frozenset({"", "state"})
+
+
+def choose_compactor(value: str | None) -> Compactor:
+    """Which compactor a session asked for through ``PI_COMPACTOR``.
+
+    Unset, empty or ``state`` selects Longhaul (CONFIG-1); ``pi`` and any other value make Longhaul stand down
+    (CONFIG-2, CONFIG-3). Surrounding whitespace and letter case are ignored (CONFIG-4).
+    """
+    if value is None:
+        return "longhaul"
+    return "longhaul" if value.strip().lower() in _LONGHAUL_VALUES else "pi"

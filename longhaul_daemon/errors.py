@@ -1,0 +1,93 @@
+"""One exception tree for the daemon, so every failure maps to one JSON-RPC code or one exit status.
+
+The tree::
+
+    LonghaulError                       base of everything the daemon raises on purpose
+    ├── DomainError                     -32000  answered to the client as a JSON-RPC error
+    │   ├── DeadlineExceeded            -32001  a request ran past its deadline
+    │   └── Busy                        -32002  a pass for this session is already running (PASS-21)
+    └── StartupError                    (exit 1) ``serve`` cannot start; never sent over the wire
+        ├── UnsafeSocketDir             the socket's directory is a symlink, not ours, or shared
+        ├── SocketPathInvalid           the socket path is too long, or something else sits there
+        └── AlreadyRunning              another daemon holds the lock or answers on the socket
+
+Wire codes the RPC layer produces without an exception class (JSON-RPC 2.0 reserved range):
+-32700 parse error, -32600 invalid request (also "Frame too large" and "Batch too large"), -32601 method not
+found, -32602 invalid params (data: a list of ``{type, loc, msg}``, never the input), -32603 internal error
+(data: ``{"errorId": …}``, never the exception's text).
+
+Messages of ``DomainError`` go to the client verbatim, so they must never contain transcript text; ``data``
+must be JSON-serialisable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "AlreadyRunning",
+    "Busy",
+    "DeadlineExceeded",
+    "DomainError",
+    "LonghaulError",
+    "SocketPathInvalid",
+    "StartupError",
+    "UnsafeSocketDir",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+class LonghaulError(Exception):
+    """Base class of every error the daemon raises on purpose."""
+
+
+class DomainError(LonghaulError):
+    """An error the client is told about: ``code``, a fixed ``message`` and optional JSON ``data``."""
+
+    code: ClassVar[int] = -32000
+    default_message: ClassVar[str] = "Server error"
+
+    def __init__(self, message: str | None = None, *, data: Any = None) -> None:
+        self.message = message if message is not None else self.default_message
+        self.data = data
+        super().__init__(self.message)
+
+
+class DeadlineExceeded(DomainError):
+    """The request did not finish within its deadline."""
+
+    code: ClassVar[int] = -32001
+    default_message: ClassVar[str] = "Deadline exceeded"
+
+
+class Busy(DomainError):
+    """A pass for the same session is still running; the shim falls back with reason ``busy`` (PASS-21)."""
+
+    code: ClassVar[int] = -32002
+    default_message: ClassVar[str] = "Busy"
+
+
+class StartupError(LonghaulError):
+    """``serve`` cannot start; the CLI prints the message on stderr and exits 1."""
+
+
+class UnsafeSocketDir(StartupError):
+    """The socket's directory is a symlink, owned by another user, or shared with other users."""
+
+
+class SocketPathInvalid(StartupError):
+    """The socket path cannot be used: too long for AF_UNIX, or a non-socket file sits there."""
+
+
+class AlreadyRunning(StartupError):
+    """Another daemon holds the instance lock, or something already answers on the socket."""

@@ -1,0 +1,125 @@
+"""Close a span: the one pure function that turns a pass's results into the next State (PASS-5, PASS-6).
+
+Close runs only after Ledger, World, Fold (and later the Diff) have finished (PASS-2). It numbers the span
+along the branch (PASS-16), hands out sequence numbers to what the pass accepted (PASS-5), appends exactly one
+work-log line (PASS-6), takes in the ledger, the World and the file lists (LEDGER-9, LEDGER-11), and decides
+which user messages the next pass must be offered again (FAIL-10, FAIL-11, FAIL-12, PASS-17).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from longhaul_daemon.passes.ledger import LedgerResult
+from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, Note, State, WorkLogLine, World
+
+__all__ = ["MAX_CARRIED", "close_span", "merge_file_lists"]
+
+MAX_CARRIED = 30  # FAIL-11: at most 30 user messages offered again, the newest ones
+
+_U_ID = re.compile(r"u([1-9][0-9]*)")
+
+
+def merge_file_lists(
+    state: State, *, read: Iterable[str], written: Iterable[str], edited: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """LEDGER-11: modified = written ∪ edited over all spans; read = read minus modified; both sorted."""
+    modified = set(state.modifiedFiles) | set(written) | set(edited)
+    read_only = (set(state.readFiles) | set(read)) - modified
+    return sorted(read_only), sorted(modified)
+
+
+def _u_number(uid: str) -> int:
+    match = _U_ID.fullmatch(uid)
+    return int(match.group(1)) if match else 0
+
+
+def _carry(previous: Sequence[str], span_ids: Sequence[str]) -> list[str]:
+    """FAIL-11: the span's user messages join those already carried; the newest 30 by message order stay."""
+    ids = sorted(set(previous) | set(span_ids), key=lambda uid: (_u_number(uid), uid))
+    return ids[-MAX_CARRIED:]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _line_text(
+    closed_as: ClosedAs, reason: str | None, narrative: str | None, ledger: LedgerResult, carried: int
+) -> str:
+    recorded = (
+        f"{_plural(len(ledger.new_commands), 'command')} and {_plural(len(ledger.new_errors), 'error')}"
+    )
+    if closed_as == "empty":
+        return f"The span was empty: no messages to summarize; {recorded} recorded, World updated."
+    if closed_as == "narrative-less":
+        return (
+            f"Closed narrative-less ({reason or 'unknown'}): {recorded} recorded and the World updated; "
+            f"{_plural(carried, 'user message')} carried to the next pass."
+        )
+    text = narrative or ""
+    if closed_as == "chunk-missing":
+        text = f"{text} (a chunk never verified; {_plural(carried, 'user message')} carried to the next pass)"
+    return text.strip()
+
+
+def close_span(
+    state: State,
+    *,
+    ledger: LedgerResult,
+    world: World,
+    user_ids: Sequence[str],
+    read_files: Sequence[str],
+    modified_files: Sequence[str],
+    closed_as: ClosedAs,
+    reason: str | None,
+    pass_id: str,
+    remembered: Sequence[Note] = (),
+    narrative: str | None = None,
+) -> State:
+    """The State after this span closed; ``state`` (the folded one) is left untouched.
+
+    ``user_ids`` are the span's user-message ids (``u<n>``) in message order; ``read_files`` and
+    ``modified_files`` are already merged with :func:`merge_file_lists`. A ``whole`` or ``chunk-missing``
+    close needs the Diff's ``narrative``; a ``narrative-less`` one needs a ``reason`` code (FAIL-10).
+    """
+    if closed_as in ("whole", "chunk-missing") and not narrative:
+        raise ValueError(f"a {closed_as} close needs a narrative line")
+    if closed_as == "narrative-less" and not reason:
+        raise ValueError("a narrative-less close needs a reason code")
+    new = state.model_copy(deep=True)
+    new.stateFormat = STATE_FORMAT
+    new.span = state.span + 1  # PASS-16: one number per Longhaul compaction along the branch
+
+    # LEDGER-5, LEDGER-6, LEDGER-9: the ledger's merged lists replace the carried ones, whatever the Diff did.
+    new.commands = [c.model_copy(deep=True) for c in ledger.commands]
+    new.errors = [e.model_copy(deep=True) for e in ledger.errors]
+    new.nextCommand = max(state.nextCommand, ledger.next_command)
+    new.nextError = max(state.nextError, ledger.next_error)
+    new.readFiles = sorted(set(read_files) - set(modified_files))
+    new.modifiedFiles = sorted(set(modified_files))
+    new.world = world.model_copy(deep=True)  # PASS-6, WORLD-8: the newest World, also kept in the span record
+
+    # PASS-5: what this pass accepted is numbered after the highest number already held, in a fixed order.
+    for note in remembered:
+        new.seq += 1
+        new.notes.append(Note(text=note.text, seq=new.seq, entryId=note.entryId))
+
+    if closed_as == "whole":
+        new.carried = []  # every message up to here was judged (FAIL-11: no further back than a whole span)
+        new.lastWholeSpan = new.span
+    elif closed_as in ("narrative-less", "chunk-missing"):
+        new.carried = _carry(state.carried, user_ids)  # FAIL-11, FAIL-12
+    # an empty span has no messages to carry and judged nothing: carried stays as it was (PASS-17)
+
+    new.workLog.append(
+        WorkLogLine(
+            span=new.span,
+            closedAs=closed_as,
+            text=_line_text(closed_as, reason, narrative, ledger, len(new.carried)),
+            reason=reason,
+            passId=pass_id,
+        )
+    )
+    return new

@@ -1,0 +1,218 @@
+"""The wire contract between the pi shim and the daemon: pydantic models of every method's params and results.
+
+Params models forbid unknown top-level fields (a typo in the shim is an error, not a silent default); the pi
+objects they carry (messages, branch entries) are kept as plain JSON and parsed leniently by ``transcript``,
+because transcript bytes are untrusted and pi may add fields at any release.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AfterEntries",
+    "CompactFailedParams",
+    "CompactParams",
+    "CompactResult",
+    "CompactedParams",
+    "Compaction",
+    "FileOps",
+    "HelloParams",
+    "HelloResult",
+    "IncidentParams",
+    "ModelFacts",
+    "OkResult",
+    "PassCounts",
+    "Preparation",
+    "SessionFacts",
+    "ShimEnv",
+    "StatusParams",
+    "StatusResult",
+]
+
+PROTOCOL_VERSION = 1
+
+_SHORT = 4096  # ids, paths, versions: generous but bounded
+_TEXT = 200_000  # custom instructions, previous summary
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ShimEnv(_Params):
+    """The environment variables that matter, as the pi process sees them (CONFIG-10)."""
+
+    PI_COMPACTOR: str | None = Field(default=None, max_length=_SHORT)
+    PI_COMPACT_STATE_DEBUG: str | None = Field(default=None, max_length=_SHORT)
+    PI_COMPACT_STATE_DEBUG_EXCERPTS: str | None = Field(default=None, max_length=_SHORT)
+    PI_COMPACT_STATE_DEBUG_STACK: str | None = Field(default=None, max_length=_SHORT)
+
+
+class ModelFacts(BaseModel):
+    """A pi model as the shim resolved it. Unknown fields are ignored so newer pi versions keep working."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    provider: str = Field(max_length=_SHORT)
+    id: str = Field(max_length=_SHORT)
+    api: str | None = Field(default=None, max_length=_SHORT)
+    baseUrl: str | None = Field(default=None, max_length=_SHORT)
+    reasoning: bool | None = None
+    contextWindow: int | None = Field(default=None, ge=0)
+    maxTokens: int | None = Field(default=None, ge=0)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.provider}/{self.id}"
+
+
+class SessionFacts(_Params):
+    """Who is asking: one pi process and its session."""
+
+    cwd: str = Field(min_length=1, max_length=_SHORT)
+    sessionId: str = Field(min_length=1, max_length=_SHORT)
+    sessionFile: str | None = Field(default=None, max_length=_SHORT)
+    agentDir: str = Field(min_length=1, max_length=_SHORT)
+    piVersion: str = Field(min_length=1, max_length=256)
+    model: ModelFacts | None = None
+    thinkingLevel: str | None = Field(default=None, max_length=64)
+    env: ShimEnv = ShimEnv()
+
+
+class HelloParams(_Params):
+    session: SessionFacts
+    reason: str | None = Field(default=None, max_length=64)
+
+
+class HelloResult(_Result):
+    daemonVersion: str
+    protocolVersion: int
+    compactor: Literal["longhaul", "pi"]
+    deadlineMs: int
+    summarizer: str | None = None
+
+
+class FileOps(_Params):
+    read: list[str] = Field(default_factory=list)
+    written: list[str] = Field(default_factory=list)
+    edited: list[str] = Field(default_factory=list)
+
+
+class Preparation(BaseModel):
+    """pi's ``CompactionPreparation`` with the fileOps Sets already turned into arrays by the shim."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    firstKeptEntryId: str = Field(max_length=_SHORT)
+    messagesToSummarize: list[dict[str, Any]] = Field(default_factory=list)
+    turnPrefixMessages: list[dict[str, Any]] = Field(default_factory=list)
+    isSplitTurn: bool = False
+    tokensBefore: int = Field(ge=0)
+    previousSummary: str | None = Field(default=None, max_length=_TEXT)
+    fileOps: FileOps = FileOps()
+
+
+class CompactParams(_Params):
+    session: SessionFacts
+    reason: Literal["manual", "threshold", "overflow"] | None = None
+    customInstructions: str | None = Field(default=None, max_length=_TEXT)
+    preparation: Preparation
+    branchEntries: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Compaction(_Result):
+    """What the shim hands back to pi as ``{compaction: …}``."""
+
+    summary: str
+    firstKeptEntryId: str
+    tokensBefore: int
+    details: dict[str, Any]
+
+
+class AfterEntries(_Result):
+    """Custom entries for the shim to append after pi wrote the compaction entry.
+
+    ``spanRecord`` lacks ``compactionId`` and ``line`` lacks ``ms``: only the shim knows the entry id and the
+    time pi took, so it fills both in (PASS-11, PASS-13).
+    """
+
+    spanRecord: dict[str, Any]
+    line: dict[str, Any]
+
+
+class CompactResult(_Result):
+    """Either a compaction (with its after-entries) or a fallback reason; never both."""
+
+    passId: str
+    span: int
+    compaction: Compaction | None = None
+    after: AfterEntries | None = None
+    notice: str | None = None
+    fallback: str | None = None
+
+
+class CompactedParams(_Params):
+    """pi wrote a compaction entry (the `session_compact` event)."""
+
+    session: SessionFacts
+    compactionEntryId: str = Field(max_length=_SHORT)
+    fromExtension: bool
+    passId: str | None = Field(default=None, max_length=256)
+    span: int | None = None
+    reason: str | None = Field(default=None, max_length=64)
+    summaryChars: int = Field(ge=0)
+    tokensBefore: int = Field(ge=0)
+
+
+class CompactFailedParams(_Params):
+    session: SessionFacts
+    reason: str = Field(max_length=256)
+    passId: str | None = Field(default=None, max_length=256)
+    span: int | None = None
+
+
+class IncidentParams(_Params):
+    """Something went wrong on the shim's side that the daemon should record."""
+
+    session: SessionFacts
+    kind: Literal["span-record-failed", "compaction-line-failed", "aborted", "fallback"]
+    reason: str | None = Field(default=None, max_length=256)
+    span: int | None = None
+    passId: str | None = Field(default=None, max_length=256)
+    errorClass: str | None = Field(default=None, max_length=256)
+    error: str | None = Field(default=None, max_length=2000)
+
+
+class OkResult(_Result):
+    ok: bool = True
+
+
+class StatusParams(_Params):
+    pass
+
+
+class PassCounts(_Result):
+    whole: int = 0
+    narrativeLess: int = 0
+    fallback: int = 0
+    aborted: int = 0
+
+
+class StatusResult(_Result):
+    version: str
+    protocolVersion: int
+    pid: int
+    uptimeS: float
+    socket: str
+    socketActivated: bool
+    passes: PassCounts
+    inFlight: int
+    sessionsSeen: int

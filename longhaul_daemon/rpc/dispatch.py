@@ -1,0 +1,145 @@
+"""The only module importing jsonrpcserver: one parse per frame, a batch cap, replies that never leak text.
+
+jsonrpcserver 5.0.9 has four sharp edges (see the stack notes): it is asyncio-only, its import warns on
+3.11/3.12, it checks params only by signature, and it puts ``str(exc)`` into ``error.data``. Here the import
+is wrapped in a warning filter, frames are parsed by us once and handed over with
+``deserializer=lambda _s: obj``, params are checked by :mod:`longhaul_daemon.rpc.registry`, and any
+library-made -32603/-32000 carrying text is replaced by an error id before it reaches the client. The
+library's own stdlib logger (``logger.exception`` with the message) is silenced; our operational log records
+the error id and class instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import structlog
+
+from longhaul_daemon.config import MAX_BATCH
+from longhaul_daemon.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from longhaul_daemon.rpc.registry import RpcMethod, RpcSuccess, internal_error, new_error_id
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from jsonrpcserver import Error, Success
+    from jsonrpcserver.async_main import dispatch_to_serializable
+
+__all__ = ["Dispatcher", "encode_message", "error_response"]
+
+_log = structlog.get_logger("longhaul.rpc")
+
+_SERVER_ERROR = -32000  # jsonrpcserver's code when dispatch itself blows up; data is str(exc)
+_TEXT_CARRYING_CODES = frozenset({INTERNAL_ERROR, _SERVER_ERROR})
+
+
+def _silence_library_logger() -> None:
+    """jsonrpcserver logs ``logger.exception(exc)``, which would print the exception's message text."""
+    library_logger = logging.getLogger("jsonrpcserver")
+    library_logger.setLevel(logging.CRITICAL + 1)
+    library_logger.propagate = False
+    if not library_logger.handlers:
+        library_logger.addHandler(logging.NullHandler())
+
+
+_silence_library_logger()
+
+
+def encode_message(message: object) -> bytes:
+    """Compact JSON, UTF-8, no NaN: newlines inside strings are escaped, so the result is one NDJSON line."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def error_response(code: int, message: str, *, data: Any = None, request_id: Any = None) -> dict[str, Any]:
+    """A JSON-RPC 2.0 error response object."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "error": error, "id": request_id}
+
+
+def _adapt(method: RpcMethod) -> Callable[..., Awaitable[Any]]:
+    """Our outcome → jsonrpcserver's Either; taking ``*args, **kwargs`` keeps the library's bind happy."""
+
+    async def library_method(*args: Any, **kwargs: Any) -> Any:
+        outcome = await method.call(*args, **kwargs)
+        if isinstance(outcome, RpcSuccess):
+            return Success(outcome.result)
+        if outcome.data is None:
+            return Error(outcome.code, outcome.message)
+        return Error(outcome.code, outcome.message, outcome.data)
+
+    return library_method
+
+
+class Dispatcher:
+    """Dispatches one NDJSON frame to the method table; returns the reply text, or ``None`` for no reply."""
+
+    def __init__(self, methods: Mapping[str, RpcMethod], *, max_batch: int = MAX_BATCH) -> None:
+        self._library_methods = {name: _adapt(method) for name, method in methods.items()}
+        self._max_batch = max_batch
+
+    async def dispatch(self, frame: bytes) -> bytes | None:
+        """Reply to one frame: a JSON text without the trailing newline, or ``None`` (notifications only)."""
+        try:
+            request = json.loads(frame)
+        except (ValueError, RecursionError):
+            return encode_message(error_response(PARSE_ERROR, "Parse error"))
+        if isinstance(request, list) and len(request) > self._max_batch:
+            return encode_message(
+                error_response(INVALID_REQUEST, "Batch too large", data={"maxBatch": self._max_batch})
+            )
+        try:
+            response = await dispatch_to_serializable(
+                "", methods=self._library_methods, deserializer=lambda _s: request
+            )
+        except Exception as exc:
+            failure = internal_error(exc, where="dispatch")
+            return encode_message(error_response(failure.code, failure.message, data=failure.data))
+        if response is None or response == []:
+            return None
+        response = _scrub(response)
+        try:
+            return encode_message(response)
+        except (TypeError, ValueError) as exc:
+            failure = internal_error(exc, where="encode")
+            return encode_message(
+                error_response(
+                    failure.code, failure.message, data=failure.data, request_id=_single_id(request)
+                )
+            )
+
+
+def _single_id(request: object) -> Any:
+    if isinstance(request, dict):
+        request_id = request.get("id")
+        if request_id is None or isinstance(request_id, str | int):
+            return request_id
+    return None
+
+
+def _scrub(response: Any) -> Any:
+    """Replace library-made error data that carries an exception's text with an error id."""
+    if isinstance(response, list):
+        return [_scrub_one(member) for member in response]
+    return _scrub_one(response)
+
+
+def _scrub_one(member: Any) -> Any:
+    if not isinstance(member, dict):
+        return member
+    error = member.get("error")
+    if not isinstance(error, dict) or error.get("code") not in _TEXT_CARRYING_CODES:
+        return member
+    data = error.get("data")
+    if isinstance(data, dict) and set(data) == {"errorId"}:
+        return member
+    error_id = new_error_id()
+    _log.error("rpc_library_error", error_id=error_id, code=error.get("code"))
+    return {
+        **member,
+        "error": {"code": INTERNAL_ERROR, "message": "Internal error", "data": {"errorId": error_id}},
+    }

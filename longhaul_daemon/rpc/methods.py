@@ -1,0 +1,213 @@
+"""The daemon's JSON-RPC methods and the :class:`Services` they share, built per daemon (no module globals).
+
+``compact`` is the one that matters: it refuses a second pass for a busy session (PASS-21), stands down when
+the session chose another compactor (CONFIG-1..4), and otherwise runs the pass under its time budget, turning
+a timeout or a crash into a fallback reply so the shim lets pi compact instead. Everything logged here is
+codes, ids and counts, never message text.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+
+from longhaul_daemon import __version__
+from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S, choose_compactor
+from longhaul_daemon.errors import Busy
+from longhaul_daemon.protocol import (
+    PROTOCOL_VERSION,
+    CompactedParams,
+    CompactFailedParams,
+    CompactParams,
+    CompactResult,
+    HelloParams,
+    HelloResult,
+    IncidentParams,
+    OkResult,
+    PassCounts,
+    StatusParams,
+    StatusResult,
+)
+from longhaul_daemon.rpc.registry import RpcMethod, rpc
+
+__all__ = ["RunPass", "Services", "build_methods", "new_pass_id"]
+
+_log = structlog.get_logger("longhaul.methods")
+
+RunPass = Callable[..., Awaitable[CompactResult]]
+"""``async def run_pass(params: CompactParams, *, pass_id: str) -> CompactResult``."""
+
+_SAFETY_MARGIN_S = 5.0  # the outer -32001 net sits this far behind the pass budget's own fallback
+_MAX_CODE_LEN = 64
+
+
+async def _default_run_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
+    """The real pass, imported on first use so the RPC layer loads even where the pass is absent or broken."""
+    from longhaul_daemon.passes.run import run_pass
+
+    return await run_pass(params, pass_id=pass_id)
+
+
+def new_pass_id() -> str:
+    """Twelve hex characters: unique enough per user, short enough for log lines and summaries."""
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass
+class Services:
+    """What the methods share for the daemon's life: identity, counters, the busy set, and the pass seam."""
+
+    socket_path: str
+    socket_activated: bool = False
+    pass_budget_s: float = DEFAULT_PASS_BUDGET_S
+    run_pass: RunPass = _default_run_pass
+    started_at: float = field(default_factory=time.monotonic)
+    pass_counts: PassCounts = field(default_factory=PassCounts)
+    busy_sessions: set[str] = field(default_factory=set)
+    sessions_seen: set[str] = field(default_factory=set)
+    passes_in_flight: int = 0
+
+    def status(self) -> StatusResult:
+        return StatusResult(
+            version=__version__,
+            protocolVersion=PROTOCOL_VERSION,
+            pid=os.getpid(),
+            uptimeS=round(time.monotonic() - self.started_at, 3),
+            socket=self.socket_path,
+            socketActivated=self.socket_activated,
+            passes=self.pass_counts.model_copy(),
+            inFlight=self.passes_in_flight,
+            sessionsSeen=len(self.sessions_seen),
+        )
+
+    def count_result(self, result: CompactResult) -> None:
+        """Count a finished pass as whole, narrative-less or fallback."""
+        if result.fallback is not None or result.compaction is None:
+            self.pass_counts.fallback += 1
+        elif result.after is not None and result.after.spanRecord.get("closedAs") == "narrative-less":
+            self.pass_counts.narrativeLess += 1
+        else:
+            self.pass_counts.whole += 1
+
+
+def _code(value: str | None) -> str | int | None:
+    """A short identifier-like value as is; anything else (possibly message text) only as its length."""
+    if value is None:
+        return None
+    if len(value) <= _MAX_CODE_LEN and all(ch.isalnum() or ch in "-_.:/" for ch in value):
+        return value
+    return len(value)
+
+
+async def _run_compact(services: Services, params: CompactParams) -> CompactResult:
+    session_id = params.session.sessionId
+    services.sessions_seen.add(session_id)
+    if session_id in services.busy_sessions:
+        _log.info("compact_busy", session_id=session_id)
+        raise Busy("A pass for this session is already running")
+    pass_id = new_pass_id()
+    log = _log.bind(session_id=session_id, pass_id=pass_id)
+    if choose_compactor(params.session.env.PI_COMPACTOR) == "pi":
+        log.info("compact_stand_down")
+        return CompactResult(passId=pass_id, span=0, fallback="stand-down")
+    services.busy_sessions.add(session_id)
+    services.passes_in_flight += 1
+    log.info("pass_started", reason=params.reason, messages=len(params.preparation.messagesToSummarize))
+    try:
+        with anyio.move_on_after(services.pass_budget_s):
+            result = await services.run_pass(params, pass_id=pass_id)
+            services.count_result(result)
+            log.info("pass_finished", span=result.span, fallback=_code(result.fallback))
+            return result
+        services.pass_counts.fallback += 1
+        log.warning("pass_timeout", budget_s=services.pass_budget_s)
+        return CompactResult(passId=pass_id, span=0, fallback="timeout")
+    except anyio.get_cancelled_exc_class():
+        services.pass_counts.aborted += 1
+        log.info("pass_aborted")
+        raise
+    except Exception as exc:
+        services.pass_counts.fallback += 1
+        log.error("pass_error", error_class=type(exc).__name__)
+        return CompactResult(passId=pass_id, span=0, fallback="pass-error")
+    finally:
+        services.busy_sessions.discard(session_id)
+        services.passes_in_flight -= 1
+
+
+def build_methods(services: Services) -> dict[str, RpcMethod]:
+    """The method table for one daemon; handlers close over ``services``."""
+
+    @rpc("hello", HelloParams)
+    async def hello(params: HelloParams) -> HelloResult:
+        services.sessions_seen.add(params.session.sessionId)
+        compactor = choose_compactor(params.session.env.PI_COMPACTOR)
+        _log.info(
+            "hello", session_id=params.session.sessionId, compactor=compactor, reason=_code(params.reason)
+        )
+        return HelloResult(
+            daemonVersion=__version__,
+            protocolVersion=PROTOCOL_VERSION,
+            compactor=compactor,
+            deadlineMs=round(services.pass_budget_s * 1000),
+            summarizer=None,
+        )
+
+    @rpc("compact", CompactParams, deadline_s=services.pass_budget_s + _SAFETY_MARGIN_S)
+    async def compact(params: CompactParams) -> CompactResult:
+        return await _run_compact(services, params)
+
+    @rpc("compacted", CompactedParams)
+    async def compacted(params: CompactedParams) -> OkResult:
+        services.sessions_seen.add(params.session.sessionId)
+        _log.info(
+            "compacted",
+            session_id=params.session.sessionId,
+            pass_id=params.passId,
+            span=params.span,
+            from_extension=params.fromExtension,
+            reason=_code(params.reason),
+            summary_chars=params.summaryChars,
+            tokens_before=params.tokensBefore,
+        )
+        return OkResult()
+
+    @rpc("compact_failed", CompactFailedParams)
+    async def compact_failed(params: CompactFailedParams) -> OkResult:
+        services.sessions_seen.add(params.session.sessionId)
+        _log.info(
+            "compact_failed",
+            session_id=params.session.sessionId,
+            pass_id=params.passId,
+            span=params.span,
+            reason=_code(params.reason),
+        )
+        return OkResult()
+
+    @rpc("incident", IncidentParams)
+    async def incident(params: IncidentParams) -> OkResult:
+        services.sessions_seen.add(params.session.sessionId)
+        details: dict[str, Any] = {
+            "session_id": params.session.sessionId,
+            "kind": params.kind,
+            "pass_id": params.passId,
+            "span": params.span,
+            "reason": _code(params.reason),
+            "error_class": _code(params.errorClass),
+            "error_chars": None if params.error is None else len(params.error),
+        }
+        _log.warning("incident", **details)
+        return OkResult()
+
+    @rpc("status", StatusParams)
+    async def status(params: StatusParams) -> StatusResult:
+        return services.status()
+
+    return {method.name: method for method in (hello, compact, compacted, compact_failed, incident, status)}

@@ -1,0 +1,166 @@
+"""Turns typed handlers into JSON-RPC methods: pydantic params, a deadline, and errors that never leak text.
+
+A handler is ``async def handler(params: SomeParams) -> SomeResult``. ``rpc(name, SomeParams)`` wraps it into
+an :class:`RpcMethod` whose ``call(*args, **kwargs)`` accepts exactly what a JSON-RPC request carries and
+always returns an :data:`RpcOutcome`, never raises (cancellation aside). This module does not import
+jsonrpcserver: ``dispatch`` adapts outcomes to the library's result type, so the library can be swapped
+without touching handlers.
+
+The wrapper deliberately does not use ``functools.wraps``: ``inspect.signature`` follows ``__wrapped__``, and
+jsonrpcserver would then bind the request against the handler's ``(params)`` signature and reject every call.
+"""
+
+from __future__ import annotations
+
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from longhaul_daemon.errors import INTERNAL_ERROR, INVALID_PARAMS, DeadlineExceeded, DomainError
+
+__all__ = [
+    "RpcFailure",
+    "RpcMethod",
+    "RpcOutcome",
+    "RpcSuccess",
+    "describe_validation_error",
+    "internal_error",
+    "new_error_id",
+    "rpc",
+]
+
+_log = structlog.get_logger("longhaul.rpc")
+
+ParamsT = TypeVar("ParamsT", bound=BaseModel)
+
+_MAX_LOC_PART = 200  # a client-chosen key is a field path, but not an unbounded one
+_MIN_ECHO_LEN = 4  # shorter inputs appear in messages by chance ("a", "no"), not by echo
+
+
+@dataclass(frozen=True)
+class RpcSuccess:
+    """A method's JSON-ready result."""
+
+    result: Any
+
+
+@dataclass(frozen=True)
+class RpcFailure:
+    """A JSON-RPC error object; ``data`` of ``None`` means the member is left out."""
+
+    code: int
+    message: str
+    data: Any = None
+
+
+RpcOutcome = RpcSuccess | RpcFailure
+
+
+@dataclass(frozen=True)
+class RpcMethod:
+    """A named JSON-RPC method; ``call`` takes the request's params as ``*args``/``**kwargs``."""
+
+    name: str
+    call: Callable[..., Awaitable[RpcOutcome]]
+
+
+def new_error_id() -> str:
+    """A short id that ties a client's -32603 reply to the operational log line with the details."""
+    return uuid.uuid4().hex[:12]
+
+
+def internal_error(exc: BaseException, *, where: str) -> RpcFailure:
+    """Log an unexpected exception by class, error id and frames (no message text); build the -32603 reply."""
+    error_id = new_error_id()
+    frames = [
+        f"{frame.filename}:{frame.lineno}:{frame.name}" for frame in traceback.extract_tb(exc.__traceback__)
+    ]
+    _log.error(
+        "rpc_internal_error",
+        where=where,
+        error_id=error_id,
+        error_class=type(exc).__name__,
+        frames=frames[-8:],
+    )
+    return RpcFailure(INTERNAL_ERROR, "Internal error", {"errorId": error_id})
+
+
+def describe_validation_error(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's errors as ``{type, loc, msg}``: every part JSON-able, the offending input never echoed."""
+    described: list[dict[str, Any]] = []
+    for error in exc.errors(include_url=False, include_context=False):
+        error_type = str(error.get("type", "value_error"))
+        loc = [_loc_part(part) for part in error.get("loc", ())]
+        msg = str(error.get("msg", ""))
+        if _echoes_input(msg, error.get("input")):
+            msg = f"Invalid value ({error_type})"
+        described.append({"type": error_type, "loc": loc, "msg": msg})
+    return described
+
+
+def _loc_part(part: object) -> str | int:
+    if isinstance(part, bool) or not isinstance(part, int | str):
+        part = str(part)
+    if isinstance(part, str) and len(part) > _MAX_LOC_PART:
+        return part[:_MAX_LOC_PART] + "…"
+    return part
+
+
+def _echoes_input(msg: str, value: object) -> bool:
+    """Whether ``msg`` quotes the input (custom validators and a few pydantic errors do)."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        text = str(value)
+        return len(text) >= _MIN_ECHO_LEN and text in msg
+    return False
+
+
+def rpc(
+    name: str, params_model: type[ParamsT], *, deadline_s: float | None = None
+) -> Callable[[Callable[[ParamsT], Awaitable[BaseModel]]], RpcMethod]:
+    """Wrap ``handler(params) -> result`` as the JSON-RPC method ``name``.
+
+    By-name params only; they are validated by ``params_model``. ``deadline_s`` bounds the handler (-32001
+    when it runs over). A :class:`DomainError` becomes its code and message; any other exception becomes
+    -32603 with an error id. The result is dumped in JSON mode.
+    """
+
+    def register(handler: Callable[[ParamsT], Awaitable[BaseModel]]) -> RpcMethod:
+        async def call(*args: Any, **kwargs: Any) -> RpcOutcome:
+            if args:
+                return RpcFailure(
+                    INVALID_PARAMS,
+                    "Invalid params",
+                    [{"type": "params_not_object", "loc": [], "msg": "params must be an object"}],
+                )
+            try:
+                params = params_model.model_validate(kwargs)
+            except ValidationError as exc:
+                return RpcFailure(INVALID_PARAMS, "Invalid params", describe_validation_error(exc))
+            try:
+                result = await _run_with_deadline(handler, params, deadline_s)
+                return RpcSuccess(result.model_dump(mode="json"))
+            except DomainError as exc:
+                _log.info("rpc_domain_error", method=name, code=exc.code)
+                return RpcFailure(exc.code, exc.message, exc.data)
+            except Exception as exc:
+                return internal_error(exc, where=name)
+
+        return RpcMethod(name=name, call=call)
+
+    return register
+
+
+async def _run_with_deadline(
+    handler: Callable[[ParamsT], Awaitable[BaseModel]], params: ParamsT, deadline_s: float | None
+) -> BaseModel:
+    if deadline_s is None:
+        return await handler(params)
+    with anyio.move_on_after(deadline_s):
+        return await handler(params)
+    raise DeadlineExceeded()  # reached only when the scope's deadline cancelled the handler

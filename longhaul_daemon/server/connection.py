@@ -1,0 +1,156 @@
+"""One client connection: peer check, NDJSON frames in, concurrent dispatch, one reply line per request out.
+
+Requests pipelined on one connection run concurrently, at most ``max_in_flight`` at a time; the slot is
+taken *before* reading the next frame, so a client that floods us fills the kernel buffer instead of our
+memory. Replies go out under a write lock so lines never interleave. When the client goes away (EOF or reset)
+its in-flight requests are cancelled: that is how the shim cancels a pass. No handler failure ends the
+connection or the daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from dataclasses import dataclass
+
+import anyio
+import structlog
+from anyio.abc import SocketAttribute, SocketStream, TaskGroup
+from anyio.streams.buffered import BufferedByteStream
+
+from longhaul_daemon.config import DEFAULT_MAX_FRAME, MAX_IN_FLIGHT_PER_CONNECTION
+from longhaul_daemon.errors import INVALID_REQUEST
+from longhaul_daemon.rpc import Dispatcher, encode_message, error_response
+from longhaul_daemon.rpc.registry import internal_error
+from longhaul_daemon.server.framing import FrameReader, FrameTooLarge, line
+from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
+
+__all__ = ["ConnectionLimits", "RequestTracker", "serve_connection"]
+
+_log = structlog.get_logger("longhaul.server")
+_connection_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """Per-connection limits: frame size, requests in flight, and how long one reply may take to write."""
+
+    max_frame: int = DEFAULT_MAX_FRAME
+    max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION
+    write_timeout_s: float = 30.0
+
+
+class RequestTracker:
+    """Counts requests being handled across all connections, so shutdown can wait for them to finish."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self._idle = anyio.Event()
+
+    def begin(self) -> None:
+        self.in_flight += 1
+
+    def end(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self._idle.set()
+            self._idle = anyio.Event()
+
+    async def wait_idle(self) -> None:
+        """Return once no request is in flight."""
+        while self.in_flight:
+            await self._idle.wait()
+
+
+class _Connection:
+    def __init__(
+        self,
+        stream: BufferedByteStream,
+        dispatcher: Dispatcher,
+        tracker: RequestTracker,
+        limits: ConnectionLimits,
+        requests: TaskGroup,
+    ) -> None:
+        self._stream = stream
+        self._dispatcher = dispatcher
+        self._tracker = tracker
+        self._limits = limits
+        self._requests = requests
+        self._write_lock = anyio.Lock()
+        self._slots = anyio.Semaphore(limits.max_in_flight)
+
+    async def read_loop(self) -> None:
+        reader = FrameReader(self._stream, self._limits.max_frame)
+        while True:
+            await self._slots.acquire()
+            try:
+                frame = await reader.next_frame()
+            except FrameTooLarge as exc:
+                self._slots.release()
+                _log.warning("frame_too_large", max_frame=exc.max_frame)
+                reply = error_response(INVALID_REQUEST, "Frame too large", data={"maxFrame": exc.max_frame})
+                await self.write(encode_message(reply))
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    await self._stream.send_eof()
+                return  # requests already running still get their replies
+            if frame is None:
+                self._slots.release()
+                if self._has_requests_running():
+                    _log.info("client_gone_cancelling")
+                self._requests.cancel_scope.cancel()
+                return
+            self._requests.start_soon(self._handle, frame)
+
+    def _has_requests_running(self) -> bool:
+        return self._slots.value < self._limits.max_in_flight
+
+    async def _handle(self, frame: bytes) -> None:
+        self._tracker.begin()
+        try:
+            try:
+                reply = await self._dispatcher.dispatch(frame)
+            except Exception as exc:
+                failure = internal_error(exc, where="connection")
+                reply = encode_message(error_response(failure.code, failure.message, data=failure.data))
+            if reply is not None:
+                await self.write(reply)
+        finally:
+            self._tracker.end()
+            self._slots.release()
+
+    async def write(self, payload: bytes) -> None:
+        """Write one reply line; a client that stopped reading or went away ends the connection."""
+        try:
+            async with self._write_lock:
+                with anyio.fail_after(self._limits.write_timeout_s):
+                    await self._stream.send(line(payload))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, TimeoutError, OSError) as exc:
+            _log.info("reply_write_failed", error_class=type(exc).__name__)
+            self._requests.cancel_scope.cancel()
+
+
+async def serve_connection(
+    stream: SocketStream,
+    dispatcher: Dispatcher,
+    tracker: RequestTracker,
+    limits: ConnectionLimits,
+    *,
+    own_uid: int | None = None,
+) -> None:
+    """Serve one accepted connection until the client leaves, then close it."""
+    uid = os.getuid() if own_uid is None else own_uid
+    connection_id = next(_connection_ids)
+    async with stream:
+        try:
+            peer = peer_credentials(stream.extra(SocketAttribute.raw_socket))
+        except OSError as exc:
+            _log.warning("peer_unknown", conn=connection_id, error_class=type(exc).__name__)
+            return
+        if not peer_allowed(peer.uid, uid):
+            _log.warning("peer_refused", conn=connection_id, peer_uid=peer.uid, peer_pid=peer.pid)
+            return
+        structlog.contextvars.bind_contextvars(conn=connection_id, peer_pid=peer.pid)
+        async with anyio.create_task_group() as requests:
+            connection = _Connection(BufferedByteStream(stream), dispatcher, tracker, limits, requests)
+            await connection.read_loop()

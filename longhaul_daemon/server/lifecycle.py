@@ -1,0 +1,226 @@
+"""The daemon's life from socket to exit: accept loop, systemd notify and watchdog, signals, graceful drain.
+
+Shutdown (SIGTERM/SIGINT, or the ``stop`` event in tests): ``STOPPING=1``, stop accepting and close the
+listener, wait up to ``grace_s`` for in-flight *requests* (not idle connections) to finish, cancel whatever is
+left, then unlink the socket unless systemd owns it. The daemon keeps no truth of its own (the transcript
+does), so a cancelled pass only costs the shim a fallback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import structlog
+from anyio.abc import SocketListener, SocketStream, TaskGroup, TaskStatus
+
+from longhaul_daemon import __version__, systemd
+from longhaul_daemon.config import (
+    DEFAULT_GRACE_S,
+    DEFAULT_MAX_FRAME,
+    DEFAULT_PASS_BUDGET_S,
+    MAX_IN_FLIGHT_PER_CONNECTION,
+)
+from longhaul_daemon.rpc import Dispatcher, RunPass, Services, build_methods
+from longhaul_daemon.rpc.registry import internal_error
+from longhaul_daemon.server.connection import ConnectionLimits, RequestTracker, serve_connection
+from longhaul_daemon.server.listener import OpenedListener, open_listener
+
+__all__ = ["DaemonHandle", "ServeOptions", "configure_operational_log", "run_daemon"]
+
+_log = structlog.get_logger("longhaul.server")
+
+_ACCEPT_RETRY_S = 0.1  # after EMFILE and friends: back off a little instead of spinning
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Everything ``serve`` needs; the CLI builds it from flags and environment."""
+
+    socket_path: Path
+    may_narrow_dir: bool = False
+    pass_budget_s: float = DEFAULT_PASS_BUDGET_S
+    grace_s: float = DEFAULT_GRACE_S
+    max_frame: int = DEFAULT_MAX_FRAME
+    max_in_flight_per_connection: int = MAX_IN_FLIGHT_PER_CONNECTION
+    handle_signals: bool = True
+
+
+@dataclass(frozen=True)
+class DaemonHandle:
+    """What a running daemon reports once it listens: where, and the services its methods share."""
+
+    socket_path: Path
+    services: Services
+
+
+async def run_daemon(
+    options: ServeOptions,
+    *,
+    run_pass: RunPass | None = None,
+    stop: anyio.Event | None = None,
+    task_status: TaskStatus[DaemonHandle] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until a signal (or ``stop``) arrives, then drain and return; StartupError if it cannot listen."""
+    opened = await open_listener(options.socket_path, uid=os.getuid(), may_narrow_dir=options.may_narrow_dir)
+    try:
+        services = Services(
+            socket_path=str(opened.path),
+            socket_activated=opened.activated,
+            pass_budget_s=options.pass_budget_s,
+        )
+        if run_pass is not None:
+            services.run_pass = run_pass
+        stop_event = stop if stop is not None else anyio.Event()
+        async with anyio.create_task_group() as root:
+            if options.handle_signals:
+                await root.start(_stop_on_signal, stop_event)
+            interval = systemd.watchdog_interval()
+            if interval is not None:
+                root.start_soon(_ping_watchdog, interval)
+            await _serve_until_stopped(opened, services, options, stop_event, task_status)
+            root.cancel_scope.cancel()
+    finally:
+        opened.release()
+    _log.info("daemon_stopped")
+
+
+async def _serve_until_stopped(
+    opened: OpenedListener,
+    services: Services,
+    options: ServeOptions,
+    stop: anyio.Event,
+    task_status: TaskStatus[DaemonHandle],
+) -> None:
+    dispatcher = Dispatcher(build_methods(services))
+    tracker = RequestTracker()
+    limits = ConnectionLimits(max_frame=options.max_frame, max_in_flight=options.max_in_flight_per_connection)
+    async with anyio.create_task_group() as connections:
+        connections.start_soon(_accept_loop, opened.listener, connections, dispatcher, tracker, limits)
+        systemd.notify("READY=1", f"STATUS=Listening on {opened.path}")
+        _log.info(
+            "daemon_ready",
+            version=__version__,
+            pid=os.getpid(),
+            socket=str(opened.path),
+            socket_activated=opened.activated,
+            pass_budget_s=options.pass_budget_s,
+        )
+        task_status.started(DaemonHandle(opened.path, services))
+        await stop.wait()
+        systemd.notify("STOPPING=1", f"STATUS=Draining {tracker.in_flight} request(s)")
+        _log.info("daemon_stopping", in_flight=tracker.in_flight, grace_s=options.grace_s)
+        # Closing (not cancelling) is the wake-up anyio's accept() is built for: ClosedResourceError.
+        await opened.listener.aclose()
+        with anyio.move_on_after(options.grace_s) as grace:
+            await tracker.wait_idle()
+        if grace.cancelled_caught:
+            _log.warning("drain_grace_expired", cancelled=tracker.in_flight)
+        connections.cancel_scope.cancel()
+
+
+async def _accept_loop(
+    listener: SocketListener,
+    connections: TaskGroup,
+    dispatcher: Dispatcher,
+    tracker: RequestTracker,
+    limits: ConnectionLimits,
+) -> None:
+    while True:
+        try:
+            stream = await listener.accept()
+        except anyio.ClosedResourceError:
+            return
+        except (anyio.BrokenResourceError, OSError) as exc:
+            _log.warning("accept_failed", error_class=type(exc.__cause__ or exc).__name__)
+            await anyio.sleep(_ACCEPT_RETRY_S)
+            continue
+        connections.start_soon(_guarded_connection, stream, dispatcher, tracker, limits)
+
+
+async def _guarded_connection(
+    stream: SocketStream, dispatcher: Dispatcher, tracker: RequestTracker, limits: ConnectionLimits
+) -> None:
+    """A bug in one connection is logged and ends that connection only."""
+    try:
+        await serve_connection(stream, dispatcher, tracker, limits)
+    except Exception as exc:
+        internal_error(exc, where="connection")
+
+
+async def _stop_on_signal(
+    stop: anyio.Event, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async for signum in signals:
+            _log.info("signal_received", signal=signal.Signals(signum).name)
+            stop.set()
+            return  # leaving the receiver restores default handling: a second signal ends the process at once
+
+
+async def _ping_watchdog(interval_s: float) -> None:
+    """Ping from the event loop, so a blocked loop stops pinging and systemd notices."""
+    while True:
+        systemd.notify("WATCHDOG=1")
+        await anyio.sleep(interval_s)
+
+
+class _SafeStreamSink:
+    """structlog's final logger: one line to a text stream, and a failed write never reaches the caller."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def msg(self, message: str) -> None:
+        with contextlib.suppress(Exception):  # a failed log write must never affect the work
+            self._stream.write(message + "\n")
+            self._stream.flush()
+
+    debug = info = warning = warn = error = critical = exception = fatal = log = msg
+
+
+def _render_json(_logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> str:
+    try:
+        return json.dumps(event_dict, default=repr, ensure_ascii=False, separators=(",", ":"))
+    except Exception:
+        return json.dumps({"event": "log_render_failed", "original_event": str(event_dict.get("event"))})
+
+
+class _StdlibBridge(logging.Handler):
+    """Library records keep only logger name, level and exception class: their text may quote user content."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error_class = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else None
+        structlog.get_logger("longhaul.stdlib").warning(
+            "library_log", logger=record.name, level=record.levelname, error_class=error_class
+        )
+
+
+def configure_operational_log(stream: TextIO | None = None, *, level: int = logging.INFO) -> None:
+    """structlog → JSON lines on stderr (the journal under systemd): codes, ids, counts, no message text."""
+    sink = _SafeStreamSink(stream if stream is not None else sys.stderr)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _render_json,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=lambda *_args: sink,
+        cache_logger_on_first_use=True,
+    )
+    logging.raiseExceptions = False
+    root = logging.getLogger()
+    root.handlers = [_StdlibBridge(level=logging.WARNING)]
+    root.setLevel(logging.WARNING)

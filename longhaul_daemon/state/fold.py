@@ -1,0 +1,359 @@
+"""Rebuild the carried State from a branch's entries alone (no I/O), so every pass starts from the transcript.
+
+The base is the newest compaction Longhaul made (FOLD-2); ``compaction-state.event`` entries after it are
+applied in sequence-number order (FOLD-3) and ``compaction-state.span`` records say how each span closed
+(FOLD-5).
+Transcript bytes are untrusted: anything the fold cannot use becomes an :class:`Anomaly` and the fold never
+raises on content (FOLD-6). ``compaction-state.line`` entries are display only and never read (PASS-15).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, Item, Note, Rule, State, Value
+
+__all__ = [
+    "COMPACTOR",
+    "EVENT_KINDS",
+    "EVENT_TYPE",
+    "LINE_TYPE",
+    "SPAN_TYPE",
+    "Anomaly",
+    "FoldResult",
+    "SpanInfo",
+    "fold",
+]
+
+COMPACTOR = "longhaul"
+EVENT_TYPE = "compaction-state.event"
+SPAN_TYPE = "compaction-state.span"
+LINE_TYPE = "compaction-state.line"
+EVENT_KINDS = frozenset({"rule", "lift", "decision", "deadEnd", "value", "remember", "objective", "now"})
+_DETAILS_KIND = "compaction details"
+_TEXT = 4000
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """An entry the fold could not use, by entry id and reason code (FOLD-6, INSPECT-4)."""
+
+    entry_id: str | None
+    # newer-format, bad-format, malformed, unknown-kind, duplicate-seq, unknown-rule, unknown-compaction,
+    # duplicate-span-record
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class SpanInfo:
+    """One Longhaul compaction on the branch, numbered along it (PASS-16), and what its span record says."""
+
+    span: int
+    compaction_id: str | None
+    pass_id: str | None
+    closed_as: ClosedAs | None  # None when the record is missing or not v1 (FORMAT-5)
+    detail_available: bool
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    state: State
+    anomalies: list[Anomaly] = field(default_factory=list)
+    base_compaction_id: str | None = None
+    base_refused: bool = False  # a base existed but its state could not be read (FORMAT-3, malformed)
+    newest_compaction_foreign: bool = False  # the newest compaction on the branch is not Longhaul's (FOLD-11)
+    foreign_compactions: list[str] = field(default_factory=list)  # ids, oldest first (INSPECT-9)
+    spans: list[SpanInfo] = field(default_factory=list)
+    remembered: list[Note] = field(default_factory=list)  # remember events since the base, not yet numbered
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _RulePayload(_Payload):
+    words: str = Field(min_length=1, max_length=_TEXT)
+    message: str = Field(min_length=1, max_length=64)
+
+
+class _LiftPayload(_Payload):
+    target: str = Field(min_length=1, max_length=64)
+    by: str | None = Field(default=None, max_length=64)
+
+
+class _ItemPayload(_Payload):
+    text: str = Field(min_length=1, max_length=_TEXT)
+    evidence: list[str] = Field(default_factory=list, max_length=64)
+
+
+class _ValuePayload(_Payload):
+    value: str = Field(min_length=1, max_length=_TEXT)
+    what: str = Field(min_length=1, max_length=_TEXT)
+    turn: str = Field(min_length=1, max_length=64)
+
+
+class _TextPayload(_Payload):
+    text: str = Field(min_length=1, max_length=_TEXT)
+
+
+class _SpanRecord(_Payload):
+    v: Literal[1]
+    span: int | None = None
+    compactionId: str = Field(min_length=1)
+    passId: str | None = None
+    closedAs: ClosedAs | None = None
+
+
+_PAYLOADS: dict[str, type[_Payload]] = {
+    "rule": _RulePayload,
+    "lift": _LiftPayload,
+    "decision": _ItemPayload,
+    "deadEnd": _ItemPayload,
+    "value": _ValuePayload,
+    "objective": _TextPayload,
+    "now": _TextPayload,
+}
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _is_custom(entry: Mapping[str, Any], custom_type: str) -> bool:
+    return entry.get("type") == "custom" and entry.get("customType") == custom_type
+
+
+def _is_longhaul(entry: Mapping[str, Any]) -> bool:
+    details = entry.get("details")
+    return (
+        entry.get("type") == "compaction"
+        and isinstance(details, dict)
+        and details.get("compactor") == COMPACTOR
+    )
+
+
+def _format_problem(value: object, kind: str, entry_id: str | None) -> Anomaly | None:
+    """FORMAT-2 / FORMAT-4: a Longhaul entry is read only when it says ``stateFormat: 1``."""
+    if type(value) is not int or value < 1:
+        return Anomaly(entry_id, "bad-format", f"{kind} has a missing or invalid stateFormat")
+    if value > STATE_FORMAT:
+        return Anomaly(
+            entry_id, "newer-format", f"{kind} has stateFormat {value}; this daemon reads {STATE_FORMAT}"
+        )
+    return None
+
+
+def _read_base(entry: Mapping[str, Any], span: int, anomalies: list[Anomaly]) -> State | None:
+    entry_id = _str(entry.get("id"))
+    details = entry["details"]
+    problem = _format_problem(details.get("stateFormat"), _DETAILS_KIND, entry_id)
+    if problem is not None:
+        anomalies.append(problem)
+        return None
+    raw = details.get("state")
+    if isinstance(raw, dict):  # the state names its format too; an inner mismatch is refused the same way
+        problem = _format_problem(raw.get("stateFormat", STATE_FORMAT), f"{_DETAILS_KIND} state", entry_id)
+        if problem is not None:
+            anomalies.append(problem)
+            return None
+    try:
+        if not isinstance(raw, dict):
+            raise TypeError("state is not an object")
+        state = State.model_validate(raw)
+    except (ValidationError, ValueError, TypeError) as exc:
+        reason = "state does not match format 1" if isinstance(exc, ValidationError) else str(exc)
+        anomalies.append(Anomaly(entry_id, "malformed", f"{_DETAILS_KIND} of span {span}: {reason}"))
+        return None
+    return state
+
+
+@dataclass(frozen=True)
+class _Event:
+    seq: int
+    entry_id: str | None
+    kind: str
+    payload: _Payload
+
+
+def _read_event(entry: Mapping[str, Any], anomalies: list[Anomaly]) -> _Event | Note | None:
+    entry_id = _str(entry.get("id"))
+    data = entry.get("data")
+    if not isinstance(data, dict):
+        anomalies.append(Anomaly(entry_id, "malformed", f"{EVENT_TYPE} has no data object"))
+        return None
+    problem = _format_problem(data.get("stateFormat"), EVENT_TYPE, entry_id)
+    if problem is not None:
+        anomalies.append(problem)
+        return None
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind not in EVENT_KINDS:
+        shown = kind[:40] if isinstance(kind, str) else type(kind).__name__
+        anomalies.append(Anomaly(entry_id, "unknown-kind", f"{EVENT_TYPE} of unknown kind {shown!r}"))
+        return None
+    if kind == "remember":
+        # A note is numbered at the Close that takes it in (PASS-5), so any seq it carries is not read.
+        try:
+            text = _TextPayload.model_validate(data).text
+        except ValidationError:
+            anomalies.append(Anomaly(entry_id, "malformed", "remember event without a usable text"))
+            return None
+        return Note(text=text, seq=0, entryId=entry_id)
+    seq = data.get("seq")
+    if type(seq) is not int or seq < 1:
+        anomalies.append(Anomaly(entry_id, "malformed", f"{kind} event without a positive integer seq"))
+        return None
+    try:
+        payload = _PAYLOADS[kind].model_validate(data)
+    except ValidationError:
+        anomalies.append(Anomaly(entry_id, "malformed", f"{kind} event with missing or invalid fields"))
+        return None
+    return _Event(seq, entry_id, kind, payload)
+
+
+def _apply(state: State, event: _Event, anomalies: list[Anomaly]) -> None:
+    span = state.span + 1  # events after the base belong to the span now open
+    p = event.payload
+    if isinstance(p, _RulePayload):
+        state.rules.append(
+            Rule(id=f"R{state.nextRule}", words=p.words, message=p.message, seq=event.seq, span=span)
+        )
+        state.nextRule += 1
+    elif isinstance(p, _LiftPayload):
+        rule = next((r for r in state.rules if r.id == p.target), None)
+        if rule is None:
+            anomalies.append(Anomaly(event.entry_id, "unknown-rule", "lift names no rule in the state"))
+            return
+        if not rule.lifted:  # a lift already applied is dropped silently (FAIL-18)
+            rule.lifted = True
+            rule.liftedBy = p.by
+    elif isinstance(p, _ItemPayload):
+        item = Item(text=p.text, evidence=list(p.evidence), seq=event.seq, span=span)
+        (state.decisions if event.kind == "decision" else state.deadEnds).append(item)
+    elif isinstance(p, _ValuePayload):
+        state.values.append(Value(value=p.value, what=p.what, turn=p.turn, seq=event.seq, span=span))
+    elif isinstance(p, _TextPayload):
+        if event.kind == "objective":
+            state.objective = p.text
+        else:
+            state.now = p.text
+    state.seq = max(state.seq, event.seq)
+
+
+def _span_infos(
+    entries: list[dict[str, Any]], longhaul: list[int], anomalies: list[Anomaly]
+) -> list[SpanInfo]:
+    """FOLD-5, FORMAT-5: each Longhaul compaction and the v1 record that names it, if any."""
+    compaction_ids = {_str(e.get("id")) for e in entries if e.get("type") == "compaction"} - {None}
+    number_of = {_str(entries[i].get("id")): n for n, i in enumerate(longhaul, start=1)}
+    records: dict[str, _SpanRecord] = {}
+    for entry in entries:
+        if not _is_custom(entry, SPAN_TYPE):
+            continue
+        entry_id = _str(entry.get("id"))
+        data = entry.get("data")
+        if not isinstance(data, dict) or type(data.get("v")) is not int or data.get("v") != 1:
+            continue  # another version: skipped without an anomaly, the span's detail is unavailable
+        try:
+            record = _SpanRecord.model_validate(data)
+        except ValidationError:
+            anomalies.append(Anomaly(entry_id, "malformed", f"{SPAN_TYPE} v1 with missing or invalid fields"))
+            continue
+        if record.compactionId not in compaction_ids or record.compactionId not in number_of:
+            what = (
+                "a compaction not by Longhaul" if record.compactionId in compaction_ids else "no compaction"
+            )
+            anomalies.append(
+                Anomaly(entry_id, "unknown-compaction", f"{SPAN_TYPE} names {what} on this branch")
+            )
+        elif record.compactionId in records:
+            anomalies.append(
+                Anomaly(entry_id, "duplicate-span-record", f"a second {SPAN_TYPE} for one compaction")
+            )
+        else:
+            records[record.compactionId] = record
+    infos: list[SpanInfo] = []
+    for number, index in enumerate(longhaul, start=1):
+        entry_id = _str(entries[index].get("id"))
+        found = records.get(entry_id) if entry_id is not None else None
+        details_pass = _str(entries[index]["details"].get("passId"))
+        infos.append(
+            SpanInfo(
+                span=number,
+                compaction_id=entry_id,
+                pass_id=found.passId if found is not None and found.passId else details_pass,
+                closed_as=found.closedAs if found is not None else None,
+                detail_available=found is not None,
+            )
+        )
+    return infos
+
+
+def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) -> FoldResult:
+    """The state of ``branch`` (root to leaf, as pi's ``getBranch()``), or as it stood after span N (FOLD-9).
+
+    Raises ``ValueError`` only when ``stop_after_span`` names no Longhaul span on the branch, a caller error.
+    """
+    entries = [e for e in branch if isinstance(e, dict)]
+    anomalies: list[Anomaly] = []
+    compactions = [i for i, e in enumerate(entries) if e.get("type") == "compaction"]
+    longhaul = [i for i in compactions if _is_longhaul(entries[i])]
+    longhaul_set = set(longhaul)
+    foreign = [_str(entries[i].get("id")) or "" for i in compactions if i not in longhaul_set]
+
+    if stop_after_span is None:
+        base_number = len(longhaul)
+        end = len(entries)
+    elif 1 <= stop_after_span <= len(longhaul):
+        base_number = stop_after_span
+        later = [i for i in compactions if i > longhaul[base_number - 1]]
+        end = later[0] if later else len(entries)
+    else:
+        raise ValueError(f"span {stop_after_span} is not on this branch ({len(longhaul)} Longhaul spans)")
+
+    state: State | None = State()
+    base_index = -1
+    base_id: str | None = None
+    if base_number > 0:
+        base_index = longhaul[base_number - 1]
+        base_id = _str(entries[base_index].get("id"))
+        state = _read_base(entries[base_index], base_number, anomalies)
+    refused = state is None
+    if state is None:
+        # FORMAT-3: nothing is read from it, but its number is spent so span numbers stay unique (PASS-16).
+        state = State(span=base_number)
+
+    events: list[tuple[_Event, int]] = []
+    remembered: list[Note] = []
+    for index in range(base_index + 1, end):
+        if _is_custom(entries[index], EVENT_TYPE):
+            read = _read_event(entries[index], anomalies)
+            if isinstance(read, Note):
+                remembered.append(read)
+            elif read is not None:
+                events.append((read, index))
+    seen: set[int] = set()
+    for event, _ in sorted(events, key=lambda pair: (pair[0].seq, pair[1])):
+        if event.seq <= state.seq or event.seq in seen:  # FOLD-3, FOLD-7: the first in branch order wins
+            anomalies.append(
+                Anomaly(event.entry_id, "duplicate-seq", f"sequence number {event.seq} already held")
+            )
+            continue
+        seen.add(event.seq)
+        _apply(state, event, anomalies)
+
+    spans = _span_infos(entries, longhaul, anomalies)
+    return FoldResult(
+        state=state,
+        anomalies=anomalies,
+        base_compaction_id=base_id,
+        base_refused=refused and base_number > 0,
+        newest_compaction_foreign=bool(compactions) and compactions[-1] not in longhaul_set,
+        foreign_compactions=foreign,
+        spans=spans,
+        remembered=remembered,
+    )

@@ -1,0 +1,159 @@
+"""The state Longhaul carries from compaction to compaction, as pydantic models (format 1).
+
+Everything here is plain data: the fold builds it from transcript entries, the pass updates it, the renderer
+turns it into the summary. It is stored whole in every Longhaul compaction's ``details`` (FORMAT-7), so field
+names are part of the on-disk format: add fields with defaults, never rename.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "STATE_FORMAT",
+    "Command",
+    "Commit",
+    "DirtyPath",
+    "ErrorEntry",
+    "Item",
+    "Note",
+    "Rule",
+    "State",
+    "Value",
+    "WorkLogLine",
+    "World",
+]
+
+STATE_FORMAT = 1
+
+ExitCode = int | Literal["cancelled", "no result", "unknown"]
+ClosedAs = Literal["whole", "narrative-less", "chunk-missing", "empty"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Command(_Model):
+    """One command the agent or the user ran (LEDGER-1, LEDGER-7)."""
+
+    id: str  # "C12"
+    text: str
+    exit: ExitCode
+    span: int
+    entryId: str | None = None
+    toolCallId: str | None = None
+
+
+class ErrorEntry(_Model):
+    """One error seen in a span (LEDGER-4, LEDGER-7)."""
+
+    id: str  # "E3"
+    tool: str
+    text: str
+    command: str | None = None  # the C<n> it came from
+    span: int
+    entryId: str | None = None
+    toolCallId: str | None = None
+    open: bool = True
+
+
+class Commit(_Model):
+    hash: str
+    subject: str
+
+
+class DirtyPath(_Model):
+    status: str
+    path: str
+
+
+class World(_Model):
+    """A read-only snapshot of the git workspace at one pass (WORLD-7)."""
+
+    status: Literal["repository", "no-repository", "unavailable"]
+    branch: str | None = None  # "detached" when HEAD is detached
+    head: Commit | None = None
+    earlier: list[Commit] = Field(default_factory=list)
+    dirtyCount: int | None = None
+    dirty: list[DirtyPath] = Field(default_factory=list)
+    behind: int | None = None
+    ahead: int | None = None
+    missing: list[str] = Field(default_factory=list)  # fields that could not be read, by name
+    commandsRun: int = 0
+    commandsFailed: int = 0
+    durationMs: int = 0
+
+
+class Rule(_Model):
+    """A standing rule in the user's own words."""
+
+    id: str  # "R3"
+    words: str
+    message: str  # "u7"
+    seq: int
+    span: int
+    lifted: bool = False
+    liftedBy: str | None = None  # the u<n> that withdrew it
+
+
+class Item(_Model):
+    """A decision or a dead end, with the ledger ids that back it."""
+
+    text: str
+    evidence: list[str] = Field(default_factory=list)
+    seq: int
+    span: int
+
+
+class Value(_Model):
+    value: str
+    what: str
+    turn: str
+    seq: int
+    span: int
+
+
+class Note(_Model):
+    """A note the agent handed to the next pass with ``longhaul_remember``; never a user rule."""
+
+    text: str
+    seq: int
+    entryId: str | None = None
+
+
+class WorkLogLine(_Model):
+    span: int
+    closedAs: ClosedAs
+    text: str
+    reason: str | None = None
+    passId: str
+
+
+class State(_Model):
+    """The whole carried state after some span closed."""
+
+    stateFormat: int = STATE_FORMAT
+    span: int = 0  # the number of the newest span closed into this state
+    seq: int = 0  # the highest sequence number handed out
+    nextRule: int = 1
+    nextCommand: int = 1
+    nextError: int = 1
+    objective: str | None = None
+    now: str | None = None
+    rules: list[Rule] = Field(default_factory=list)
+    decisions: list[Item] = Field(default_factory=list)
+    deadEnds: list[Item] = Field(default_factory=list)
+    values: list[Value] = Field(default_factory=list)
+    notes: list[Note] = Field(default_factory=list)
+    commands: list[Command] = Field(default_factory=list)
+    errors: list[ErrorEntry] = Field(default_factory=list)
+    readFiles: list[str] = Field(default_factory=list)
+    modifiedFiles: list[str] = Field(default_factory=list)
+    world: World | None = None
+    workLog: list[WorkLogLine] = Field(default_factory=list)
+    # u<n> ids never labeled, offered to the next pass (FAIL-11)
+    carried: list[str] = Field(default_factory=list)
+    lastWholeSpan: int = 0

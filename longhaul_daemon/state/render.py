@@ -1,0 +1,198 @@
+"""Turn a closed State into the compaction summary pi stores, the only text a pass returns (PASS-7, PASS-8).
+
+The layout is fixed Markdown, empty sections left out, so a model reading the summary always finds a fact in
+the same place. Every string that came from the transcript, git or a tool goes through the sanitizer (PASS-10,
+WORLD-8), and every list is capped so the summary stays bounded however many spans the session closes; the
+whole state stays in the compaction's ``details``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
+
+from longhaul_daemon.state.model import ErrorEntry, Item, State, World
+from longhaul_daemon.state.sanitize import sanitize, sanitize_line
+
+__all__ = [
+    "MAX_COMMANDS",
+    "MAX_FILES",
+    "MAX_OPEN_ERRORS",
+    "MAX_WORK_LOG",
+    "render_summary",
+]
+
+MAX_COMMANDS = 20  # LEDGER-12: the newest 20 commands
+MAX_OPEN_ERRORS = 30
+MAX_ITEMS = 30  # decisions, dead ends, values, notes: the newest ones
+MAX_WORK_LOG = 30  # one line per span, the newest ones
+MAX_FILES = 100  # per file block
+MAX_DIRTY = 20  # WORLD-7
+
+_FIELD = 600  # longest single field copied into the summary (a rule of 600 characters is kept whole)
+_COMMAND = 300  # LEDGER-7
+_SHORT = 200
+_RULE = 1000
+
+_T = TypeVar("_T")
+
+
+def render_summary(state: State, *, pass_id: str) -> str:
+    """The summary for ``state``; the pass id in the header makes every pass's summary unique (PASS-9)."""
+    header = f"# Longhaul state after span {state.span} (pass {sanitize_line(pass_id, 80)})"
+    sections: list[str] = [header]
+    for title, lines in (
+        ("Objective", _text(state.objective)),
+        ("Standing rules", _rules(state)),
+        ("Now", _text(state.now)),
+        ("Decisions", _items(state.decisions, state.errors, with_errors=False)),
+        ("Dead ends", _items(state.deadEnds, state.errors, with_errors=True)),
+        ("Open errors", _open_errors(state.errors)),
+        ("Values", _values(state)),
+        ("Notes", _notes(state)),
+        ("World", _world(state.world)),
+        ("Recent commands", _commands(state)),
+        ("Work log", _work_log(state)),
+    ):
+        if lines:
+            sections.append(f"## {title}\n" + "\n".join(lines))
+    sections.extend(_file_block("read-files", state.readFiles))
+    sections.extend(_file_block("modified-files", state.modifiedFiles))
+    return "\n\n".join(sections) + "\n"
+
+
+def _text(value: str | None) -> list[str]:
+    clean = sanitize_line(value or "", _FIELD)
+    return [clean] if clean else []
+
+
+def _left_out(count: int, what: str) -> list[str]:
+    return [f"- ({count} older {what} left out; the compaction details keep them.)"] if count > 0 else []
+
+
+def _newest(items: Sequence[_T], cap: int) -> tuple[Sequence[_T], int]:
+    if len(items) <= cap:
+        return items, 0
+    return items[-cap:], len(items) - cap
+
+
+def _rules(state: State) -> list[str]:
+    # A lifted rule never shows (PASS-8); rules in force are never capped: a hidden rule is a broken one.
+    return [
+        f'- {r.id} "{sanitize_line(r.words, _RULE)}" ({sanitize_line(r.message, 40)})'
+        for r in state.rules
+        if not r.lifted
+    ]
+
+
+def _evidence(ids: Iterable[str]) -> str:
+    clean = [sanitize_line(i, 20) for i in ids]
+    return f" [evidence: {', '.join(c for c in clean if c)}]" if any(clean) else ""
+
+
+def _error_line(err: ErrorEntry, indent: str = "") -> str:
+    origin = f" (from {sanitize_line(err.command, 20)})" if err.command else ""
+    status = "" if err.open else " (fixed)"
+    return (
+        f"{indent}- {err.id} {sanitize_line(err.tool, 40)}: {sanitize_line(err.text, _SHORT)}{origin}{status}"
+    )
+
+
+def _items(items: Sequence[Item], errors: Sequence[ErrorEntry], *, with_errors: bool) -> list[str]:
+    shown, older = _newest(items, MAX_ITEMS)
+    by_id = {e.id: e for e in errors}
+    lines: list[str] = []
+    for item in shown:
+        lines.append(f"- {sanitize_line(item.text, _FIELD)}{_evidence(item.evidence)}")
+        if with_errors:  # LEDGER-8: an error cited by a dead end is rendered with it
+            lines.extend(_error_line(by_id[e], "  ") for e in item.evidence if e in by_id)
+    return _left_out(older, "items") + lines
+
+
+def _open_errors(errors: Sequence[ErrorEntry]) -> list[str]:
+    shown, older = _newest([e for e in errors if e.open], MAX_OPEN_ERRORS)
+    return _left_out(older, "open errors") + [_error_line(e) for e in shown]
+
+
+def _values(state: State) -> list[str]:
+    shown, older = _newest(state.values, MAX_ITEMS)
+    lines = [
+        f"- {sanitize_line(v.what, _SHORT)}: {sanitize_line(v.value, _SHORT)} "
+        f"(turn {sanitize_line(v.turn, 20)})"
+        for v in shown
+    ]
+    return _left_out(older, "values") + lines
+
+
+def _notes(state: State) -> list[str]:
+    shown, older = _newest(state.notes, MAX_ITEMS)
+    if not shown:
+        return []
+    intro = "Notes the agent left with longhaul_remember (the agent's own, not the user's words):"
+    return [intro, *_left_out(older, "notes"), *(f"- {sanitize_line(n.text, _FIELD)}" for n in shown)]
+
+
+def _commit(hash_: str, subject: str) -> str:
+    return f"{sanitize_line(hash_, 40)} {sanitize_line(subject, _SHORT)}"
+
+
+def _world(world: World | None) -> list[str]:
+    if world is None:
+        return []
+    if world.status == "no-repository":
+        return ["No git repository at the session's working directory."]
+    if world.status == "unavailable":
+        return ["The workspace could not be read (git unavailable)."]
+    lines: list[str] = []
+    if world.branch is not None:
+        track = ""
+        if world.ahead is not None and world.behind is not None:
+            track = f" (ahead {world.ahead}, behind {world.behind} of its upstream)"
+        lines.append(f"- Branch: {sanitize_line(world.branch, _SHORT)}{track}")
+    if world.head is not None:
+        lines.append(f"- HEAD: {_commit(world.head.hash, world.head.subject)}")
+    lines.extend(f"- Earlier: {_commit(c.hash, c.subject)}" for c in world.earlier[:4])
+    if world.dirtyCount is not None:
+        if world.dirtyCount == 0:
+            lines.append("- Working tree clean.")
+        else:
+            lines.append(f"- Dirty paths: {world.dirtyCount}")
+            lines.extend(
+                f"  - {sanitize_line(d.status, 4)} {sanitize_line(d.path, _SHORT)}"
+                for d in world.dirty[:MAX_DIRTY]
+            )
+            hidden = world.dirtyCount - min(len(world.dirty), MAX_DIRTY)
+            if hidden > 0:
+                lines.append(f"  - ({hidden} more not listed)")
+    if world.missing:
+        lines.append(f"- Not read: {', '.join(sanitize_line(m, 40) for m in world.missing)}")
+    return lines
+
+
+def _exit(code: object) -> str:
+    return f"exit {code}" if isinstance(code, int) else str(code)
+
+
+def _commands(state: State) -> list[str]:
+    shown, older = _newest(state.commands, MAX_COMMANDS)
+    lines = [f"- {c.id} {_exit(c.exit)}: {sanitize_line(c.text, _COMMAND)}" for c in shown]
+    return _left_out(older, "commands") + lines
+
+
+def _work_log(state: State) -> list[str]:
+    shown, older = _newest(state.workLog, MAX_WORK_LOG)
+    # The line's own text says how the span closed (FAIL-10, PASS-17), so closedAs is not repeated.
+    lines = [f"- Span {line.span}: {sanitize_line(line.text, _FIELD)}" for line in shown]
+    return _left_out(older, "work-log lines") + lines
+
+
+def _file_block(tag: str, paths: Sequence[str]) -> list[str]:
+    """A pi-style ``<read-files>`` / ``<modified-files>`` block, sorted, one sanitized path a line."""
+    clean = sorted({p for p in (sanitize(path) for path in paths) if p})
+    if not clean:
+        return []
+    shown = clean[:MAX_FILES]
+    block = f"<{tag}>\n" + "\n".join(shown) + f"\n</{tag}>"
+    if len(clean) > len(shown):
+        block += f"\n({len(clean) - len(shown)} more in the compaction details.)"
+    return [block]

@@ -1,0 +1,89 @@
+"""Make untrusted transcript text safe to print: no escape sequence or control character survives (PASS-10).
+
+Every string the renderer copies from the transcript (rule words, commands, file names, git output) passes
+through :func:`sanitize` first. The sanitizer works on one field at a time, so line breaks and tabs inside a
+field become spaces: the renderer adds its own line breaks and nothing in a field can forge a new line, a
+heading or a ``</read-files>`` on a line of its own. The inspector uses the same functions before anything
+reaches a terminal (INSPECT-8).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["ELLIPSIS", "is_safe_char", "sanitize", "sanitize_block", "sanitize_line"]
+
+ELLIPSIS = "…"
+
+# Escape sequences are removed whole, so their parameters never leak in as text (ESC[31m goes, not just ESC).
+# Bodies of string sequences are bounded, so a transcript full of unterminated introducers stays linear-time.
+_ANSI = re.compile(
+    r"""
+    (?:\x1b\[|\x9b)[\x30-\x3f]{0,64}[\x20-\x2f]{0,16}[\x40-\x7e]          # CSI (7- or 8-bit)
+    | (?:\x1b\]|\x9d)[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)          # OSC, ended by BEL or ST
+    | (?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]{0,4096}(?:\x1b\\|\x9c)  # DCS, SOS, PM, APC, ended by ST
+    | \x1b[\x20-\x2f]{0,16}[\x30-\x7e]                                     # two-byte and nF escapes
+    """,
+    re.VERBOSE,
+)
+
+# Characters that end a line or jump a column somewhere: they become one space each.
+_BREAKS = frozenset("\t\n\v\f\r\x1c\x1d\x1e\x1f\x85\u2028\u2029")
+
+# Unicode categories that never print: controls (C0, DEL, C1), format characters (bidi overrides and isolates,
+# zero-width characters, tag characters, the BOM) and lone surrogates, which cannot even be encoded as UTF-8.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+_SPACES = re.compile(r"\s+")
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def is_safe_char(ch: str) -> bool:
+    """Whether one character may appear in sanitized text."""
+    return ch not in _BREAKS and unicodedata.category(ch) not in _UNSAFE_CATEGORIES
+
+
+def sanitize(text: str) -> str:
+    """One field of transcript text, printable and on one line.
+
+    Escape sequences go first and whole; then line breaks and tabs become spaces and every other control or
+    format character is dropped; runs of whitespace collapse to one space and the ends are trimmed. The result
+    is idempotent: ``sanitize(sanitize(t)) == sanitize(t)``.
+    """
+    if not text:
+        return ""
+    stripped = _ANSI.sub("", text)
+    kept = "".join(" " if ch in _BREAKS else ch for ch in stripped if ch in _BREAKS or is_safe_char(ch))
+    return _SPACES.sub(" ", kept).strip()
+
+
+def sanitize_line(text: str, max_chars: int) -> str:
+    """:func:`sanitize`, then cut to at most ``max_chars`` code points, the cut marked with "…"."""
+    if max_chars < 1:
+        raise ValueError("max_chars must be at least 1")
+    clean = sanitize(text)
+    if len(clean) <= max_chars:
+        return clean
+    return clean[: max_chars - 1].rstrip() + ELLIPSIS
+
+
+def sanitize_block(text: str, *, max_lines: int, max_chars: int) -> str:
+    """Multi-line text (an excerpt, an earlier summary) for a reader: each line as :func:`sanitize_line`.
+
+    Line breaks of any kind become ``\n``, runs of blank lines collapse to one, blank lines at either end go,
+    and a block longer than ``max_lines`` keeps its first lines and ends with a line saying how many were cut.
+    """
+    if max_lines < 1:
+        raise ValueError("max_lines must be at least 1")
+    lines: list[str] = []
+    for raw in _LINE_BREAK.split(_ANSI.sub("", text)):
+        line = sanitize_line(raw, max_chars)
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    while lines and not lines[-1]:
+        lines.pop()
+    if len(lines) <= max_lines:
+        return "\n".join(lines)
+    kept = lines[: max_lines - 1]
+    return "\n".join([*kept, sanitize_line(f"{ELLIPSIS} ({len(lines) - len(kept)} more lines)", max_chars)])

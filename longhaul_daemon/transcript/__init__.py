@@ -1,0 +1,1 @@
+"""Lenient readers for pi's session entries and messages, which reach the daemon as untrusted JSON."""

@@ -1,0 +1,237 @@
+"""Lenient models of pi's session entries, messages and blocks, because transcript bytes are untrusted.
+
+pi writes one JSON object per session entry (pi-api.md §3) and nests an ``AgentMessage`` in every ``message``
+entry (§4). Everything here reads that JSON without trusting it: a field of the wrong type becomes ``None``
+(or an empty value), an unknown entry type, role or block type is kept under its own name, unknown fields are
+ignored, and a value that is not a JSON object at all parses to ``None``. No function in this module raises on
+its input.
+
+Messages use one flat model for every role (``user``, ``assistant``, ``toolResult``, ``bashExecution``,
+``custom``, ``branchSummary``, ``compactionSummary`` and whatever a newer pi adds): each role-specific field
+is optional, so a message of an unknown role, or a known role missing a field, still parses.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "KNOWN_ENTRY_TYPES",
+    "KNOWN_ROLES",
+    "Block",
+    "Entry",
+    "ImageBlock",
+    "Message",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolCallBlock",
+    "UnknownBlock",
+    "parse_block",
+    "parse_entry",
+    "parse_message",
+]
+
+KNOWN_ROLES = frozenset(
+    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+)
+KNOWN_ENTRY_TYPES = frozenset(
+    {
+        "message",
+        "model_change",
+        "thinking_level_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+    }
+)
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _bool_or_none(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _int_or_none(value: object) -> int | None:
+    # JSON true/false are bools in Python, and bool is a subclass of int: never read them as 0/1.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dict_or_empty(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _timestamp(value: object) -> int | float | str | None:
+    if isinstance(value, bool):
+        return None
+    return value if isinstance(value, int | float | str) else None
+
+
+OptStr = Annotated[str | None, BeforeValidator(_str_or_none)]
+OptBool = Annotated[bool | None, BeforeValidator(_bool_or_none)]
+OptInt = Annotated[int | None, BeforeValidator(_int_or_none)]
+JsonObject = Annotated[dict[str, Any], BeforeValidator(_dict_or_empty)]
+Timestamp = Annotated[int | float | str | None, BeforeValidator(_timestamp)]
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class TextBlock(_Lenient):
+    type: Literal["text"] = "text"
+    text: Annotated[str, BeforeValidator(lambda v: v if isinstance(v, str) else "")] = ""
+
+
+class ThinkingBlock(_Lenient):
+    type: Literal["thinking"] = "thinking"
+    thinking: Annotated[str, BeforeValidator(lambda v: v if isinstance(v, str) else "")] = ""
+
+
+class ImageBlock(_Lenient):
+    type: Literal["image"] = "image"
+    mimeType: OptStr = None
+
+
+class ToolCallBlock(_Lenient):
+    type: Literal["toolCall"] = "toolCall"
+    id: OptStr = None
+    name: OptStr = None
+    arguments: JsonObject = Field(default_factory=dict)
+
+
+class UnknownBlock(_Lenient):
+    """A block of a type not known here; ``type`` is None when the block is not a JSON object."""
+
+    type: OptStr = None
+
+
+Block = TextBlock | ThinkingBlock | ImageBlock | ToolCallBlock | UnknownBlock
+
+_BLOCK_TYPES: dict[str, type[TextBlock | ThinkingBlock | ImageBlock | ToolCallBlock]] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "image": ImageBlock,
+    "toolCall": ToolCallBlock,
+}
+
+
+def parse_block(raw: object) -> Block:
+    """One content block; anything unreadable is an ``UnknownBlock``."""
+    if not isinstance(raw, dict):
+        return UnknownBlock()
+    kind = raw.get("type")
+    model = _BLOCK_TYPES.get(kind) if isinstance(kind, str) else None
+    try:
+        if model is not None:
+            return model.model_validate(raw)
+        return UnknownBlock.model_validate(raw)
+    except (ValidationError, TypeError, ValueError):
+        return UnknownBlock(type=kind if isinstance(kind, str) else None)
+
+
+def _content(value: object) -> str | tuple[Block, ...] | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return tuple(parse_block(item) for item in value)
+    return None
+
+
+class Message(_Lenient):
+    """An ``AgentMessage`` of any role; ``role`` is ``"unknown"`` when the message names none."""
+
+    role: Annotated[str, BeforeValidator(lambda v: v if isinstance(v, str) else "unknown")] = "unknown"
+    content: Annotated[str | tuple[Block, ...] | None, BeforeValidator(_content)] = None
+    timestamp: Timestamp = None
+    # assistant
+    stopReason: OptStr = None
+    errorMessage: OptStr = None
+    # toolResult
+    toolCallId: OptStr = None
+    toolName: OptStr = None
+    isError: OptBool = None
+    details: Any = None
+    # bashExecution
+    command: OptStr = None
+    output: OptStr = None
+    exitCode: OptInt = None
+    cancelled: OptBool = None
+    truncated: OptBool = None
+    excludeFromContext: OptBool = None
+    # custom, branchSummary, compactionSummary
+    customType: OptStr = None
+    summary: OptStr = None
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        """The content as blocks; string content is one text block."""
+        if isinstance(self.content, str):
+            return (TextBlock(text=self.content),)
+        return self.content or ()
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines (string content as it is)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(block.text for block in self.blocks if isinstance(block, TextBlock))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        return tuple(block for block in self.blocks if isinstance(block, ToolCallBlock))
+
+
+def parse_message(raw: object) -> Message | None:
+    """A message, or None when ``raw`` is not a JSON object."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return Message.model_validate(raw)
+    except (ValidationError, TypeError, ValueError):
+        return Message(role="unknown")
+
+
+def _message(value: object) -> Message | None:
+    return parse_message(value)
+
+
+class Entry(_Lenient):
+    """A session entry of any type; ``type`` is ``"unknown"`` when the entry names none."""
+
+    type: Annotated[str, BeforeValidator(lambda v: v if isinstance(v, str) else "unknown")] = "unknown"
+    id: OptStr = None
+    parentId: OptStr = None
+    timestamp: Timestamp = None
+    message: Annotated[Message | None, BeforeValidator(_message)] = None
+    # custom, custom_message
+    customType: OptStr = None
+    data: Any = None
+    content: Annotated[str | tuple[Block, ...] | None, BeforeValidator(_content)] = None
+    # compaction, branch_summary
+    summary: OptStr = None
+    firstKeptEntryId: OptStr = None
+    tokensBefore: OptInt = None
+    details: Any = None
+    fromHook: OptBool = None
+
+    @property
+    def is_message(self) -> bool:
+        return self.type == "message" and self.message is not None
+
+
+def parse_entry(raw: object) -> Entry | None:
+    """An entry, or None when ``raw`` is not a JSON object."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return Entry.model_validate(raw)
+    except (ValidationError, TypeError, ValueError):
+        return Entry(type="unknown")

@@ -1,0 +1,129 @@
+"""The span a pass summarizes, each message tied to its branch entry, and stable ``u<n>`` user ids.
+
+pi hands the daemon the span's messages without their entry ids (``preparation.messagesToSummarize`` and
+``turnPrefixMessages`` are bare ``AgentMessage`` objects), and the branch entries separately. ``select_span``
+re-attaches each message to the ``message`` entry that holds an identical copy, scanning forward in branch
+order, so every id the pass issues (u, C, E) is tied to an entry (PASS-4). A message with no identical entry
+gets ``entry_id=None``; nothing here raises on transcript content.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from longhaul_daemon.protocol import Preparation
+from longhaul_daemon.transcript.entries import parse_entry, parse_message
+
+__all__ = ["SpanMessage", "select_span", "span_messages", "user_ids", "user_text"]
+
+
+@dataclass(frozen=True)
+class SpanMessage:
+    """One span message: its branch entry id (None when unmatched), role, raw message and ``u<n>`` id."""
+
+    entry_id: str | None
+    role: str
+    message: dict[str, Any]
+    user_id: str | None = None
+
+
+def user_ids(branch: list[dict[str, Any]]) -> dict[str, str]:
+    """Entry id -> ``u<n>`` for every user message on the branch (FOLD-10).
+
+    n is the 1-based position among ``message`` entries whose message has role ``user``, counted from the root
+    and including messages earlier compactions summarized, so an id never changes between passes.
+    ``bashExecution`` messages and ``custom_message`` entries are not user messages. A user message entry
+    without an id still takes its position, so the ids after it never shift.
+    """
+    ids: dict[str, str] = {}
+    n = 0
+    for raw in branch:
+        entry = parse_entry(raw)
+        if entry is None or entry.type != "message" or entry.message is None or entry.message.role != "user":
+            continue
+        n += 1
+        if entry.id is not None and entry.id not in ids:
+            ids[entry.id] = f"u{n}"
+    return ids
+
+
+def _key(message: object) -> str | None:
+    """A canonical JSON text for equality lookups, or None when the value cannot be serialized."""
+    try:
+        return json.dumps(message, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+class _BranchIndex:
+    """The branch's ``message`` entries, looked up by message content in branch order."""
+
+    def __init__(self, branch: Iterable[object]) -> None:
+        self._candidates: list[tuple[str | None, object]] = []
+        self._by_key: dict[str, list[int]] = {}
+        for raw in branch:
+            if (
+                not isinstance(raw, dict)
+                or raw.get("type") != "message"
+                or not isinstance(raw.get("message"), dict)
+            ):
+                continue
+            entry_id = raw.get("id")
+            position = len(self._candidates)
+            self._candidates.append((entry_id if isinstance(entry_id, str) else None, raw["message"]))
+            key = _key(raw["message"])
+            if key is not None:
+                self._by_key.setdefault(key, []).append(position)
+        self._cursor = 0
+
+    def take(self, message: object) -> str | None:
+        """The entry id of the first identical message after the last one taken; None when there is none."""
+        key = _key(message)
+        if key is not None:
+            positions = self._by_key.get(key, [])
+            at = bisect.bisect_left(positions, self._cursor)
+            if at == len(positions):
+                return None
+            found = positions[at]
+        else:
+            found = next(
+                (i for i in range(self._cursor, len(self._candidates)) if self._candidates[i][1] == message),
+                -1,
+            )
+            if found < 0:
+                return None
+        self._cursor = found + 1
+        return self._candidates[found][0]
+
+
+def span_messages(messages: Iterable[object], branch: list[dict[str, Any]]) -> list[SpanMessage]:
+    """Tie each message to its branch entry, in order; a non-object message is skipped."""
+    index = _BranchIndex(branch)
+    ids = user_ids(branch)
+    span: list[SpanMessage] = []
+    for raw in messages:
+        parsed = parse_message(raw)
+        if parsed is None or not isinstance(raw, dict):
+            continue
+        entry_id = index.take(raw)
+        user_id = ids.get(entry_id) if entry_id is not None and parsed.role == "user" else None
+        span.append(SpanMessage(entry_id=entry_id, role=parsed.role, message=raw, user_id=user_id))
+    return span
+
+
+def select_span(preparation: Preparation, branch: list[dict[str, Any]]) -> list[SpanMessage]:
+    """The span (PASS-4): ``messagesToSummarize``, then ``turnPrefixMessages`` when the turn was split."""
+    messages: list[object] = list(preparation.messagesToSummarize)
+    if preparation.isSplitTurn:
+        messages.extend(preparation.turnPrefixMessages)
+    return span_messages(messages, branch)
+
+
+def user_text(message: dict[str, Any]) -> str:
+    """The text of a user message: string content as it is, or its text blocks joined by newlines."""
+    parsed = parse_message(message)
+    return parsed.text if parsed is not None else ""

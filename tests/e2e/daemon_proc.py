@@ -1,0 +1,151 @@
+"""Runs the real Longhaul daemon as a subprocess on a real Unix socket, and can crash and restart it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["Daemon", "DaemonError", "rpc_call"]
+
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+
+
+class DaemonError(RuntimeError):
+    """The daemon did not start, answer or stop as expected."""
+
+
+def rpc_call(socket_path: Path, method: str, params: dict[str, Any], *, timeout: float = 5.0) -> Any:
+    """One JSON-RPC 2.0 call over the daemon's NDJSON socket; returns ``result`` or raises ``DaemonError``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(socket_path))
+        request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        buf = b""
+        while b"\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    line = buf.split(b"\n", 1)[0]
+    if not line:
+        raise DaemonError(f"{method}: the daemon closed the connection without answering")
+    answer = json.loads(line)
+    if not isinstance(answer, dict) or "result" not in answer:
+        raise DaemonError(f"{method}: error answer {answer!r}")
+    return answer["result"]
+
+
+class Daemon:
+    """One daemon process (``python -m longhaul_daemon serve --socket PATH``) in its own process group."""
+
+    def __init__(self, socket_path: Path, log_dir: Path) -> None:
+        self.socket_path = socket_path
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._starts = 0
+        self._pgids: list[int] = []  # every group we started, for the final sweep of leftovers
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"daemon-{self._starts}.log"
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "<no daemon log>"
+
+    def start(self, env: dict[str, str]) -> None:
+        """Start and wait until the socket answers ``status``; fail loudly with the daemon's output if not."""
+        if self.proc is not None and self.proc.poll() is None:
+            raise DaemonError("daemon already running")
+        self._close_log()
+        self._starts += 1
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in _close_log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "longhaul_daemon", "serve", "--socket", str(self.socket_path)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._pgids.append(self.proc.pid)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        last_error = "no attempt"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise DaemonError(
+                    f"daemon exited with {self.proc.returncode} before answering status; output:\n"
+                    + self.log_tail()
+                )
+            try:
+                self.status()
+                return
+            except (OSError, DaemonError, ValueError) as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.1)
+        self.kill()
+        raise DaemonError(
+            f"daemon did not answer status on {self.socket_path} within {START_TIMEOUT_S}s "
+            f"(last error {last_error}); output:\n{self.log_tail()}"
+        )
+
+    def status(self) -> dict[str, Any]:
+        result = rpc_call(self.socket_path, "status", {})
+        if not isinstance(result, dict):
+            raise DaemonError(f"status returned {result!r}")
+        return result
+
+    @property
+    def pid(self) -> int:
+        if self.proc is None:
+            raise DaemonError("daemon not started")
+        return self.proc.pid
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the daemon process itself (a crash): no cleanup runs, the socket file stays behind."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+
+    def stop(self) -> int | None:
+        """SIGTERM and wait (SIGKILL after a bound); returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGKILL)
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+        self._close_log()
+        return self.proc.returncode
+
+    def sweep(self) -> None:
+        """Stop the daemon and kill what is left in the process groups it ran in (a sleeping fake git)."""
+        self.stop()
+        for pgid in self._pgids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        self._pgids.clear()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None

@@ -1,0 +1,196 @@
+"""Close: span and sequence numbers, one work-log line, the carried messages (PASS-5, PASS-6, FAIL-10)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from longhaul_daemon.passes.close import MAX_CARRIED, close_span, merge_file_lists
+from longhaul_daemon.passes.ledger import LedgerResult
+from longhaul_daemon.state.model import (
+    ClosedAs,
+    Command,
+    ErrorEntry,
+    Item,
+    Note,
+    Rule,
+    State,
+    WorkLogLine,
+    World,
+)
+
+
+def _before() -> State:
+    return State(
+        span=2,
+        seq=4,
+        nextRule=2,
+        nextCommand=3,
+        nextError=2,
+        objective="Ship the CSV export",
+        now="Fixing the header",
+        rules=[Rule(id="R1", words="Never push to main.", message="u2", seq=1, span=1)],
+        decisions=[Item(text="Stream rows", evidence=["C1"], seq=2, span=1)],
+        deadEnds=[Item(text="pandas too slow", evidence=["C2"], seq=3, span=2)],
+        commands=[
+            Command(id="C1", text="pytest", exit=0, span=1, entryId="aa000001"),
+            Command(id="C2", text="python bench.py", exit=1, span=2, entryId="aa000002"),
+        ],
+        errors=[
+            ErrorEntry(id="E1", tool="bash", text="MemoryError", command="C2", span=2, entryId="aa000002")
+        ],
+        readFiles=["README.md"],
+        modifiedFiles=["src/export.py"],
+        workLog=[
+            WorkLogLine(span=1, closedAs="whole", text="Set up.", passId="p1"),
+            WorkLogLine(span=2, closedAs="whole", text="Benchmarked.", passId="p2"),
+        ],
+        carried=["u7"],
+        lastWholeSpan=2,
+    )
+
+
+def _ledger(state: State) -> LedgerResult:
+    new_c = [Command(id="C3", text="ruff check .", exit=0, span=3, entryId="aa000003")]
+    new_e = [ErrorEntry(id="E2", tool="read", text="ENOENT", span=3, entryId="aa000004")]
+    return LedgerResult(
+        commands=[*state.commands, *new_c],
+        errors=[*state.errors, *new_e],
+        new_commands=new_c,
+        new_errors=new_e,
+        next_command=4,
+        next_error=3,
+    )
+
+
+_WORLD = World(status="repository", branch="main", dirtyCount=0)
+
+
+def _close(
+    state: State,
+    *,
+    user_ids: Sequence[str] = ("u8", "u9"),
+    read_files: Sequence[str] = ("README.md", "docs/a.md"),
+    modified_files: Sequence[str] = ("src/export.py",),
+    closed_as: ClosedAs = "narrative-less",
+    reason: str | None = "no-model-call",
+    narrative: str | None = None,
+    remembered: Sequence[Note] = (),
+) -> State:
+    return close_span(
+        state,
+        ledger=_ledger(state),
+        world=_WORLD,
+        user_ids=user_ids,
+        read_files=read_files,
+        modified_files=modified_files,
+        closed_as=closed_as,
+        reason=reason,
+        pass_id="p3",
+        remembered=remembered,
+        narrative=narrative,
+    )
+
+
+def test_fail10_narrative_less_close_updates_ledger_and_world_only() -> None:
+    before = _before()
+    snapshot = before.model_dump_json()
+    after = _close(before)
+    assert before.model_dump_json() == snapshot  # Close is pure: the folded state is untouched
+    assert after.span == 3  # PASS-16
+    assert [c.id for c in after.commands] == ["C1", "C2", "C3"]
+    assert [e.id for e in after.errors] == ["E1", "E2"]
+    assert (after.nextCommand, after.nextError) == (4, 3)
+    assert after.world == _WORLD
+    for unchanged in ("rules", "decisions", "deadEnds", "objective", "now", "values", "seq", "lastWholeSpan"):
+        assert getattr(after, unchanged) == getattr(before, unchanged), unchanged
+
+
+def test_pass6_fail10_exactly_one_work_log_line_naming_the_reason() -> None:
+    after = _close(_before())
+    assert len(after.workLog) == 3
+    line = after.workLog[-1]
+    assert (line.span, line.closedAs, line.reason, line.passId) == (
+        3,
+        "narrative-less",
+        "no-model-call",
+        "p3",
+    )
+    assert "narrative-less" in line.text and "no-model-call" in line.text
+    assert "1 command and 1 error recorded" in line.text
+    assert "3 user messages carried" in line.text
+
+
+def test_fail11_span_user_messages_are_carried_after_earlier_ones() -> None:
+    assert _close(_before()).carried == ["u7", "u8", "u9"]
+
+
+def test_fail11_carried_keeps_the_newest_30_without_duplicates() -> None:
+    before = _before()
+    before.carried = [f"u{n}" for n in range(1, 26)]
+    after = _close(before, user_ids=[f"u{n}" for n in range(20, 41)])
+    assert len(after.carried) == MAX_CARRIED
+    assert after.carried == [f"u{n}" for n in range(11, 41)]
+
+
+def test_fail11_a_whole_close_clears_carried_and_records_the_whole_span() -> None:
+    after = _close(_before(), closed_as="whole", reason=None, narrative="Added the ruff step.")
+    assert after.carried == []
+    assert after.lastWholeSpan == 3
+    assert after.workLog[-1].text == "Added the ruff step."
+
+
+def test_fail12_a_span_with_a_chunk_missing_is_carried_whole() -> None:
+    after = _close(_before(), closed_as="chunk-missing", reason="chunk-unverified", narrative="Half done.")
+    assert after.carried == ["u7", "u8", "u9"]
+    assert after.lastWholeSpan == 2
+    assert after.workLog[-1].text.startswith("Half done. (a chunk never verified")
+
+
+def test_pass17_empty_span_still_updates_ledger_and_world() -> None:
+    before = _before()
+    after = _close(before, closed_as="empty", reason=None, user_ids=[])
+    line = after.workLog[-1]
+    assert line.closedAs == "empty" and "empty" in line.text
+    assert after.span == 3
+    assert after.carried == before.carried
+    assert after.world == _WORLD
+    assert [c.id for c in after.commands] == ["C1", "C2", "C3"]
+
+
+def test_pass5_remembered_notes_are_numbered_after_the_highest_sequence_number() -> None:
+    notes = [Note(text="csv module is enough", seq=0, entryId="bb01"), Note(text="keep BOM off", seq=0)]
+    after = _close(_before(), remembered=notes)
+    assert [(n.text, n.seq, n.entryId) for n in after.notes] == [
+        ("csv module is enough", 5, "bb01"),
+        ("keep BOM off", 6, None),
+    ]
+    assert after.seq == 6
+
+
+def test_pass5_nothing_accepted_hands_out_no_sequence_number() -> None:
+    assert _close(_before()).seq == 4
+
+
+def test_ledger11_file_lists_merge_over_spans() -> None:
+    state = State(readFiles=["README.md", "src/a.py"], modifiedFiles=["src/b.py"])
+    read, modified = merge_file_lists(
+        state, read=["docs/x.md", "src/c.py"], written=["src/a.py"], edited=["src/c.py"]
+    )
+    assert modified == ["src/a.py", "src/b.py", "src/c.py"]
+    assert read == ["README.md", "docs/x.md"]
+    after = _close(_before(), read_files=read, modified_files=modified)
+    assert (after.readFiles, after.modifiedFiles) == (read, modified)
+
+
+def test_ledger11_read_files_never_repeat_a_modified_file() -> None:
+    after = _close(_before(), read_files=["b", "a", "c"], modified_files=["c", "a"])
+    assert (after.readFiles, after.modifiedFiles) == (["b"], ["a", "c"])
+
+
+def test_fail10_close_refuses_inconsistent_arguments() -> None:
+    with pytest.raises(ValueError, match="reason"):
+        _close(_before(), reason=None)
+    with pytest.raises(ValueError, match="narrative"):
+        _close(_before(), closed_as="whole", reason=None)

@@ -1,0 +1,372 @@
+"""The pass without a model, end to end over pi-shaped branches and real git (PASS-2..17, FAIL-10, FAIL-11).
+
+Each test plays pi's part: it builds the branch entries and the preparation as pi would hand them to the shim,
+runs the pass, then appends the compaction entry (with the returned details), the span record and the
+compaction line the way pi and the shim write them, so the next pass folds what the previous one stored.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import subprocess
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from longhaul_daemon.passes.run import NO_MODEL_CALL, run_pass
+from longhaul_daemon.protocol import CompactParams, CompactResult, FileOps, Preparation, SessionFacts
+from longhaul_daemon.state.fold import fold
+from longhaul_daemon.state.model import State
+
+_EVIL_COMMAND = "echo \x1b[31mred\x1b[0m\x07done"
+_EVIL_FILE = "docs/\x1b]0;pwned\x07evil\u202etxt.md"
+_UNSAFE = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    (root / "README.md").write_text("hello\n")
+    _git(root, "add", "README.md")
+    _git(root, "commit", "-q", "-m", "Initial commit")
+    (root / "src.py").write_text("print(1)\n")
+    _git(root, "add", "src.py")
+    _git(root, "commit", "-q", "-m", "Add src")
+    (root / "src.py").write_text("print(2)\n")
+    (root / "evil\x1b[2Jname.txt").write_text("x\n")
+    return root
+
+
+class Session:
+    """A pi session's active branch and the compaction hook's inputs, built as pi builds them."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.entries: list[dict[str, Any]] = []
+        self.first_kept = 0  # index of the previous compaction's firstKeptEntryId
+        self._call = 0
+
+    def _add(self, entry: dict[str, Any]) -> dict[str, Any]:
+        n = len(self.entries)
+        entry = {
+            "id": hashlib.sha256(f"e{n}".encode()).hexdigest()[:8],
+            "parentId": self.entries[-1]["id"] if self.entries else None,
+            "timestamp": f"2026-12-02T14:{n // 60:02d}:{n % 60:02d}.000Z",
+            **entry,
+        }
+        self.entries.append(entry)
+        return entry
+
+    def _message(self, message: dict[str, Any]) -> dict[str, Any]:
+        return self._add(
+            {"type": "message", "message": {**message, "timestamp": 1_780_000_000_000 + len(self.entries)}}
+        )
+
+    def user(self, text: str) -> dict[str, Any]:
+        return self._message({"role": "user", "content": [{"type": "text", "text": text}]})
+
+    def bash(self, command: str, output: str = "ok", *, code: int = 0) -> None:
+        self._call += 1
+        call_id = f"call_{self._call}"
+        self._message(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": command}}
+                ],
+                "api": "openai-completions",
+                "provider": "fake",
+                "model": "fake-1",
+                "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15},
+                "stopReason": "toolUse",
+            }
+        )
+        text = output if code == 0 else f"{output}\n\nCommand exited with code {code}"
+        self._message(
+            {
+                "role": "toolResult",
+                "toolCallId": call_id,
+                "toolName": "bash",
+                "content": [{"type": "text", "text": text}],
+                "isError": code != 0,
+            }
+        )
+
+    def user_bash(self, command: str, code: int = 0) -> None:
+        self._message(
+            {
+                "role": "bashExecution",
+                "command": command,
+                "output": "out\n",
+                "exitCode": code,
+                "cancelled": False,
+                "truncated": False,
+            }
+        )
+
+    def remember(self, text: str) -> None:
+        self._add(
+            {
+                "type": "custom",
+                "customType": "compaction-state.event",
+                "data": {"stateFormat": 1, "kind": "remember", "text": text},
+            }
+        )
+
+    def params(self, keep_from: int, *, ops: FileOps | None = None, extra: int = 0) -> CompactParams:
+        """The hook's input: summarize from the previous cut up to ``keep_from`` (plus ``extra`` earlier)."""
+        start = max(self.first_kept - extra, 0)
+        messages = [
+            copy.deepcopy(e["message"]) for e in self.entries[start:keep_from] if e["type"] == "message"
+        ]
+        prep = Preparation(
+            firstKeptEntryId=self.entries[keep_from]["id"],
+            messagesToSummarize=messages,
+            tokensBefore=4000 + len(self.entries),
+            fileOps=ops or FileOps(),
+        )
+        session = SessionFacts(cwd=str(self.cwd), sessionId="s1", agentDir="/nonexistent", piVersion="0.73.1")
+        return CompactParams(
+            session=session, reason="threshold", preparation=prep, branchEntries=self.entries
+        )
+
+    def store(self, result: CompactResult, keep_from: int) -> dict[str, Any]:
+        """What pi and the shim write after the hook returns: compaction entry, span record, line."""
+        assert result.compaction is not None and result.after is not None
+        c = result.compaction
+        entry = self._add(
+            {
+                "type": "compaction",
+                "summary": c.summary,
+                "firstKeptEntryId": c.firstKeptEntryId,
+                "tokensBefore": c.tokensBefore,
+                "details": json.loads(json.dumps(c.details)),
+                "fromHook": True,
+            }
+        )
+        record = {**result.after.spanRecord, "compactionId": entry["id"]}
+        self._add(
+            {"type": "custom", "customType": "compaction-state.span", "data": json.loads(json.dumps(record))}
+        )
+        self._add(
+            {"type": "custom", "customType": "compaction-state.line", "data": {**result.after.line, "ms": 9}}
+        )
+        self.first_kept = keep_from
+        return entry
+
+
+def _state(result: CompactResult) -> State:
+    assert result.compaction is not None
+    return State.model_validate(result.compaction.details["state"])
+
+
+def _assert_printable(summary: str) -> None:
+    for ch in summary:
+        assert ch == "\n" or unicodedata.category(ch) not in _UNSAFE, repr(ch)
+
+
+@pytest.mark.anyio
+async def test_pass3_pass16_fail11_three_passes_keep_ids_stable_and_merged(repo: Path) -> None:
+    s = Session(repo)
+    s.user("Build the CSV export; never push to main.")
+    s.bash("git status")
+    s.bash("pytest -q", "1 failed", code=1)
+    s.user_bash("ls src")
+    s.user("Keep going.")
+    keep1 = len(s.entries)
+    s.user("Add a header row.")
+    s.bash("python -m export")
+    ops1 = FileOps(read=["README.md", "src.py"], edited=["src.py"])
+    params1 = s.params(keep1, ops=ops1)
+    first = await run_pass(params1, pass_id="pass-1")
+    s.store(first, keep1)
+
+    s.remember("the csv module is enough, no pandas")
+    s.bash("pytest -q")
+    s.user("Now the footer.")
+    keep2 = len(s.entries)
+    s.user("And tests.")
+    # A re-offer of messages the previous span held (extra=3) must not duplicate ledger ids (LEDGER-6).
+    second = await run_pass(s.params(keep2, ops=FileOps(read=["docs/spec.md"]), extra=3), pass_id="pass-2")
+    s.store(second, keep2)
+
+    s.bash(_EVIL_COMMAND)
+    s.user("Ship it.")
+    keep3 = len(s.entries)
+    s.user("Thanks.")
+    ops3 = FileOps(read=[_EVIL_FILE, "src.py"], written=["CHANGELOG.md"])
+    third = await run_pass(s.params(keep3, ops=ops3), pass_id="pass-3")
+    s.store(third, keep3)
+
+    # PASS-16: one number per Longhaul compaction along the branch.
+    assert [r.span for r in (first, second, third)] == [1, 2, 3]
+    assert all(r.passId == f"pass-{n}" for n, r in enumerate((first, second, third), start=1))
+    # PASS-3: firstKeptEntryId and tokensBefore are pi's own values.
+    assert first.compaction is not None
+    assert first.compaction.firstKeptEntryId == s.entries[keep1]["id"]
+    assert (
+        first.compaction.tokensBefore == params1.preparation.tokensBefore == 4000 + len(params1.branchEntries)
+    )
+    assert (
+        first.compaction.details["stateFormat"] == 1 and first.compaction.details["compactor"] == "longhaul"
+    )
+
+    # LEDGER-5, LEDGER-6: ids continue from the folded counters, never repeat, whatever pi re-summarises.
+    s1, s2, s3 = _state(first), _state(second), _state(third)
+    assert [c.id for c in s1.commands] == ["C1", "C2", "C3"]
+    assert [c.text for c in s1.commands] == ["git status", "pytest -q", "ls src"]
+    assert [c.id for c in s2.commands] == ["C1", "C2", "C3", "C4", "C5"]
+    assert [c.text for c in s2.commands[3:]] == ["python -m export", "pytest -q"]
+    assert [c.id for c in s3.commands] == ["C1", "C2", "C3", "C4", "C5", "C6"]
+    assert [e.id for e in s3.errors] == ["E1"]
+    assert s3.errors[0].open is False  # LEDGER-8: "pytest -q" later exited 0
+
+    # FAIL-10, FAIL-11: every span closed narrative-less and its user messages are carried, in message order.
+    assert s1.carried == ["u1", "u2"]
+    assert s2.carried == ["u1", "u2", "u3", "u4"]
+    assert s3.carried == ["u1", "u2", "u3", "u4", "u5", "u6"]
+    assert [line.closedAs for line in s3.workLog] == ["narrative-less"] * 3
+    assert all(line.reason == NO_MODEL_CALL for line in s3.workLog)
+    assert third.notice == (
+        "Longhaul closed span 3 without a narrative (no-model-call): ledger and World updated, "
+        "6 user messages carried to the next pass."
+    )
+
+    # PASS-5, FOLD-4: the note remembered during span 2 is numbered at span 2's Close, and only there.
+    assert [(n.text, n.seq) for n in s2.notes] == [("the csv module is enough, no pandas", 1)]
+    assert s3.notes == s2.notes and s3.seq == 1
+    assert second.after is not None and second.after.spanRecord["events"] == [1]
+    assert third.after is not None and third.after.spanRecord["events"] == []
+
+    # PASS-9: unique summaries; LEDGER-11: pi-style file blocks, read minus modified, sorted.
+    summaries = [r.compaction.summary for r in (first, second, third) if r.compaction is not None]
+    assert len(set(summaries)) == 3
+    assert summaries[2].startswith("# Longhaul state after span 3 (pass pass-3)\n")
+    assert s3.modifiedFiles == ["CHANGELOG.md", "src.py"]
+    assert s3.readFiles == ["README.md", _EVIL_FILE, "docs/spec.md"]  # raw in the state, sorted
+    assert "<modified-files>\nCHANGELOG.md\nsrc.py\n</modified-files>\n" in summaries[2]
+    assert "<read-files>\nREADME.md\ndocs/evil" in summaries[2]
+
+    # PASS-10, WORLD-8: no control character from a command, a file name or git output reaches the summary.
+    for summary in summaries:
+        _assert_printable(summary)
+    assert "- C6 exit 0: echo reddone" in summaries[2]
+    assert "evilname.txt" in summaries[2]
+    assert "## World\n- Branch: main\n- HEAD: " in summaries[2]
+    assert "Add src" in summaries[2] and "Initial commit" in summaries[2]
+
+    # FOLD-1, FOLD-8: folding the transcript the passes wrote rebuilds exactly the state the last one stored.
+    folded = fold(s.entries)
+    assert folded.anomalies == []
+    assert folded.state.model_dump_json() == s3.model_dump_json()
+    assert [(i.span, i.closed_as, i.pass_id) for i in folded.spans] == [
+        (1, "narrative-less", "pass-1"),
+        (2, "narrative-less", "pass-2"),
+        (3, "narrative-less", "pass-3"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_format6_span_record_and_line_shapes(repo: Path) -> None:
+    s = Session(repo)
+    s.user("Fix the build.")
+    s.bash("make", "boom", code=2)
+    keep = len(s.entries)
+    s.user("next")
+    result = await run_pass(s.params(keep), pass_id="p-shape")
+    assert result.after is not None and result.compaction is not None
+    record = result.after.spanRecord
+    assert set(record) == {
+        "v",
+        "span",
+        "passId",
+        "closedAs",
+        "reason",
+        "messages",
+        "events",
+        "commands",
+        "errors",
+        "narrative",
+        "now",
+        "world",
+        "excused",
+    }
+    assert (record["v"], record["span"], record["passId"]) == (1, 1, "p-shape")
+    assert (record["closedAs"], record["reason"], record["narrative"]) == (
+        "narrative-less",
+        NO_MODEL_CALL,
+        None,
+    )
+    assert record["messages"] == ["u1"]
+    assert [(c["id"], c["text"], c["exit"]) for c in record["commands"]] == [("C1", "make", 2)]
+    assert [(e["id"], e["command"]) for e in record["errors"]] == [("E1", "C1")]
+    assert record["world"]["status"] == "repository" and record["world"]["branch"] == "main"
+    assert record["excused"] == [] and "compactionId" not in record
+    assert result.after.line == {"v": 1, "span": 1, "calls": 0, "tokens": 0}
+    assert result.compaction.details["passId"] == "p-shape" and result.compaction.details["span"] == 1
+    json.dumps(result.model_dump(mode="json"))  # the whole result is plain JSON
+
+
+@pytest.mark.anyio
+async def test_pass17_world4_empty_span_outside_a_repository(tmp_path: Path) -> None:
+    s = Session(tmp_path)
+    s.user("hi")
+    result = await run_pass(s.params(0), pass_id="p-empty")
+    assert result.compaction is not None
+    state = _state(result)
+    assert state.span == 1
+    assert [(line.closedAs, line.reason) for line in state.workLog] == [("empty", None)]
+    assert "empty" in state.workLog[0].text
+    assert state.carried == []
+    assert state.world is not None and state.world.status == "no-repository"
+    assert "No git repository at the session's working directory." in result.compaction.summary
+    assert result.notice == "Longhaul closed span 1, which held no messages: ledger and World updated."
+
+
+@pytest.mark.anyio
+async def test_fold2_pass16_a_foreign_compaction_does_not_use_a_span_number(repo: Path) -> None:
+    s = Session(repo)
+    s.user("one")
+    s.bash("make a")
+    keep1 = len(s.entries)
+    s.user("two")
+    s.store(await run_pass(s.params(keep1), pass_id="pa"), keep1)
+    s.bash("make b")
+    s._add(
+        {
+            "type": "compaction",
+            "summary": "pi's own summary",
+            "firstKeptEntryId": s.entries[-1]["id"],
+            "tokensBefore": 10,
+            "details": {"readFiles": [], "modifiedFiles": []},
+            "fromHook": False,
+        }
+    )
+    s.first_kept = len(s.entries) - 1
+    s.bash("make c")
+    keep2 = len(s.entries)
+    s.user("three")
+    result = await run_pass(s.params(keep2), pass_id="pb")
+    assert result.span == 2
+    assert [c.id for c in _state(result).commands] == ["C1", "C2"]
+    assert _state(result).commands[1].text == "make c"

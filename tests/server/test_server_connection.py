@@ -1,0 +1,264 @@
+"""Connections on a real socket: error kinds leave the connection usable; framing, concurrency, cancel."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import structlog
+
+from longhaul_daemon.protocol import CompactParams, CompactResult
+from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
+
+from .harness import compact_params, connect, eventually, running_daemon, session, sleeping_pass, whole_result
+
+MARKER = "MARKER-91d2-not-for-the-wire"
+
+
+async def assert_usable(connection: Any) -> None:
+    reply = await connection.call("status", {})
+    assert reply["result"]["pid"] == os.getpid()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        (b"{not json\n", -32700),
+        (b"[1, 2]\n", -32600),
+        (b"[]\n", -32600),
+        (b'"a string"\n', -32600),
+        (b'{"jsonrpc": "2.0", "method": "status", "id": 1, "extra": true}\n', -32600),
+        (b'{"jsonrpc": "2.0", "method": "no_such_method", "id": 1}\n', -32601),
+        (b'{"jsonrpc": "2.0", "method": "hello", "params": ["positional"], "id": 1}\n', -32602),
+        (
+            json.dumps([{"jsonrpc": "2.0", "method": "status", "id": i} for i in range(17)]).encode() + b"\n",
+            -32600,
+        ),
+    ],
+)
+async def test_every_error_kind_is_answered_and_the_connection_stays_usable(
+    short_tmp: Path, frame: bytes, code: int
+) -> None:
+    async with running_daemon(short_tmp / "d.sock") as handle, connect(handle.socket_path) as connection:
+        await connection.send_raw(frame)
+        reply = await connection.receive()
+        assert reply["error"]["code"] == code
+        await assert_usable(connection)
+
+
+@pytest.mark.anyio
+async def test_invalid_params_give_field_paths_and_never_echo_the_input(short_tmp: Path) -> None:
+    params = compact_params()
+    params["session"]["piVersion"] = MARKER * 100  # too long: max_length=256
+    params["reason"] = MARKER
+    params["preparation"]["tokensBefore"] = MARKER
+    async with running_daemon(short_tmp / "d.sock") as handle, connect(handle.socket_path) as connection:
+        reply = await connection.call("compact", params)
+        assert reply["error"]["code"] == -32602
+        locs = {tuple(error["loc"]) for error in reply["error"]["data"]}
+        assert locs == {("session", "piVersion"), ("reason",), ("preparation", "tokensBefore")}
+        assert MARKER not in json.dumps(reply)
+        await assert_usable(connection)
+
+
+@pytest.mark.anyio
+async def test_an_internal_error_gets_an_error_id_and_no_message_text(short_tmp: Path) -> None:
+    async def crash(_params: CompactParams, *, pass_id: str) -> CompactResult:
+        raise RuntimeError(MARKER)
+
+    def crash_status() -> Any:
+        raise RuntimeError(MARKER)
+
+    with structlog.testing.capture_logs() as logs:
+        async with (
+            running_daemon(short_tmp / "d.sock", run_pass=crash) as handle,
+            connect(handle.socket_path) as connection,
+        ):
+            reply = await connection.call("compact", compact_params())
+            # a crashing pass is a fallback for the shim, not an RPC error
+            assert reply["result"]["fallback"] == "pass-error"
+            handle.services.status = crash_status  # type: ignore[method-assign]
+            reply = await connection.call("status", {})
+            assert reply["error"]["code"] == -32603
+            assert reply["error"]["message"] == "Internal error"
+            assert set(reply["error"]["data"]) == {"errorId"}
+            assert MARKER not in json.dumps(reply)
+            await connection.call("hello", {"session": session()})  # still usable
+    assert MARKER not in json.dumps(logs, default=str)
+    assert any(entry.get("error_id") == reply["error"]["data"]["errorId"] for entry in logs)
+
+
+@pytest.mark.anyio
+async def test_an_oversize_frame_is_refused_and_the_daemon_keeps_serving(short_tmp: Path) -> None:
+    async with running_daemon(short_tmp / "d.sock", max_frame=4096) as handle:
+        async with connect(handle.socket_path) as connection:
+            await connection.send_raw(b'{"jsonrpc":"2.0","method":"status","id":1,"pad":"' + b"x" * 10_000)
+            reply = await connection.receive()
+            assert reply["error"] == {
+                "code": -32600,
+                "message": "Frame too large",
+                "data": {"maxFrame": 4096},
+            }
+            assert await connection.at_eof()
+        async with connect(handle.socket_path) as connection:
+            exactly = json.dumps(
+                {"jsonrpc": "2.0", "method": "status", "id": 2, "pad": ""}, separators=(",", ":")
+            ).encode()
+            exactly = exactly.replace(b'"pad":""', b'"pad":"' + b"y" * (4096 - len(exactly)) + b'"')
+            assert len(exactly) == 4096
+            await connection.send_raw(exactly + b"\n")
+            assert (await connection.receive())["error"]["code"] == -32600  # the unknown "pad" member
+            await assert_usable(connection)
+
+
+@pytest.mark.anyio
+async def test_notifications_and_blank_lines_get_no_reply(short_tmp: Path) -> None:
+    calls: list[str] = []
+    ran = anyio.Event()
+
+    async def counting(params: CompactParams, *, pass_id: str) -> CompactResult:
+        calls.append(params.session.sessionId)
+        ran.set()
+        return whole_result(pass_id)
+
+    async with (
+        running_daemon(short_tmp / "d.sock", run_pass=counting) as handle,
+        connect(handle.socket_path) as connection,
+    ):
+        notification = {"jsonrpc": "2.0", "method": "compact", "params": compact_params("n1")}
+        await connection.send_raw(b"\n  \r\n" + json.dumps(notification).encode() + b"\n\n")
+        reply = await connection.call("status", {})  # the very next line is the status reply
+        assert reply["result"]["pid"] == os.getpid()
+        with anyio.fail_after(10):
+            await ran.wait()
+    assert calls == ["n1"]
+
+
+@pytest.mark.anyio
+async def test_many_connections_with_pipelined_requests_run_concurrently(short_tmp: Path) -> None:
+    """Every pass waits until all of them run at once, so this only finishes if they are concurrent."""
+    connections_count, per_connection = 6, 4
+    everyone = connections_count * per_connection
+    running = 0
+    all_running = anyio.Event()
+
+    async def rendezvous(_params: CompactParams, *, pass_id: str) -> CompactResult:
+        nonlocal running
+        running += 1
+        if running == everyone:
+            all_running.set()
+        await all_running.wait()
+        return whole_result(pass_id)
+
+    async def client(index: int, socket_path: Path) -> None:
+        async with connect(socket_path) as connection:
+            ids = [
+                await connection.request("compact", compact_params(f"c{index}-r{n}"))
+                for n in range(per_connection)
+            ]
+            replies = [await connection.receive() for _ in ids]
+            assert sorted(reply["id"] for reply in replies) == sorted(ids)
+            assert all("result" in reply for reply in replies)
+
+    async with running_daemon(short_tmp / "d.sock", run_pass=rendezvous) as handle:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for index in range(connections_count):
+                    tg.start_soon(client, index, handle.socket_path)
+        assert handle.services.pass_counts.whole == everyone
+
+
+@pytest.mark.anyio
+async def test_closing_the_connection_cancels_its_in_flight_pass(short_tmp: Path) -> None:
+    started = anyio.Event()
+    cancelled = anyio.Event()
+
+    async def hang(_params: CompactParams, *, pass_id: str) -> CompactResult:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        raise AssertionError("unreachable")
+
+    async with running_daemon(short_tmp / "d.sock", run_pass=hang) as handle:
+        connection_cm = connect(handle.socket_path)
+        connection = await connection_cm.__aenter__()
+        await connection.request("compact", compact_params())
+        with anyio.fail_after(10):
+            await started.wait()
+        await connection_cm.__aexit__(None, None, None)
+        with anyio.fail_after(10):
+            await cancelled.wait()
+        await eventually(lambda: handle.services.passes_in_flight == 0)
+        assert handle.services.pass_counts.aborted == 1
+        assert handle.services.busy_sessions == set()
+        async with connect(handle.socket_path) as other:  # the session is free again
+            reply = await other.call("compact", compact_params(compactor="pi"))
+            assert reply["result"]["fallback"] == "stand-down"
+
+
+def test_peer_policy_admits_only_the_same_uid() -> None:
+    assert peer_allowed(1000, 1000)
+    assert not peer_allowed(65534, 1000)
+    assert not peer_allowed(0, 1000)
+
+
+def test_peer_credentials_of_a_socketpair_are_ours() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        creds = peer_credentials(left)
+    assert (creds.pid, creds.uid, creds.gid) == (os.getpid(), os.getuid(), os.getgid())
+
+
+_FOREIGN_CLIENT = """
+import os, socket, sys
+os.setgid(65534)
+os.setuid(65534)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(sys.argv[1])
+try:
+    s.sendall(b'{"jsonrpc":"2.0","method":"status","id":1}\\n')
+    print("answered" if s.recv(65536) else "closed")
+except (BrokenPipeError, ConnectionResetError):
+    print("closed")
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another uid (65534)")
+async def test_a_peer_with_another_uid_is_refused(short_tmp: Path) -> None:
+    socket_path = short_tmp / "run" / "d.sock"
+    async with running_daemon(socket_path) as handle:
+        # Open the door the 0700 dir and 0600 socket keep shut, so only SO_PEERCRED stands in the way.
+        os.chmod(socket_path.parent, 0o711)
+        os.chmod(short_tmp, 0o711)
+        os.chmod(socket_path, 0o666)
+        with anyio.fail_after(10):
+            result = await anyio.run_process(
+                [sys.executable, "-c", _FOREIGN_CLIENT, str(socket_path)], check=False
+            )
+        assert result.returncode == 0, result.stderr.decode()
+        assert result.stdout.decode().strip() == "closed"  # connected, then closed without an answer
+        async with connect(handle.socket_path) as connection:
+            await assert_usable(connection)
+
+
+@pytest.mark.anyio
+async def test_pipelined_replies_can_overtake_slow_ones(short_tmp: Path) -> None:
+    async with (
+        running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass) as handle,
+        connect(handle.socket_path) as connection,
+    ):
+        slow = await connection.request("compact", compact_params("slow", instructions="600"))
+        quick = await connection.request("status", {})
+        assert (await connection.receive())["id"] == quick
+        assert slow != quick
