@@ -22,7 +22,7 @@ from longhaul_daemon.protocol import AfterEntries, Compaction, CompactParams, Co
 from longhaul_daemon.state.fold import COMPACTOR, FoldResult, fold
 from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, State, World
 from longhaul_daemon.state.render import render_summary
-from longhaul_daemon.transcript.messages import SpanMessage, select_span
+from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span
 
 __all__ = ["NO_MODEL_CALL", "SPAN_RECORD_VERSION", "run_pass"]
 
@@ -57,7 +57,11 @@ def _prepare(params: CompactParams) -> _Prepared:
     branch = list(params.branchEntries)
     folded = fold(branch)
     span = select_span(params.preparation, branch)
-    ledger = apply_ledger(folded.state, span, folded.state.span + 1)  # LEDGER-5: counters come from the fold
+    # Commands of a span that fell back to pi's compaction were never offered to a pass: recover them here.
+    unseen = messages_before_span(branch, folded.base_compaction_id, span)
+    ledger = apply_ledger(
+        folded.state, unseen + span, folded.state.span + 1
+    )  # LEDGER-5: counters from the fold
     user_ids = list(dict.fromkeys(m.user_id for m in span if m.user_id is not None))
     return _Prepared(folded=folded, span=span, user_ids=user_ids, ledger=ledger)
 

@@ -18,7 +18,7 @@ from typing import Any
 from longhaul_daemon.protocol import Preparation
 from longhaul_daemon.transcript.entries import parse_entry, parse_message
 
-__all__ = ["SpanMessage", "select_span", "span_messages", "user_ids", "user_text"]
+__all__ = ["SpanMessage", "messages_before_span", "select_span", "span_messages", "user_ids", "user_text"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,44 @@ def select_span(preparation: Preparation, branch: list[dict[str, Any]]) -> list[
     if preparation.isSplitTurn:
         messages.extend(preparation.turnPrefixMessages)
     return span_messages(messages, branch)
+
+
+def messages_before_span(
+    branch: list[dict[str, Any]], base_compaction_id: str | None, span: list[SpanMessage]
+) -> list[SpanMessage]:
+    """Messages no Longhaul pass saw: after the base compaction's kept boundary and before the span.
+
+    They exist when a pass fell back to pi's own compaction (or before Longhaul's first pass, when another
+    compactor ran): pi summarized them, so no later span offers them again. The ledger reads them so a command
+    run there still gets its id; its dedup makes this a no-op when there is no such gap.
+    """
+    first_span_entry = next((m.entry_id for m in span if m.entry_id is not None), None)
+    if first_span_entry is None:
+        return []
+    ids = [raw.get("id") if isinstance(raw, dict) else None for raw in branch]
+    if first_span_entry not in ids:
+        return []
+    end = ids.index(first_span_entry)
+    start = 0
+    if base_compaction_id is not None and base_compaction_id in ids:
+        base_at = ids.index(base_compaction_id)
+        base = branch[base_at]
+        kept = base.get("firstKeptEntryId") if isinstance(base, dict) else None
+        start = ids.index(kept) if isinstance(kept, str) and kept in ids[:base_at] else base_at + 1
+    users = user_ids(branch)
+    found: list[SpanMessage] = []
+    for raw in branch[start:end]:
+        entry = parse_entry(raw)
+        if entry is None or entry.type != "message" or entry.message is None or not isinstance(raw, dict):
+            continue
+        message = raw.get("message")
+        if not isinstance(message, dict):
+            continue
+        user_id = users.get(entry.id) if entry.id is not None and entry.message.role == "user" else None
+        found.append(
+            SpanMessage(entry_id=entry.id, role=entry.message.role, message=message, user_id=user_id)
+        )
+    return found
 
 
 def user_text(message: dict[str, Any]) -> str:
