@@ -1,0 +1,131 @@
+"""``longhaul.json``: the user's per-agent and per-project settings, read again at every pass.
+
+The file in pi's agent directory is read first; ``<cwd>/.pi/longhaul.json`` then overrides it key by
+key, the same precedence pi gives its own ``settings.json`` (CONFIG-5). A missing file is simply absent.
+One that cannot be read, is not JSON, is not an object, or holds a bad value never stops a pass: the
+defaults apply for what could not be used, and each problem becomes a short code for the log (CONFIG-9).
+Unknown keys are ignored so a newer file works with an older daemon. Nothing here reads the daemon's own
+environment: the paths come from the session facts the shim sent (CONFIG-10).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+__all__ = [
+    "DEFAULT_NARRATIVE_MODE",
+    "DEFAULT_RETRY_NOTE_CHARS",
+    "SETTINGS_FILE",
+    "NarrativeMode",
+    "Settings",
+    "SettingsProblem",
+    "load_settings",
+]
+
+SETTINGS_FILE: Final = "longhaul.json"
+DEFAULT_NARRATIVE_MODE: Final = "diff"
+DEFAULT_RETRY_NOTE_CHARS: Final = 2000
+_MAX_FILE_BYTES: Final = 1024 * 1024  # a settings file is tiny; a huge one is a mistake, not a config
+_SPEC = re.compile(r"^[^/\s]+/\S+$")  # provider/modelId; the model id may itself hold slashes
+
+NarrativeMode = Literal["diff", "turns"]
+
+
+@dataclass(frozen=True)
+class SettingsProblem:
+    """One thing that could not be used, as a code safe for the log: the file's role, never its path."""
+
+    source: Literal["agent", "project"]
+    code: str  # unreadable | not-json | not-object | too-large | not-regular | bad-<key>
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings a pass runs with, after both files and the defaults."""
+
+    summarizer: str | None = None  # CONFIG-8: "provider/modelId"; None means the session's own model
+    narrativeMode: NarrativeMode = DEFAULT_NARRATIVE_MODE  # CONFIG-6
+    retryNoteChars: int = DEFAULT_RETRY_NOTE_CHARS  # CONFIG-7
+    problems: tuple[SettingsProblem, ...] = field(default=())
+
+
+def _read_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The file's JSON object, or None and a problem code; a missing file is (None, None)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, None
+    except OSError:
+        return None, "unreadable"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device must never block a pass
+            return None, "not-regular"
+        if info.st_size > _MAX_FILE_BYTES:
+            return None, "too-large"
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(_MAX_FILE_BYTES + 1)
+    except OSError:
+        return None, "unreadable"
+    finally:
+        os.close(fd)
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None, "not-json"
+    if not isinstance(value, dict):
+        return None, "not-object"
+    return value, None
+
+
+def _apply(
+    values: dict[str, Any], source: Literal["agent", "project"], into: dict[str, Any]
+) -> list[SettingsProblem]:
+    """Copy the valid known keys of one file into ``into``; each invalid one becomes a problem."""
+    problems: list[SettingsProblem] = []
+    if "summarizer" in values:
+        spec = values["summarizer"]
+        if spec is None or (isinstance(spec, str) and spec.strip() == ""):
+            into["summarizer"] = None
+        elif isinstance(spec, str) and _SPEC.match(spec.strip()) and len(spec) <= 512:
+            into["summarizer"] = spec.strip()
+        else:
+            problems.append(SettingsProblem(source, "bad-summarizer"))
+    if "narrativeMode" in values:
+        mode = values["narrativeMode"]
+        if mode in ("diff", "turns"):
+            into["narrativeMode"] = mode
+        else:
+            into["narrativeMode"] = DEFAULT_NARRATIVE_MODE  # CONFIG-6: any other value means the default
+            problems.append(SettingsProblem(source, "bad-narrativeMode"))
+    if "retryNoteChars" in values:
+        chars = values["retryNoteChars"]
+        if isinstance(chars, int) and not isinstance(chars, bool) and chars > 0:
+            into["retryNoteChars"] = chars
+        else:
+            into["retryNoteChars"] = DEFAULT_RETRY_NOTE_CHARS  # CONFIG-7: an invalid value means the default
+            problems.append(SettingsProblem(source, "bad-retryNoteChars"))
+    return problems
+
+
+def load_settings(agent_dir: str, cwd: str) -> Settings:
+    """Read ``<agent_dir>/longhaul.json``, then ``<cwd>/.pi/longhaul.json`` over it; never raises."""
+    merged: dict[str, Any] = {}
+    problems: list[SettingsProblem] = []
+    sources: tuple[tuple[Literal["agent", "project"], Path], ...] = (
+        ("agent", Path(agent_dir) / SETTINGS_FILE),
+        ("project", Path(cwd) / ".pi" / SETTINGS_FILE),
+    )
+    for source, path in sources:
+        values, problem = _read_object(path)
+        if problem is not None:
+            problems.append(SettingsProblem(source, problem))
+        if values is not None:
+            problems.extend(_apply(values, source, merged))
+    return Settings(**merged, problems=tuple(problems))

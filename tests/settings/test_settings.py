@@ -1,0 +1,125 @@
+"""longhaul.json: agent file, project override key by key, bad files never stop a pass (CONFIG-5..9)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from longhaul_daemon.settings import (
+    DEFAULT_RETRY_NOTE_CHARS,
+    Settings,
+    SettingsProblem,
+    load_settings,
+)
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    agent = tmp_path / "agent"
+    project = tmp_path / "project"
+    (project / ".pi").mkdir(parents=True)
+    agent.mkdir()
+    return agent, project
+
+
+def _write(path: Path, value: object) -> None:
+    path.write_text(json.dumps(value), encoding="utf-8")
+
+
+def test_config5_no_files_means_defaults(dirs: tuple[Path, Path]) -> None:
+    agent, project = dirs
+    assert load_settings(str(agent), str(project)) == Settings()
+
+
+def test_config5_project_overrides_agent_key_by_key(dirs: tuple[Path, Path]) -> None:
+    agent, project = dirs
+    _write(agent / "longhaul.json", {"summarizer": "anthropic/claude-x", "retryNoteChars": 900})
+    _write(project / ".pi" / "longhaul.json", {"retryNoteChars": 1500})
+    settings = load_settings(str(agent), str(project))
+    assert settings.summarizer == "anthropic/claude-x"  # kept from the agent file
+    assert settings.retryNoteChars == 1500  # the project's value wins
+    assert settings.problems == ()
+
+
+def test_config5_reread_every_call(dirs: tuple[Path, Path]) -> None:
+    agent, project = dirs
+    _write(agent / "longhaul.json", {"narrativeMode": "turns"})
+    assert load_settings(str(agent), str(project)).narrativeMode == "turns"
+    _write(agent / "longhaul.json", {"narrativeMode": "diff"})
+    assert load_settings(str(agent), str(project)).narrativeMode == "diff"
+
+
+def test_config8_summarizer_spec_keeps_slashes_in_the_model_id(dirs: tuple[Path, Path]) -> None:
+    agent, project = dirs
+    _write(agent / "longhaul.json", {"summarizer": "openrouter/meta-llama/llama-4"})
+    assert load_settings(str(agent), str(project)).summarizer == "openrouter/meta-llama/llama-4"
+
+
+def test_config8_project_can_clear_the_route(dirs: tuple[Path, Path]) -> None:
+    agent, project = dirs
+    _write(agent / "longhaul.json", {"summarizer": "a/b"})
+    _write(project / ".pi" / "longhaul.json", {"summarizer": None})
+    assert load_settings(str(agent), str(project)).summarizer is None
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [("{not json", "not-json"), ("[1, 2]", "not-object"), ("\xff\xfe", "not-json")],
+)
+def test_config9_bad_file_falls_back_to_defaults_with_a_code(
+    dirs: tuple[Path, Path], content: str, code: str
+) -> None:
+    agent, project = dirs
+    (agent / "longhaul.json").write_bytes(content.encode("latin-1"))
+    settings = load_settings(str(agent), str(project))
+    assert (settings.summarizer, settings.narrativeMode, settings.retryNoteChars) == (
+        None,
+        "diff",
+        DEFAULT_RETRY_NOTE_CHARS,
+    )
+    assert settings.problems == (SettingsProblem("agent", code),)
+
+
+def test_config9_a_fifo_never_blocks_and_a_directory_is_not_read(dirs: tuple[Path, Path]) -> None:
+    agent, project = dirs
+    os.mkfifo(agent / "longhaul.json")
+    (project / ".pi" / "longhaul.json").mkdir()
+    settings = load_settings(str(agent), str(project))
+    assert settings.problems == (
+        SettingsProblem("agent", "not-regular"),
+        SettingsProblem("project", "not-regular"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "code"),
+    [
+        ({"narrativeMode": "chatty"}, "bad-narrativeMode"),
+        ({"retryNoteChars": 0}, "bad-retryNoteChars"),
+        ({"retryNoteChars": True}, "bad-retryNoteChars"),
+        ({"retryNoteChars": "2000"}, "bad-retryNoteChars"),
+        ({"summarizer": "no-slash"}, "bad-summarizer"),
+        ({"summarizer": 42}, "bad-summarizer"),
+    ],
+)
+def test_config6_7_8_invalid_values_fall_back_and_are_named(
+    dirs: tuple[Path, Path], values: dict[str, object], code: str
+) -> None:
+    agent, project = dirs
+    _write(project / ".pi" / "longhaul.json", values)
+    settings = load_settings(str(agent), str(project))
+    assert settings.narrativeMode == "diff"
+    assert settings.retryNoteChars == DEFAULT_RETRY_NOTE_CHARS
+    assert settings.summarizer is None
+    assert settings.problems == (SettingsProblem("project", code),)
+
+
+def test_config9_unknown_keys_are_ignored(dirs: tuple[Path, Path]) -> None:
+    agent, project = dirs
+    _write(agent / "longhaul.json", {"futureKey": {"x": 1}, "retryNoteChars": 10})
+    settings = load_settings(str(agent), str(project))
+    assert settings.retryNoteChars == 10
+    assert settings.problems == ()
