@@ -17,6 +17,9 @@ import {
 	sessionFacts,
 	standsDown,
 } from "./lib/serialize.ts";
+import { appendRecord, fallbackRecord } from "./lib/recordlog.ts";
+import { registerReportCommand } from "./lib/report.ts";
+import { registerLonghaulTools } from "./lib/tools.ts";
 
 const DEFAULT_DEADLINE_MS = 300_000; // the daemon's default pass budget, used until a hello reply says otherwise
 const DEADLINE_MARGIN_MS = 15_000; // FAIL-14: wait the daemon's budget plus a short margin
@@ -85,8 +88,14 @@ export default function longhaul(pi: ExtensionAPI): void {
 	const report = (method: string, params: object): void => {
 		call(method, params, { socketPath: socketPath(), timeoutMs: REPORT_TIMEOUT_MS }).catch(() => {});
 	};
-	const incident = (session: SessionFacts, kind: IncidentKind, fields: Record<string, unknown>): void =>
-		report("incident", { session, kind, ...fields });
+	const incident = (session: SessionFacts, kind: IncidentKind, fields: Record<string, unknown>): void => {
+		call("incident", { session, kind, ...fields }, { socketPath: socketPath(), timeoutMs: REPORT_TIMEOUT_MS }).catch((err) => {
+			// FAIL-15: with the daemon unreachable, the shim appends that one fallback record itself (or drops it).
+			if (kind === "fallback" && err instanceof DaemonUnavailableError) {
+				appendRecord(session, fallbackRecord(session, fields as Parameters<typeof fallbackRecord>[1]));
+			}
+		});
+	};
 
 	const facts = (ctx: ExtensionContext): SessionFacts | undefined => {
 		try {
@@ -96,6 +105,17 @@ export default function longhaul(pi: ExtensionAPI): void {
 		}
 		return lastSession;
 	};
+
+	try {
+		registerReportCommand(pi); // REPORT-1: /longhaul-report
+	} catch {
+		// a host without commands: never fail pi's load over the report
+	}
+	try {
+		registerLonghaulTools(pi, facts); // TOOLS-1..10: longhaul_remember, longhaul_recall, the kept-window strip
+	} catch {
+		// a host without tools: never fail pi's load over them
+	}
 
 	pi.on("session_start", (event, ctx) => {
 		const session = facts(ctx);

@@ -13,6 +13,9 @@ import anyio
 from longhaul_daemon import __version__
 from longhaul_daemon.config import DEFAULT_GRACE_S, DEFAULT_MAX_FRAME, DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.errors import StartupError
+from longhaul_daemon.inspect.command import add_state_parser, run_state
+from longhaul_daemon.log.report import add_report_parser, run_report
+from longhaul_daemon.ops.install import add_install_commands, run_install_command
 from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log, run_daemon
 from longhaul_daemon.server.paths import SOCKET_ENV, resolve_socket_path
 from longhaul_daemon.status_client import run_status
@@ -91,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="show the running daemon's status (exit 3 when none runs)")
     _add_socket_flag(status)
     status.add_argument("--json", action="store_true", help="print the status as JSON")
+    add_state_parser(commands)
+    add_install_commands(commands)
+    add_report_parser(commands)
     return parser
 
 
@@ -121,5 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command in {"install", "uninstall"}:
+        return run_install_command(args, out=sys.stdout)
+    if args.command == "state":
+        return run_state(args, out=sys.stdout, err=sys.stderr)
+    if args.command == "report":
+        return run_report(args, out=sys.stdout)
     socket_path = resolve_socket_path(args.socket, os.environ, os.getuid())
     return run_status(socket_path, as_json=args.json, out=sys.stdout, err=sys.stderr)

@@ -23,14 +23,24 @@ __all__ = [
     "HelloParams",
     "HelloResult",
     "IncidentParams",
+    "LogFileStatus",
     "ModelFacts",
     "OkResult",
     "PassCounts",
     "Preparation",
+    "RecallParams",
+    "RecallResult",
+    "RememberParams",
+    "RememberResult",
+    "ReportParams",
+    "ReportResult",
+    "RouteHealth",
     "SessionFacts",
     "ShimEnv",
     "StatusParams",
     "StatusResult",
+    "StripParams",
+    "StripResult",
 ]
 
 PROTOCOL_VERSION = 1
@@ -195,6 +205,17 @@ class OkResult(_Result):
     ok: bool = True
 
 
+class ReportParams(_Params):
+    """``/longhaul-report``: the digest of the log in effect for this session (REPORT-1)."""
+
+    session: SessionFacts
+
+
+class ReportResult(_Result):
+    digest: str
+    records: int = Field(ge=0)
+
+
 class StatusParams(_Params):
     pass
 
@@ -204,6 +225,25 @@ class PassCounts(_Result):
     narrativeLess: int = 0
     fallback: int = 0
     aborted: int = 0
+
+
+class RouteHealth(_Result):
+    """One model route's health since the daemon started (successful calls feed the percentiles)."""
+
+    route: str
+    lastErrorClass: str | None = None
+    lastSuccess: str | None = None  # ISO 8601, UTC
+    p50Ms: int | None = None
+    p90Ms: int | None = None
+    calls: int = 0
+
+
+class LogFileStatus(_Result):
+    """One record-log file the daemon has written to: its size now and the lines it could not write."""
+
+    path: str
+    bytes: int
+    dropped: int = 0
 
 
 class StatusResult(_Result):
@@ -216,3 +256,61 @@ class StatusResult(_Result):
     passes: PassCounts
     inFlight: int
     sessionsSeen: int
+    routes: list[RouteHealth] = Field(default_factory=list)
+    logFiles: list[LogFileStatus] = Field(default_factory=list)
+
+
+# ---- the agent's tools and the kept-window strip (longhaul_daemon/tools, rpc/tool_methods.py) -------------
+
+
+class RememberParams(_Params):
+    """``longhaul_remember`` as the agent called it; the daemon checks and bounds the note (TOOLS-1)."""
+
+    session: SessionFacts
+    text: str = Field(max_length=_TEXT)
+    kind: str | None = Field(default=None, max_length=64)
+
+
+class RememberResult(_Result):
+    """The tool result text; when ``ok``, the custom entry the shim appends as is (TOOLS-2)."""
+
+    ok: bool
+    text: str
+    customType: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class RecallParams(_Params):
+    """``longhaul_recall``: a ref and/or a query, and the branch to read span records from (TOOLS-5)."""
+
+    session: SessionFacts
+    ref: str | None = Field(default=None, max_length=256)
+    query: str | None = Field(default=None, max_length=_SHORT)
+    branchEntries: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class RecallResult(_Result):
+    """Bounded, sanitized text for the tool result (TOOLS-7); ``ok`` false makes it an error result."""
+
+    ok: bool
+    text: str
+    spans: list[int] = Field(default_factory=list)
+
+
+class StripParams(_Params):
+    """pi's ``context`` event messages and the branch, so the daemon can find the kept window (TOOLS-9)."""
+
+    session: SessionFacts
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    branchEntries: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class StripResult(_Result):
+    """Which messages lose their thinking blocks (indexes into ``messages``) and the LOG-21 counts."""
+
+    cutoff: str | None = None
+    strip: list[int] = Field(default_factory=list)
+    strippedBlocks: int = 0
+    strippedChars: int = 0
+    contextMessages: int = 0
+    logged: bool = False

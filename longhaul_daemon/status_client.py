@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from longhaul_daemon.ops.status_view import format_status
 from longhaul_daemon.protocol import StatusResult
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
@@ -115,38 +116,6 @@ def _parse_reply(reply: bytes) -> dict[str, Any]:
     except ValidationError:
         raise StatusQueryFailed("the daemon's status does not match this client's protocol") from None
     return result
-
-
-def _format_uptime(seconds: float) -> str:
-    total = int(seconds)
-    days, rest = divmod(total, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours:02d}h {minutes:02d}m"
-    if hours:
-        return f"{hours}h {minutes:02d}m {secs:02d}s"
-    return f"{minutes}m {secs:02d}s"
-
-
-def format_status(status: StatusResult) -> str:
-    """A short human-readable table."""
-    passes = status.passes
-    socket_note = " (socket-activated)" if status.socketActivated else ""
-    rows = [
-        ("pid", str(status.pid)),
-        ("uptime", _format_uptime(status.uptimeS)),
-        ("socket", f"{status.socket}{socket_note}"),
-        (
-            "passes",
-            f"whole {passes.whole}, narrative-less {passes.narrativeLess}, "
-            f"fallback {passes.fallback}, aborted {passes.aborted}",
-        ),
-        ("in flight", str(status.inFlight)),
-        ("sessions", str(status.sessionsSeen)),
-    ]
-    header = f"longhaul-daemon {status.version} (protocol {status.protocolVersion})"
-    return "\n".join([header, *(f"  {name:<10} {value}" for name, value in rows)])
 
 
 def run_status(

@@ -6,6 +6,7 @@
  */
 import type { ExtensionAPI, ExtensionContext, SessionBeforeCompactEvent } from "@mariozechner/pi-coding-agent";
 import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
+import { cutError } from "./recordlog.ts"; // LOG-7: home as ~ first, then 200 characters
 
 /** Env vars the daemon must take from the pi process, never from its own environment (CONFIG-10). */
 export const ENV_KEYS = [
@@ -170,8 +171,8 @@ export function parseCompactResult(raw: unknown): CompactResult | string {
 
 /** What an incident may say about an error: its class and the first 200 chars of its message, nothing more. */
 export function errorText(err: unknown): { errorClass: string; error: string } {
-	if (err instanceof Error) return { errorClass: err.name || err.constructor.name, error: err.message.slice(0, 200) };
-	return { errorClass: typeof err, error: String(err).slice(0, 200) };
+	if (err instanceof Error) return { errorClass: err.name || err.constructor.name, error: cutError(err.message) };
+	return { errorClass: typeof err, error: cutError(String(err)) };
 }
 
 /** Unicode code points, the unit the spec proposes for character counts. */

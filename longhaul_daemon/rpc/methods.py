@@ -21,6 +21,7 @@ import structlog
 from longhaul_daemon import __version__
 from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S, choose_compactor
 from longhaul_daemon.errors import Busy
+from longhaul_daemon.ops.status_view import RouteHealthBook, known_log_files
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
     CompactedParams,
@@ -32,10 +33,15 @@ from longhaul_daemon.protocol import (
     IncidentParams,
     OkResult,
     PassCounts,
+    ReportParams,
+    ReportResult,
     StatusParams,
     StatusResult,
 )
+from longhaul_daemon.rpc.recording import Recorder, report_for_session
 from longhaul_daemon.rpc.registry import RpcMethod, rpc
+from longhaul_daemon.rpc.tool_methods import build_tool_methods
+from longhaul_daemon.settings import load_settings
 
 __all__ = ["RunPass", "Services", "build_methods", "new_pass_id"]
 
@@ -73,6 +79,8 @@ class Services:
     busy_sessions: set[str] = field(default_factory=set)
     sessions_seen: set[str] = field(default_factory=set)
     passes_in_flight: int = 0
+    recorder: Recorder = field(default_factory=Recorder)  # the record log (LOG-16..LOG-24)
+    route_health: RouteHealthBook = field(default_factory=RouteHealthBook)  # model calls, for status
 
     def status(self) -> StatusResult:
         return StatusResult(
@@ -85,6 +93,8 @@ class Services:
             passes=self.pass_counts.model_copy(),
             inFlight=self.passes_in_flight,
             sessionsSeen=len(self.sessions_seen),
+            routes=self.route_health.snapshot(),
+            logFiles=known_log_files(),
         )
 
     def count_result(self, result: CompactResult) -> None:
@@ -121,13 +131,16 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
     services.passes_in_flight += 1
     log.info("pass_started", reason=params.reason, messages=len(params.preparation.messagesToSummarize))
     try:
+        started = time.monotonic()
         with anyio.move_on_after(services.pass_budget_s):
             result = await services.run_pass(params, pass_id=pass_id)
             services.count_result(result)
             log.info("pass_finished", span=result.span, fallback=_code(result.fallback))
+            services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))
             return result
         services.pass_counts.fallback += 1
         log.warning("pass_timeout", budget_s=services.pass_budget_s)
+        services.recorder.pass_fallback(params, pass_id, "timeout", None)
         return CompactResult(passId=pass_id, span=0, fallback="timeout")
     except anyio.get_cancelled_exc_class():
         services.pass_counts.aborted += 1
@@ -136,6 +149,7 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
     except Exception as exc:
         services.pass_counts.fallback += 1
         log.error("pass_error", error_class=type(exc).__name__)
+        services.recorder.pass_fallback(params, pass_id, "pass-error", exc)
         return CompactResult(passId=pass_id, span=0, fallback="pass-error")
     finally:
         services.busy_sessions.discard(session_id)
@@ -149,6 +163,7 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
     async def hello(params: HelloParams) -> HelloResult:
         services.sessions_seen.add(params.session.sessionId)
         compactor = choose_compactor(params.session.env.PI_COMPACTOR)
+        services.recorder.hello(params)
         _log.info(
             "hello", session_id=params.session.sessionId, compactor=compactor, reason=_code(params.reason)
         )
@@ -157,7 +172,7 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
             protocolVersion=PROTOCOL_VERSION,
             compactor=compactor,
             deadlineMs=round(services.pass_budget_s * 1000),
-            summarizer=None,
+            summarizer=load_settings(params.session.agentDir, params.session.cwd).summarizer,  # CONFIG-8
         )
 
     @rpc("compact", CompactParams, deadline_s=services.pass_budget_s + _SAFETY_MARGIN_S)
@@ -177,6 +192,7 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
             summary_chars=params.summaryChars,
             tokens_before=params.tokensBefore,
         )
+        services.recorder.compacted(params)
         return OkResult()
 
     @rpc("compact_failed", CompactFailedParams)
@@ -189,6 +205,7 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
             span=params.span,
             reason=_code(params.reason),
         )
+        services.recorder.compact_failed(params)
         return OkResult()
 
     @rpc("incident", IncidentParams)
@@ -204,10 +221,16 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
             "error_chars": None if params.error is None else len(params.error),
         }
         _log.warning("incident", **details)
+        services.recorder.incident(params)
         return OkResult()
+
+    @rpc("report", ReportParams)
+    async def report(params: ReportParams) -> ReportResult:
+        return await report_for_session(params.session)  # REPORT-1, REPORT-5: reads the log, no model call
 
     @rpc("status", StatusParams)
     async def status(params: StatusParams) -> StatusResult:
         return services.status()
 
-    return {method.name: method for method in (hello, compact, compacted, compact_failed, incident, status)}
+    table = (hello, compact, compacted, compact_failed, incident, report, status)
+    return {**{method.name: method for method in table}, **build_tool_methods(services)}

@@ -37,6 +37,7 @@ __all__ = [
     "RequestKind",
     "text",
     "tool_call",
+    "with_reasoning",
 ]
 
 PI_SUMMARY_SYSTEM_MARKER = "context summarization assistant"
@@ -56,6 +57,7 @@ class Reply:
     tool: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
     call_id: str | None = None  # filled in by the server, unique per server
+    reasoning: str | None = None  # streamed first as ``reasoning_content`` deltas (pi makes a thinking block)
 
 
 def text(content: str) -> Reply:
@@ -66,6 +68,11 @@ def text(content: str) -> Reply:
 def tool_call(name: str, **arguments: Any) -> Reply:
     """A tool call, e.g. ``tool_call("bash", command="echo ok")``."""
     return Reply(tool=name, arguments=arguments)
+
+
+def with_reasoning(reasoning: str, reply: Reply) -> Reply:
+    """``reply`` preceded by reasoning, e.g. ``with_reasoning("THOUGHT", text("answer"))``."""
+    return replace(reply, reasoning=reasoning)
 
 
 @dataclass(frozen=True)
@@ -310,6 +317,11 @@ def _chunks(record: RecordedRequest, model: str) -> tuple[list[dict[str, Any]], 
         deltas = [{"role": "assistant", "content": parts[0]}] + [{"content": p} for p in parts[1:] if p]
         finish = "stop"
         message = {"role": "assistant", "content": body_text}
+    if reply.reasoning:
+        half = max(1, len(reply.reasoning) // 2)
+        pieces = [reply.reasoning[:half], reply.reasoning[half:]]
+        deltas = [{"role": "assistant", "reasoning_content": p} for p in pieces if p] + deltas
+        message["reasoning_content"] = reply.reasoning
     chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
     chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     chunks.append({**base, "choices": [], "usage": usage})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -76,6 +77,22 @@ async def test_hello_reports_versions_budget_and_compactor() -> None:
         }
     )
     assert services.sessions_seen == {"s1"}
+
+
+@pytest.mark.anyio
+async def test_config5_config8_hello_names_the_summarizer_from_the_sessions_longhaul_json(
+    tmp_path: Path,
+) -> None:
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    (project / ".pi").mkdir(parents=True)
+    agent.mkdir()
+    (agent / "longhaul.json").write_text(json.dumps({"summarizer": "fake/agent-model"}))
+    session = {**SESSION, "agentDir": str(agent), "cwd": str(project)}
+    outcome = await call(Services(socket_path="/s"), "hello", {"session": session})
+    assert isinstance(outcome, RpcSuccess) and outcome.result["summarizer"] == "fake/agent-model"
+    (project / ".pi" / "longhaul.json").write_text(json.dumps({"summarizer": "fake/project-model"}))
+    outcome = await call(Services(socket_path="/s"), "hello", {"session": session})
+    assert isinstance(outcome, RpcSuccess) and outcome.result["summarizer"] == "fake/project-model"
 
 
 @pytest.mark.anyio

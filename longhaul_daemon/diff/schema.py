@@ -1,0 +1,263 @@
+"""One home for the answer's shape and DIFF-6 bounds, so parsing, cutting and the prompt agree on them.
+
+Two layers. The ``*Item`` shapes are what a reply may hold: types checked strictly, no bounds, because an
+over-bound list or string is a format defect for the retry rather than a silent loss (DIFF-16 proposal). The
+bounded models (:class:`Answer` and its items) are what the verifiers downstream receive:
+:func:`cut_to_bounds` builds them after the retry, cutting lists to their bound and prose with "…", and
+dropping over-long quoted ``words`` and ``value`` strings outright, since a cut quote or value could never
+match the transcript verbatim. Every cut is counted as dropped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from longhaul_daemon.diff.labels import Label
+
+__all__ = [
+    "BOUNDS",
+    "Answer",
+    "DeadEnd",
+    "DeadEndItem",
+    "Decision",
+    "DecisionItem",
+    "Defect",
+    "DefectCode",
+    "DraftAnswer",
+    "LabelAnswer",
+    "LabelItem",
+    "LabeledMessage",
+    "ParsedAnswer",
+    "ValueAnswer",
+    "ValueItem",
+    "cut_to_bounds",
+]
+
+# DIFF-6 proposal, in code points.
+BOUNDS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        "decisions": 8,
+        "deadEnds": 8,
+        "values": 12,
+        "evidence": 6,
+        "text": 300,
+        "why": 300,
+        "narrative": 240,
+        "now": 600,
+        "objective": 300,
+        "words": 600,
+        "name": 80,
+        "value": 200,
+    }
+)
+
+DefectCode = Literal[
+    "no-json",
+    "not-an-object",
+    "wrong-type",
+    "missing-field",
+    "over-bound",
+    "bad-label",
+    "conflicting-labels",
+    "missing-label",
+    "unknown-target",
+    "later-target",
+]
+
+
+@dataclass(frozen=True)
+class Defect:
+    """One format defect: a code, the ``u<n>`` it concerns (if any) and one line for the retry note."""
+
+    code: str
+    msg: str | None
+    text: str
+
+
+class _Shape(BaseModel):
+    """An item as the model sent it: types checked strictly, no bounds; over-bound is a defect, not a loss."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
+
+
+class LabelItem(_Shape):
+    msg: str
+    label: str
+    words: str | None = None
+
+
+class DecisionItem(_Shape):
+    text: str
+    why: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+
+
+class DeadEndItem(_Shape):
+    text: str
+    evidence: list[str] = Field(default_factory=list)
+
+
+class ValueItem(_Shape):
+    name: str
+    value: str
+    turn: str
+
+
+_Text = Annotated[str, Field(max_length=BOUNDS["text"])]
+_Why = Annotated[str, Field(max_length=BOUNDS["why"])]
+_Narrative = Annotated[str, Field(max_length=BOUNDS["narrative"])]
+_Now = Annotated[str, Field(max_length=BOUNDS["now"])]
+_Objective = Annotated[str, Field(max_length=BOUNDS["objective"])]
+_Words = Annotated[str, Field(max_length=BOUNDS["words"])]
+_Name = Annotated[str, Field(max_length=BOUNDS["name"])]
+_ValueText = Annotated[str, Field(max_length=BOUNDS["value"])]
+_Evidence = Annotated[tuple[str, ...], Field(max_length=BOUNDS["evidence"])]
+
+
+class _Bounded(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LabelAnswer(_Bounded):
+    msg: str
+    label: Label
+    words: _Words | None = None
+
+
+class Decision(_Bounded):
+    text: _Text
+    why: _Why | None = None
+    evidence: _Evidence = ()
+
+
+class DeadEnd(_Bounded):
+    text: _Text
+    evidence: _Evidence = ()
+
+
+class ValueAnswer(_Bounded):
+    name: _Name
+    value: _ValueText
+    turn: str
+
+
+class Answer(_Bounded):
+    """A whole answer within the DIFF-6 bounds: what :func:`cut_to_bounds` hands to the verifiers."""
+
+    labels: tuple[LabelAnswer, ...] = ()
+    decisions: Annotated[tuple[Decision, ...], Field(max_length=BOUNDS["decisions"])] = ()
+    deadEnds: Annotated[tuple[DeadEnd, ...], Field(max_length=BOUNDS["deadEnds"])] = ()
+    values: Annotated[tuple[ValueAnswer, ...], Field(max_length=BOUNDS["values"])] = ()
+    narrative: _Narrative | None = None
+    now: _Now | None = None
+    objective: _Objective | None = None
+
+
+@dataclass(frozen=True)
+class LabeledMessage:
+    """One accepted label, before bounds: its message, the checked label and the words as given."""
+
+    msg: str
+    label: Label
+    words: str | None = None
+
+
+@dataclass(frozen=True)
+class DraftAnswer:
+    """The accepted-so-far answer (FAIL-2): defective items left out, over-bound content still in."""
+
+    labels: tuple[LabeledMessage, ...] = ()
+    decisions: tuple[DecisionItem, ...] = ()
+    deadEnds: tuple[DeadEndItem, ...] = ()
+    values: tuple[ValueItem, ...] = ()
+    narrative: str | None = None
+    now: str | None = None
+    objective: str | None = None
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    """What one reply yields: the accepted-so-far answer, its defects and what was dropped.
+
+    ``parsed`` is False when the reply held no JSON object (FAIL-2 keeps a parsed answer only). ``replaced``
+    lists ``(u<n>, target)`` lifts of rules a narrowing already replaced, for the LIFT-7 question.
+    """
+
+    parsed: bool
+    answer: DraftAnswer
+    defects: tuple[Defect, ...] = ()
+    dropped: dict[str, int] = field(default_factory=dict)
+    replaced: tuple[tuple[str, str], ...] = ()
+
+
+def _cut(text: str, bound: int, dropped: Counter[str], key: str) -> str:
+    if len(text) <= bound:
+        return text
+    dropped[key] += 1
+    return text[: bound - 1] + "…"
+
+
+def cut_to_bounds(parsed: ParsedAnswer) -> tuple[Answer, dict[str, int]]:
+    """DIFF-16 after the retry: lists cut to their bound and prose cut with "…", each cut counted as dropped.
+
+    Over-long ``words`` and ``value`` strings are dropped rather than cut, since a cut one could never match
+    the transcript verbatim. The returned counts include ``parsed.dropped``.
+    """
+    draft = parsed.answer
+    dropped: Counter[str] = Counter(parsed.dropped)
+    labels: list[LabelAnswer] = []
+    for item in draft.labels:
+        words = item.words
+        if words is not None and len(words) > BOUNDS["words"]:
+            dropped["words"] += 1
+            words = None
+        labels.append(LabelAnswer(msg=item.msg, label=item.label, words=words))
+
+    def evidence(ids: list[str]) -> tuple[str, ...]:
+        dropped["evidence"] += max(0, len(ids) - BOUNDS["evidence"])
+        return tuple(ids[: BOUNDS["evidence"]])
+
+    def keep(items: Sequence[Any], key: str) -> Sequence[Any]:
+        dropped[key] += max(0, len(items) - BOUNDS[key])
+        return items[: BOUNDS[key]]
+
+    decisions = [
+        Decision(
+            text=_cut(d.text, BOUNDS["text"], dropped, "cut-text"),
+            why=None if d.why is None else _cut(d.why, BOUNDS["why"], dropped, "cut-text"),
+            evidence=evidence(d.evidence),
+        )
+        for d in keep(draft.decisions, "decisions")
+    ]
+    dead_ends = [
+        DeadEnd(text=_cut(d.text, BOUNDS["text"], dropped, "cut-text"), evidence=evidence(d.evidence))
+        for d in keep(draft.deadEnds, "deadEnds")
+    ]
+    values: list[ValueAnswer] = []
+    for v in draft.values:
+        if len(v.value) > BOUNDS["value"]:
+            dropped["values"] += 1
+            continue
+        values.append(
+            ValueAnswer(name=_cut(v.name, BOUNDS["name"], dropped, "cut-text"), value=v.value, turn=v.turn)
+        )
+    answer = Answer(
+        labels=tuple(labels),
+        decisions=tuple(decisions),
+        deadEnds=tuple(dead_ends),
+        values=tuple(keep(values, "values")),
+        narrative=None
+        if draft.narrative is None
+        else _cut(draft.narrative, BOUNDS["narrative"], dropped, "cut-text"),
+        now=None if draft.now is None else _cut(draft.now, BOUNDS["now"], dropped, "cut-text"),
+        objective=None
+        if draft.objective is None
+        else _cut(draft.objective, BOUNDS["objective"], dropped, "cut-text"),
+    )
+    return answer, {k: v for k, v in dropped.items() if v}

@@ -1,0 +1,1 @@
+"""The state inspector behind ``longhaul-daemon state``: read a pi session file, fold it, print it."""

@@ -1,0 +1,220 @@
+"""The record log's public API: where a session's log lives, what every record carries, and writing one.
+
+The path comes from the facts the shim sends for each pi process, never from the daemon's own environment
+(LOG-1..LOG-3, CONFIG-10). Every record is ``{v: 1, ts, event, session: {cwd, sessionId, model,
+thinkingLevel}, …}`` (LOG-4, LOG-6), written whole by the :class:`~longhaul_daemon.log.sink.LogSink` of its
+path. Excerpts and stack traces are kept only when the session asked for them (LOG-14, LOG-15); errors are cut
+per LOG-7.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import traceback
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, TypedDict
+
+from longhaul_daemon.log.sink import LogSink
+from longhaul_daemon.protocol import SessionFacts
+
+__all__ = [
+    "ERROR_CHARS",
+    "EVENTS",
+    "LOG_NAME",
+    "OFF_VALUES",
+    "RECORD_VERSION",
+    "VERIFIED_PI_LINES",
+    "VERIFIED_PI_VERSIONS",
+    "LogFile",
+    "RecordLog",
+    "error_fields",
+    "home_as_tilde",
+    "log_files",
+    "log_path",
+    "pi_version_verified",
+    "resolve_log_path",
+    "write_record",
+]
+
+RECORD_VERSION = 1
+LOG_NAME = "compaction-state.jsonl"
+LOGS_DIR = "logs"
+DEBUG_ENV = "PI_COMPACT_STATE_DEBUG"
+OFF_VALUES = frozenset({"off", "none", "0", "false", "no", ""})  # LOG-3, compared stripped and lower-cased
+ERROR_CHARS = 200  # LOG-7
+EXCERPT_KEYS = frozenset({"excerpts"})  # LOG-14: only with PI_COMPACT_STATE_DEBUG_EXCERPTS=1
+STACK_KEY = "stack"  # LOG-15: only with PI_COMPACT_STATE_DEBUG_STACK=1
+
+# LOG-16: the one constant naming what Longhaul was verified against.
+VERIFIED_PI_VERSIONS = frozenset({"0.73.1"})
+VERIFIED_PI_LINES = frozenset({"0.73"})
+
+EVENTS = frozenset(
+    {
+        "extension-loaded",
+        "compaction",
+        "compacted",
+        "compact-failed",
+        "kept-window-strip",
+        "span-record-failed",
+        "compaction-line-failed",
+        "aborted",
+        "fallback",
+    }
+)
+
+
+class LogFile(TypedDict):
+    """One known record-log file, for the status view."""
+
+    path: str
+    bytes: int
+    dropped: int
+
+
+def pi_version_verified(version: str) -> bool | Literal["line"]:
+    """``True`` for a verified version, ``"line"`` for a verified release line, else ``False`` (LOG-16)."""
+    if version in VERIFIED_PI_VERSIONS:
+        return True
+    parts = version.split(".")
+    if len(parts) >= 2 and ".".join(parts[:2]) in VERIFIED_PI_LINES:
+        return "line"
+    return False
+
+
+def log_path(session: SessionFacts) -> Path | None:
+    """The log file in effect for ``session``, or None when logging is off (LOG-1..LOG-3).
+
+    ``PI_COMPACT_STATE_DEBUG`` is a path taken literally: no ``~`` expansion, relative to the pi process's
+    working directory, ``1`` is a file named ``1``.
+    """
+    return resolve_log_path(session.agentDir, session.cwd, session.env.PI_COMPACT_STATE_DEBUG)
+
+
+def resolve_log_path(agent_dir: str, cwd: str, debug: str | None) -> Path | None:
+    """:func:`log_path` from its three inputs (the ``report`` command has no session)."""
+    if debug is None:
+        return Path(agent_dir) / LOGS_DIR / LOG_NAME
+    if debug.strip().lower() in OFF_VALUES:
+        return None
+    return Path(cwd) / debug
+
+
+def is_default_path(session: SessionFacts) -> bool:
+    """True when the log lives in Longhaul's own ``<agentDir>/logs`` directory (strict directory rules)."""
+    return session.env.PI_COMPACT_STATE_DEBUG is None
+
+
+def home_as_tilde(text: str, home: str | None = None) -> str:
+    """The user's home directory written as ``~`` (LOG-7, LOG-15)."""
+    home = home if home is not None else str(Path.home())
+    home = home.rstrip("/")
+    if len(home) <= 1:
+        return text
+    return text.replace(home, "~")
+
+
+def error_fields(
+    exc: BaseException | None = None,
+    *,
+    error_class: str | None = None,
+    error: str | None = None,
+    home: str | None = None,
+) -> dict[str, object]:
+    """``errorClass``, ``error`` (home replaced, then cut to 200 characters) and ``stack`` (LOG-7, LOG-15).
+
+    The ``stack`` field is dropped again by :meth:`RecordLog.write` unless the session turned stacks on.
+    """
+    fields: dict[str, object] = {}
+    if exc is not None:
+        error_class = type(exc).__name__
+        error = str(exc)
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        fields[STACK_KEY] = home_as_tilde(tb, home)
+    fields["errorClass"] = error_class
+    fields["error"] = None if error is None else home_as_tilde(error, home)[:ERROR_CHARS]
+    return fields
+
+
+def _session_block(session: SessionFacts) -> dict[str, object]:
+    """LOG-6: working directory, session id, model and thinking level."""
+    return {
+        "cwd": session.cwd,
+        "sessionId": session.sessionId,
+        "model": session.model.spec if session.model is not None else None,
+        "thinkingLevel": session.thinkingLevel,
+    }
+
+
+def build_record(session: SessionFacts, event: str, fields: Mapping[str, object]) -> dict[str, object]:
+    """The record as written: fixed head, then ``fields`` minus excerpts/stack the session did not ask for."""
+    excerpts = session.env.PI_COMPACT_STATE_DEBUG_EXCERPTS == "1"  # LOG-14: the exact value only
+    stacks = session.env.PI_COMPACT_STATE_DEBUG_STACK == "1"
+    record: dict[str, object] = {
+        "v": RECORD_VERSION,
+        "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "event": event,
+        "session": _session_block(session),
+    }
+    for key, value in fields.items():
+        if key in record or (key in EXCERPT_KEYS and not excerpts) or (key == STACK_KEY and not stacks):
+            continue
+        record[key] = value
+    return record
+
+
+class RecordLog:
+    """The daemon's record-log writer: one :class:`LogSink` per path it has written to (LOG-13)."""
+
+    def __init__(self) -> None:
+        self._sinks: dict[Path, LogSink] = {}
+        self._lock = threading.Lock()
+
+    def sink_for(self, path: Path, *, strict_dir: bool) -> LogSink:
+        with self._lock:
+            sink = self._sinks.get(path)
+            if sink is None:
+                sink = self._sinks[path] = LogSink(path, strict_dir=strict_dir)
+            return sink
+
+    def write(self, session: SessionFacts, event: str, fields: Mapping[str, object]) -> None:
+        """Write one record for ``session``; never raises (LOG-12)."""
+        try:
+            path = log_path(session)
+            if path is None:
+                return
+            sink = self.sink_for(path, strict_dir=is_default_path(session))
+            try:
+                line = json.dumps(
+                    build_record(session, event, fields),
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                    default=repr,
+                )
+            except Exception:
+                line = json.dumps({"v": RECORD_VERSION, "event": event, "renderFailed": True})
+            sink.write_line(line)
+        except Exception:
+            return
+
+    def files(self) -> list[LogFile]:
+        """Every log file written to since the daemon started, with its size and dropped-line count."""
+        with self._lock:
+            sinks = list(self._sinks.values())
+        return [{"path": str(s.path), "bytes": s.size(), "dropped": s.dropped} for s in sinks]
+
+
+_DEFAULT = RecordLog()
+
+
+def write_record(session: SessionFacts, event: str, fields: Mapping[str, object]) -> None:
+    """Append one ``event`` record to ``session``'s log (if logging is on); never raises."""
+    _DEFAULT.write(session, event, fields)
+
+
+def log_files() -> list[LogFile]:
+    """Known record-log files with ``path``, ``bytes`` and ``dropped`` (for ``status``)."""
+    return _DEFAULT.files()

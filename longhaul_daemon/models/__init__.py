@@ -1,0 +1,44 @@
+"""Model calls made by the daemon itself (PASS-22): four provider wire formats, retries and budgets.
+
+``complete(request, budget=…, client=…)`` is the entry point; see ``docs/models.md``.
+"""
+
+from __future__ import annotations
+
+from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.client import complete, provider_for
+from longhaul_daemon.models.errors import (
+    BudgetExceeded,
+    FatalError,
+    ModelCallError,
+    QuotaExceeded,
+    RetryableError,
+    StreamError,
+    UnsupportedApi,
+)
+from longhaul_daemon.models.http import make_client
+from longhaul_daemon.models.limits import ProviderLimits
+from longhaul_daemon.models.request import Compat, Message, ModelRequest, ModelTarget
+from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
+
+__all__ = [
+    "Budget",
+    "BudgetExceeded",
+    "CallTrace",
+    "Compat",
+    "CompletionResult",
+    "FatalError",
+    "Message",
+    "ModelCallError",
+    "ModelRequest",
+    "ModelTarget",
+    "ProviderLimits",
+    "QuotaExceeded",
+    "RetryableError",
+    "StreamError",
+    "UnsupportedApi",
+    "Usage",
+    "complete",
+    "make_client",
+    "provider_for",
+]

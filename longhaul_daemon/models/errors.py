@@ -1,0 +1,145 @@
+"""Typed failures of one model call, so the retry loop and the pass decide by class, never by message text.
+
+The tree::
+
+    ModelCallError(LonghaulError)   base; carries status, provider code, request id and attempts, never text
+    ├── RetryableError              transient: 408/409/429/≥500 (incl. 529), connection, timeout
+    │   └── StreamError             the stream broke or sent an error event (retryable only before any text)
+    ├── FatalError                  retrying cannot help: other 4xx, a malformed or refused reply
+    │   ├── QuotaExceeded           a quota or spend-limit 429 (``insufficient_quota``, spend limits)
+    │   └── UnsupportedApi          the daemon does not speak this ``api``; a router may ask the shim
+    └── BudgetExceeded              the pass deadline passed, or the next wait would pass it
+
+A reply cut at the output limit is not an error: it is a result with ``stopReason == "length"``, because
+FAIL-7 needs the partial text to decide whether anything usable came back.
+
+Messages are built only from the class, the HTTP status and the provider's error *code*. The provider's error
+*message* is never kept: some providers quote part of the API key in it ("Incorrect API key provided: sk-…").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from longhaul_daemon.errors import LonghaulError
+
+__all__ = [
+    "BudgetExceeded",
+    "FatalError",
+    "ModelCallError",
+    "QuotaExceeded",
+    "RetryableError",
+    "StreamError",
+    "UnsupportedApi",
+]
+
+
+class ModelCallError(LonghaulError):
+    """A model call failed; ``retryable`` tells the retry loop whether another attempt may help."""
+
+    retryable_by_default: ClassVar[bool] = False
+    label: ClassVar[str] = "model call failed"
+
+    def __init__(
+        self,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        should_retry: bool | None = None,
+    ) -> None:
+        self.status = status
+        self.code = _safe_code(code)
+        self.request_id = _safe_code(request_id)
+        self.retry_after = retry_after
+        self.should_retry = should_retry
+        self.attempts = 0
+        super().__init__(self.label)
+
+    def redact(self, secrets: Iterable[str]) -> None:
+        """Drop ``code``/``request_id`` if a (hostile or buggy) server echoed a credential into them."""
+        for secret in secrets:
+            if self.code is not None and secret in self.code:
+                self.code = "redacted"
+            if self.request_id is not None and secret in self.request_id:
+                self.request_id = "redacted"
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the retry loop may try again; a server's ``x-should-retry`` header wins over the class."""
+        if self.should_retry is not None:
+            return self.should_retry
+        return self.retryable_by_default
+
+    def _describe(self) -> str:
+        parts = [self.label]
+        if self.status is not None:
+            parts.append(f"HTTP {self.status}")
+        if self.code:
+            parts.append(self.code)
+        if self.request_id:
+            parts.append(f"request {self.request_id}")
+        return ": ".join(parts[:1]) + (" (" + ", ".join(parts[1:]) + ")" if len(parts) > 1 else "")
+
+    def __str__(self) -> str:
+        return self._describe()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(status={self.status!r}, code={self.code!r}, attempts={self.attempts})"
+
+
+class RetryableError(ModelCallError):
+    """A transient failure: rate limit, overload, server error, connection or timeout."""
+
+    retryable_by_default: ClassVar[bool] = True
+    label: ClassVar[str] = "model call failed transiently"
+
+
+class StreamError(RetryableError):
+    """The stream carried an error event or ended early; retryable only when no text had arrived."""
+
+    label: ClassVar[str] = "model stream failed"
+
+    def __init__(self, *, got_text: bool, code: str | None = None, request_id: str | None = None) -> None:
+        self.got_text = got_text
+        super().__init__(code=code, request_id=request_id, should_retry=False if got_text else None)
+
+
+class FatalError(ModelCallError):
+    """Retrying cannot help: a client error, a malformed reply or a refusal."""
+
+    label: ClassVar[str] = "model call failed"
+
+
+class QuotaExceeded(FatalError):
+    """The account's quota or spend limit is used up; a 429 that no wait will cure."""
+
+    label: ClassVar[str] = "model quota exceeded"
+
+
+class UnsupportedApi(FatalError):
+    """The model's ``api`` is not one the daemon speaks; the call may still go through the shim."""
+
+    label: ClassVar[str] = "model api not supported by the daemon"
+
+    def __init__(self, api: str | None) -> None:
+        super().__init__(code=api or "none")
+        self.api = api
+
+
+class BudgetExceeded(ModelCallError):
+    """The pass deadline passed during the call, or the next retry wait would pass it."""
+
+    label: ClassVar[str] = "model call budget exceeded"
+
+
+def _safe_code(value: str | None) -> str | None:
+    """Keep a provider code or id only if it looks like an identifier; anything else could be quoted text."""
+    if value is None:
+        return None
+    text = str(value)[:120]
+    if text and all(ch.isalnum() or ch in "-_.:" for ch in text):
+        return text
+    return "unrecognized"

@@ -1,0 +1,211 @@
+"""The only module that imports httpx: client factory, JSON and SSE exchanges, and transport-error mapping.
+
+Keeping httpx here means a move to httpx2 is one import line. Providers hand over a ``PreparedCall`` and get
+back JSON or a stream of ``SseEvent``; every transport failure leaves this module as a ``ModelCallError``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from longhaul_daemon.models.errors import FatalError, ModelCallError, RetryableError
+from longhaul_daemon.models.retry import error_for_status
+
+__all__ = [
+    "REQUEST_ID_HEADERS",
+    "HttpClient",
+    "PreparedCall",
+    "SseEvent",
+    "SseParser",
+    "make_client",
+    "post_json",
+    "request_id_of",
+    "stream_sse",
+]
+
+HttpClient = httpx.AsyncClient
+
+# Header names providers use for the id their support desk asks for, in order of preference.
+REQUEST_ID_HEADERS = ("request-id", "x-request-id", "x-goog-request-id", "cf-ray")
+_MAX_ERROR_BODY = 64 * 1024
+_CHATTY_LOGGERS = ("httpx", "httpcore")
+
+
+def make_client(
+    *,
+    connect: float = 5.0,
+    read: float = 120.0,
+    write: float = 30.0,
+    pool: float = 5.0,
+    max_connections: int = 8,
+) -> httpx.AsyncClient:
+    """One client per daemon: per-operation timeouts, no transport retries (the retry loop decides).
+
+    Also quiets httpx and httpcore below WARNING: their DEBUG lines print response headers verbatim, and
+    their INFO lines name every request; neither belongs in our log.
+    """
+    for name in _CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(connect=connect, read=read, write=write, pool=pool),
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max(1, max_connections // 2)
+        ),
+        transport=httpx.AsyncHTTPTransport(retries=0),
+        follow_redirects=False,
+        trust_env=False,
+    )
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A provider request ready for the wire; headers and body are hidden from repr (keys, transcript)."""
+
+    url: str
+    headers: Mapping[str, str] = field(repr=False)
+    body: Mapping[str, Any] = field(repr=False)
+    stream: bool
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    """One server-sent event: ``event`` is None when the server sent no ``event:`` field."""
+
+    event: str | None
+    data: str
+
+
+class SseParser:
+    """Incremental SSE parser: feed text in any chunking, get whole events. Splits on ``\\n`` only.
+
+    ``str.splitlines`` (and so httpx's ``aiter_lines``) also breaks on U+2028, U+0085 and friends, which JSON
+    strings may carry raw, so it would cut a ``data:`` line in two.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, text: str) -> list[SseEvent]:
+        self._buffer += text
+        events: list[SseEvent] = []
+        while (cut := self._buffer.find("\n")) >= 0:
+            line = self._buffer[:cut]
+            self._buffer = self._buffer[cut + 1 :]
+            event = self._line(line[:-1] if line.endswith("\r") else line)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def finish(self) -> list[SseEvent]:
+        """At end of stream: an unterminated last line still counts, and a pending event is dispatched."""
+        events = self.feed("\n") if self._buffer else []
+        pending = self._line("")
+        return [*events, pending] if pending is not None else events
+
+    def _line(self, line: str) -> SseEvent | None:
+        if line == "":
+            if not self._data and self._event is None:
+                return None
+            event = SseEvent(self._event, "\n".join(self._data))
+            self._event, self._data = None, []
+            return event
+        if line.startswith(":"):
+            return None
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        return None
+
+
+def request_id_of(headers: Mapping[str, str]) -> str | None:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    for name in REQUEST_ID_HEADERS:
+        if lowered.get(name):
+            return lowered[name]
+    return None
+
+
+def _transport_error(exc: httpx.HTTPError | httpx.InvalidURL) -> ModelCallError:
+    """Timeouts and broken connections are transient; a URL or request we built wrong is not."""
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+        return FatalError(code=type(exc).__name__)
+    if isinstance(exc, httpx.TimeoutException):
+        return RetryableError(code="timeout")
+    if isinstance(exc, httpx.TransportError):  # connect, read, write, RemoteProtocolError, proxy
+        return RetryableError(code=type(exc).__name__)
+    return FatalError(code=type(exc).__name__)
+
+
+def _parse_json(raw: bytes, request_id: str | None) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise FatalError(code="malformed_json", request_id=request_id) from None
+
+
+async def _raise_for_status(response: httpx.Response) -> None:
+    if response.status_code < 300:
+        return
+    raw = b""
+    async for chunk in response.aiter_bytes():
+        raw += chunk
+        if len(raw) > _MAX_ERROR_BODY:
+            break
+    try:
+        body = json.loads(raw) if raw else None
+    except ValueError:
+        body = None
+    raise error_for_status(response.status_code, response.headers, body, request_id_of(response.headers))
+
+
+async def post_json(client: httpx.AsyncClient, call: PreparedCall) -> tuple[Any, str | None]:
+    """POST and return the decoded JSON body and the request id; non-2xx raises a classified error."""
+    try:
+        async with client.stream(
+            "POST", call.url, headers=dict(call.headers), json=dict(call.body)
+        ) as response:
+            await _raise_for_status(response)
+            request_id = request_id_of(response.headers)
+            raw = await response.aread()
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise _transport_error(exc) from None
+    return _parse_json(raw, request_id), request_id
+
+
+@asynccontextmanager
+async def stream_sse(
+    client: httpx.AsyncClient, call: PreparedCall
+) -> AsyncIterator[tuple[str | None, AsyncIterator[SseEvent]]]:
+    """POST and yield the request id and events; leaving the block (or cancelling) closes the connection."""
+    try:
+        async with client.stream(
+            "POST", call.url, headers=dict(call.headers), json=dict(call.body)
+        ) as response:
+            await _raise_for_status(response)
+            yield request_id_of(response.headers), _events(response)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise _transport_error(exc) from None
+
+
+async def _events(response: httpx.Response) -> AsyncIterator[SseEvent]:
+    parser = SseParser()
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    async for chunk in response.aiter_bytes():
+        for event in parser.feed(decoder.decode(chunk)):
+            yield event
+    for event in parser.feed(decoder.decode(b"", final=True)) + parser.finish():
+        yield event

@@ -1,0 +1,113 @@
+"""What every provider module provides, and the few helpers they share, so ``client.py`` treats them alike.
+
+A provider is three pure functions of data: ``prepare`` (request → wire call), ``parse`` (JSON body →
+result) and a ``StreamState`` that folds SSE events into the same result. None of them does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from longhaul_daemon.models.errors import FatalError, RetryableError, StreamError
+from longhaul_daemon.models.http import PreparedCall, SseEvent
+from longhaul_daemon.models.request import ModelRequest
+from longhaul_daemon.models.result import CompletionResult
+
+__all__ = [
+    "Provider",
+    "StreamState",
+    "error_code_of",
+    "join_url",
+    "merge_headers",
+    "parse_event_json",
+    "require_dict",
+    "stream_error",
+]
+
+# Error types a provider may send inside a 200 stream that mean "try again later".
+_TRANSIENT_STREAM_CODES = frozenset(
+    {
+        "overloaded_error",
+        "api_error",
+        "rate_limit_error",
+        "server_error",
+        "rate_limit_exceeded",
+        "internal_error",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "RESOURCE_EXHAUSTED",
+        "DEADLINE_EXCEEDED",
+        "timeout",
+    }
+)
+
+
+class StreamState(Protocol):
+    """Folds one stream's events into a result; ``feed`` raises ``StreamError`` on an error event."""
+
+    def feed(self, event: SseEvent) -> None: ...
+
+    def finish(self) -> CompletionResult: ...
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One wire format: how to build the call and how to read its reply, streamed or not."""
+
+    api: str
+    prepare: Callable[[ModelRequest], tuple[PreparedCall, str | None]]
+    parse: Callable[[Any], CompletionResult]
+    new_stream: Callable[[], StreamState]
+
+
+def join_url(base_url: str, path: str) -> str:
+    if not base_url.startswith(("http://", "https://")):
+        raise FatalError(code="invalid_base_url")
+    return base_url.rstrip("/") + path
+
+
+def merge_headers(own: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """Our headers, then the registry's extra headers (which may replace auth, e.g. OAuth bearer tokens)."""
+    merged = {k: v for k, v in own.items() if v}
+    lowered = {k.lower(): k for k in merged}
+    for key, value in extra.items():
+        existing = lowered.get(key.lower())
+        if existing is not None:
+            del merged[existing]
+        merged[key] = value
+    return merged
+
+
+def require_dict(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise FatalError(code="malformed_reply")
+    return value
+
+
+def parse_event_json(event: SseEvent) -> dict[str, Any]:
+    try:
+        return require_dict(json.loads(event.data))
+    except ValueError:
+        raise FatalError(code="malformed_stream_event") from None
+
+
+def error_code_of(body: Any) -> str | None:
+    """The ``type``/``code``/``status`` of an in-stream error object, whichever the provider uses."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        for key in ("type", "code", "status"):
+            if isinstance(error.get(key), str):
+                return str(error[key])
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        return str(body["code"])
+    return None
+
+
+def stream_error(code: str | None, *, got_text: bool) -> RetryableError | FatalError:
+    """An error event in a 200 stream: transient codes before any text are retried, the rest are not."""
+    if code in _TRANSIENT_STREAM_CODES or code is None:
+        return StreamError(got_text=got_text, code=code or "stream_error")
+    return FatalError(code=code)

@@ -1,0 +1,141 @@
+"""OpenAI Responses API: ``POST /responses`` with ``store: false``; text comes from ``output_text`` parts.
+
+``output_text`` as a top-level field exists only in the SDKs, so the reply is read from ``output[]``; a cut
+reply is ``status: "incomplete"`` with ``incomplete_details.reason == "max_output_tokens"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from longhaul_daemon.models.errors import FatalError, StreamError
+from longhaul_daemon.models.http import PreparedCall, SseEvent
+from longhaul_daemon.models.providers.base import (
+    Provider,
+    error_code_of,
+    join_url,
+    merge_headers,
+    parse_event_json,
+    require_dict,
+    stream_error,
+)
+from longhaul_daemon.models.request import ModelRequest, plan_reasoning
+from longhaul_daemon.models.result import CompletionResult, Usage, int_field, normalize_stop
+
+__all__ = ["API", "PROVIDER", "ResponsesStream", "parse", "prepare"]
+
+API = "openai-responses"
+
+
+def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
+    target = request.target
+    secret = target.secret()
+    headers = merge_headers(
+        {"authorization": f"Bearer {secret}" if secret else "", "content-type": "application/json"},
+        target.headers,
+    )
+    body: dict[str, Any] = {
+        "model": target.model_id,
+        "input": [{"role": m.role, "content": m.text} for m in request.messages],
+        "max_output_tokens": request.max_output_tokens,
+        "store": False,
+        "stream": request.stream,
+    }
+    if request.system:
+        body["instructions"] = request.system
+    recorded: str | None = None
+    if target.reasoning and target.compat.supports_reasoning_effort:
+        plan = plan_reasoning(target, request.reasoning)
+        if plan.wire is not None:
+            body["reasoning"] = {"effort": plan.wire}
+        recorded = plan.recorded
+    elif target.reasoning:
+        recorded = "default"
+    call = PreparedCall(
+        url=join_url(target.base_url, "/responses"), headers=headers, body=body, stream=request.stream
+    )
+    return call, recorded
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    cached = int_field(raw, "input_tokens_details", "cached_tokens")
+    return Usage(
+        input=max(0, int_field(raw, "input_tokens") - cached),
+        output=int_field(raw, "output_tokens"),
+        cache_read=cached,
+        reasoning=int_field(raw, "output_tokens_details", "reasoning_tokens"),
+    )
+
+
+def _text(response: dict[str, Any]) -> str:
+    items = [i for i in response.get("output") or [] if isinstance(i, dict) and i.get("type") == "message"]
+    return "".join(
+        str(part.get("text", ""))
+        for item in items
+        for part in item.get("content") or []
+        if isinstance(part, dict) and part.get("type") == "output_text"
+    )
+
+
+def _raw_stop(response: dict[str, Any]) -> str | None:
+    status = response.get("status")
+    if status == "incomplete":
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return reason if isinstance(reason, str) else "incomplete"
+    return status if isinstance(status, str) else None
+
+
+def _result(response: dict[str, Any], text: str | None = None) -> CompletionResult:
+    if response.get("status") == "failed":
+        raise FatalError(code=error_code_of(response) or "failed")
+    raw_stop = _raw_stop(response)
+    return CompletionResult(
+        text=_text(response) if text is None else text,
+        stop_reason=normalize_stop(API, raw_stop),
+        raw_stop=raw_stop,
+        usage=_usage(response.get("usage")),
+    )
+
+
+def parse(body: Any) -> CompletionResult:
+    data = require_dict(body)
+    if isinstance(data.get("error"), dict) and data.get("status") != "failed":
+        raise FatalError(code=error_code_of(data))
+    if not isinstance(data.get("output"), list):
+        raise FatalError(code="malformed_reply")
+    return _result(data)
+
+
+class ResponsesStream:
+    """``response.output_text.delta`` events, then ``response.completed``/``incomplete``/``failed``."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._final: dict[str, Any] | None = None
+
+    def feed(self, event: SseEvent) -> None:
+        if not event.data or event.data.strip() == "[DONE]":
+            return
+        data = parse_event_json(event)
+        kind = data.get("type", event.event)
+        if kind == "error":
+            raise stream_error(error_code_of(data), got_text=bool(self._parts))
+        if kind == "response.output_text.delta" and data.get("delta"):
+            self._parts.append(str(data["delta"]))
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            response = require_dict(data.get("response"))
+            if kind == "response.failed":
+                raise stream_error(error_code_of(response), got_text=bool(self._parts))
+            self._final = response
+
+    def finish(self) -> CompletionResult:
+        if self._final is None:
+            raise StreamError(got_text=bool(self._parts), code="incomplete_stream")
+        streamed = "".join(self._parts)
+        return _result(self._final, streamed or None)
+
+
+PROVIDER = Provider(api=API, prepare=prepare, parse=parse, new_stream=ResponsesStream)

@@ -1,0 +1,163 @@
+"""A provider-neutral model request, with the key kept out of every repr, str and log line.
+
+The shim resolves credentials per pass (PASS-22); they live only in this object for the duration of the
+call. ``Compat`` carries per-model capability flags instead of guesses (local OpenAI-compatible servers
+reject parameters the real APIs accept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from pydantic import SecretStr
+
+from longhaul_daemon.protocol import ModelFacts
+
+__all__ = [
+    "SUPPORTED_APIS",
+    "Compat",
+    "Message",
+    "ModelRequest",
+    "ModelTarget",
+    "ReasoningPlan",
+    "default_compat",
+    "plan_reasoning",
+]
+
+SUPPORTED_APIS = frozenset(
+    {"openai-completions", "anthropic-messages", "openai-responses", "google-generative-ai"}
+)
+
+_OPENAI_LEVELS = ("minimal", "low", "medium", "high")
+_ANTHROPIC_LEVELS = ("none", "low", "medium", "high")
+_GOOGLE_LEVELS = ("none", "low", "medium", "high")
+
+
+@dataclass(frozen=True)
+class Compat:
+    """What a model accepts. ``reasoning_levels`` ascend; ``"none"`` among them means it can be turned off."""
+
+    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
+    supports_reasoning_effort: bool = True
+    supports_usage_in_streaming: bool = True
+    supports_developer_role: bool = False
+    reasoning_levels: tuple[str, ...] = _OPENAI_LEVELS
+    anthropic_version: str = "2023-06-01"
+    google_thinking: Literal["budget", "level"] = "budget"  # Gemini 2.5 takes a token budget, 3.x a level
+
+
+def default_compat(api: str | None) -> Compat:
+    """The flags the real API of ``api`` accepts; local servers override them per model."""
+    if api == "anthropic-messages":
+        return Compat(reasoning_levels=_ANTHROPIC_LEVELS)
+    if api == "google-generative-ai":
+        return Compat(reasoning_levels=_GOOGLE_LEVELS)
+    return Compat()
+
+
+@dataclass(frozen=True)
+class ModelTarget:
+    """Which model, where, and how to authenticate; ``api_key`` and ``headers`` never appear in repr."""
+
+    api: str | None
+    provider: str
+    model_id: str
+    base_url: str
+    api_key: SecretStr | None = field(default=None, repr=False)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    reasoning: bool = False
+    max_tokens: int | None = None
+    compat: Compat = field(default_factory=Compat)
+
+    @classmethod
+    def from_facts(
+        cls,
+        facts: ModelFacts,
+        *,
+        api_key: str | SecretStr | None,
+        headers: Mapping[str, str] | None = None,
+        compat: Compat | None = None,
+        base_url: str | None = None,
+    ) -> ModelTarget:
+        """Build from the shim's ``ModelFacts`` plus the credentials it resolved for this pass."""
+        key = api_key if isinstance(api_key, SecretStr) or api_key is None else SecretStr(api_key)
+        return cls(
+            api=facts.api,
+            provider=facts.provider,
+            model_id=facts.id,
+            base_url=(base_url or facts.baseUrl or "").rstrip("/"),
+            api_key=key,
+            headers=MappingProxyType(dict(headers or {})),
+            reasoning=bool(facts.reasoning),
+            max_tokens=facts.maxTokens,
+            compat=compat if compat is not None else default_compat(facts.api),
+        )
+
+    @property
+    def limit_key(self) -> str:
+        """The concurrency-limit key: the provider, plus the host for providers that are just a base URL."""
+        return f"{self.provider}@{self.base_url}"
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every credential-like value this target carries (key and extra header values), for redaction."""
+        values = [self.secret(), *self.headers.values()]
+        return tuple(v for v in values if len(v) >= 8)
+
+    def secret(self) -> str:
+        """The API key for the auth header (empty when the provider needs none)."""
+        return self.api_key.get_secret_value() if self.api_key is not None else ""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of the conversation sent to the model; text only (the compactor sends no images or tools)."""
+
+    role: Literal["user", "assistant"]
+    text: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One call: target, prompt, output budget, reasoning asked, streaming, and the FAIL-17 call kind."""
+
+    target: ModelTarget
+    system: str = field(repr=False)
+    messages: tuple[Message, ...] = field(repr=False)
+    max_output_tokens: int
+    reasoning: str = "off"
+    stream: bool = True
+    kind: str = "first"
+
+    def __post_init__(self) -> None:
+        if self.max_output_tokens < 1:
+            raise ValueError("max_output_tokens must be positive")
+        if not self.messages:
+            raise ValueError("a request needs at least one message")
+
+
+@dataclass(frozen=True)
+class ReasoningPlan:
+    """What to send (``wire``: a level, ``"none"`` = off, None = send nothing) and what to record."""
+
+    wire: str | None
+    recorded: str | None
+
+
+def plan_reasoning(target: ModelTarget, asked: str) -> ReasoningPlan:
+    """DIFF-18: off where the model can turn reasoning off, else the lowest level it accepts, recorded."""
+    if not target.reasoning:
+        return ReasoningPlan(wire=None, recorded=None)
+    levels = target.compat.reasoning_levels
+    if asked in ("off", "none"):
+        if "none" in levels:
+            return ReasoningPlan(wire="none", recorded=None)
+        lowest = levels[0] if levels else None
+        return ReasoningPlan(wire=lowest, recorded=lowest or "unknown")
+    if asked in levels:
+        return ReasoningPlan(wire=asked, recorded=asked)
+    usable = [level for level in levels if level != "none"]
+    fallback = usable[0] if usable else None
+    return ReasoningPlan(wire=fallback, recorded=fallback or "unknown")

@@ -1,0 +1,178 @@
+"""What ``longhaul-daemon status`` shows: per-route model health, the record-log files, and the table itself.
+
+The daemon side keeps a :class:`RouteHealthBook` (the model-access code calls :meth:`RouteHealthBook.record`
+once per model call) and reads the record log's files through :func:`known_log_files`; the client side turns a
+:class:`~longhaul_daemon.protocol.StatusResult` into the readable table. Nothing here may break ``status``: a
+failing log listing shows as no files, and text from the daemon is stripped of control characters before it
+reaches a terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from longhaul_daemon.protocol import LogFileStatus, RouteHealth, StatusResult
+
+__all__ = ["RouteHealthBook", "format_status", "format_uptime", "known_log_files"]
+
+LATENCY_WINDOW = 200
+"""How many recent successful calls per route the percentiles are taken over."""
+
+
+@dataclass
+class _Route:
+    calls: int = 0
+    last_error_class: str | None = None
+    last_success: datetime | None = None
+    latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
+
+
+def _percentile(values: list[float], fraction: float) -> int | None:
+    """Nearest-rank percentile, rounded to whole milliseconds; ``None`` for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return round(ordered[rank - 1])
+
+
+class RouteHealthBook:
+    """Per-route counters for the status view: calls, the last error class, the last success, latencies."""
+
+    def __init__(self) -> None:
+        self._routes: dict[str, _Route] = {}
+
+    def record(
+        self,
+        route: str,
+        *,
+        duration_ms: float,
+        error_class: str | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        """One model call on ``route`` (``provider/modelId``): a success unless ``error_class`` is given."""
+        entry = self._routes.setdefault(route, _Route())
+        entry.calls += 1
+        if error_class is not None:
+            entry.last_error_class = error_class
+            return
+        entry.last_success = now if now is not None else datetime.now(UTC)
+        entry.latencies_ms.append(max(0.0, duration_ms))
+
+    def snapshot(self) -> list[RouteHealth]:
+        """Every route seen so far, sorted by name."""
+        health: list[RouteHealth] = []
+        for route in sorted(self._routes):
+            entry = self._routes[route]
+            latencies = list(entry.latencies_ms)
+            success = entry.last_success
+            health.append(
+                RouteHealth(
+                    route=route,
+                    lastErrorClass=entry.last_error_class,
+                    lastSuccess=None if success is None else success.isoformat(timespec="seconds"),
+                    p50Ms=_percentile(latencies, 0.5),
+                    p90Ms=_percentile(latencies, 0.9),
+                    calls=entry.calls,
+                )
+            )
+        return health
+
+
+def known_log_files() -> list[LogFileStatus]:
+    """The record-log files this daemon has written to, with sizes and dropped lines; ``[]`` if that fails."""
+    try:
+        from longhaul_daemon.log.records import log_files
+
+        return [
+            LogFileStatus(path=str(f["path"]), bytes=int(f["bytes"]), dropped=int(f["dropped"]))
+            for f in log_files()
+        ]
+    except Exception:  # the status view must answer even when the log module misbehaves
+        return []
+
+
+def format_uptime(seconds: float) -> str:
+    total = int(seconds)
+    days, rest = divmod(total, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h {minutes:02d}m"
+    if hours:
+        return f"{hours}h {minutes:02d}m {secs:02d}s"
+    return f"{minutes}m {secs:02d}s"
+
+
+def _printable(text: str) -> str:
+    """Control characters (escapes included) replaced, so a route or path cannot drive the terminal."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    if count < 1024 * 1024:
+        return f"{count / 1024:.1f} KiB"
+    return f"{count / (1024 * 1024):.1f} MiB"
+
+
+def _table(headers: list[str], rows: list[list[str]], *, right: set[int]) -> list[str]:
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        parts = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(cells)
+        ]
+        return "    " + "  ".join(parts).rstrip()
+
+    return [line(headers), *(line(row) for row in rows)]
+
+
+def _route_lines(routes: list[RouteHealth]) -> list[str]:
+    if not routes:
+        return ["  routes     none used yet"]
+    rows = [
+        [
+            _printable(r.route),
+            str(r.calls),
+            "-" if r.p50Ms is None else str(r.p50Ms),
+            "-" if r.p90Ms is None else str(r.p90Ms),
+            _printable(r.lastSuccess or "never"),
+            _printable(r.lastErrorClass or "-"),
+        ]
+        for r in routes
+    ]
+    headers = ["route", "calls", "p50 ms", "p90 ms", "last success", "last error"]
+    return ["  routes", *_table(headers, rows, right={1, 2, 3})]
+
+
+def _log_lines(files: list[LogFileStatus]) -> list[str]:
+    if not files:
+        return ["  logs       none written yet"]
+    rows = [[_printable(f.path), _size(f.bytes), str(f.dropped)] for f in files]
+    return ["  logs", *_table(["file", "size", "dropped lines"], rows, right={1, 2})]
+
+
+def format_status(status: StatusResult) -> str:
+    """The readable table: identity, passes, then one sub-table per route and per log file."""
+    passes = status.passes
+    socket_note = " (socket-activated)" if status.socketActivated else ""
+    rows = [
+        ("pid", str(status.pid)),
+        ("uptime", format_uptime(status.uptimeS)),
+        ("socket", f"{_printable(status.socket)}{socket_note}"),
+        (
+            "passes",
+            f"whole {passes.whole}, narrative-less {passes.narrativeLess}, "
+            f"fallback {passes.fallback}, aborted {passes.aborted}",
+        ),
+        ("in flight", str(status.inFlight)),
+        ("sessions", str(status.sessionsSeen)),
+    ]
+    header = f"longhaul-daemon {_printable(status.version)} (protocol {status.protocolVersion})"
+    lines = [header, *(f"  {name:<10} {value}" for name, value in rows)]
+    return "\n".join([*lines, *_route_lines(status.routes), *_log_lines(status.logFiles)])

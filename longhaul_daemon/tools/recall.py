@@ -1,0 +1,272 @@
+"""Answer ``longhaul_recall`` from the branch's span records: read-only, no model call, bounded (TOOLS-5..7).
+
+A ref (``span:<n>``, ``C<n>``, ``E<n>``, ``R<n>``, ``u<n>``) picks the spans that hold it; a query keeps the
+detail lines that contain it (case-insensitive); both together narrow each other, and neither lists every span
+in one line each. A span whose record is missing or not ``v: 1`` is reported as unavailable, never guessed
+(TOOLS-6, FORMAT-5). Every field is sanitized and cut, and the whole answer stays within 8,000 code points.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from longhaul_daemon.state.fold import SPAN_TYPE, FoldResult, SpanInfo, fold
+from longhaul_daemon.state.model import STATE_FORMAT, Command, ErrorEntry, Rule, State
+from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize_line
+
+__all__ = ["MAX_RECALL_CHARS", "RecallOutcome", "recall", "unavailable"]
+
+MAX_RECALL_CHARS = 8000  # TOOLS-7
+_FIELD = 300
+_LONG_FIELD = 600
+_REF = re.compile(r"^\s*(?:span:\s*(\d+)|([RrCcEe])(\d+)|[uU](\d+))\s*$")
+_TOOL = "longhaul_recall"
+
+
+@dataclass(frozen=True)
+class RecallOutcome:
+    ok: bool
+    text: str
+    spans: list[int]
+
+
+@dataclass(frozen=True)
+class _Span:
+    info: SpanInfo
+    record: Mapping[str, Any] | None  # the v1 span record, None when the detail is unavailable
+    state: State | None  # the state stored with the span's compaction
+
+
+def unavailable(number: int) -> str:
+    """TOOLS-6, in the words the tool uses."""
+    return f"Span {number}: the detail of span {number} is not available (no v1 span record on this branch)."
+
+
+def _line(value: object, limit: int = _FIELD) -> str:
+    return sanitize_line(value, limit) if isinstance(value, str) else ""
+
+
+def _list(record: Mapping[str, Any], key: str) -> list[Any]:
+    """A list field of an untrusted record; anything else reads as empty."""
+    value = record.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _records(entries: list[dict[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The first v1 span record naming each compaction id, as the fold reads them (FOLD-5)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for entry in entries:
+        data = entry.get("data")
+        if (
+            entry.get("type") != "custom"
+            or entry.get("customType") != SPAN_TYPE
+            or not isinstance(data, dict)
+        ):
+            continue
+        cid = data.get("compactionId")
+        if type(data.get("v")) is int and data.get("v") == 1 and isinstance(cid, str):
+            found.setdefault(cid, data)
+    return found
+
+
+def _state_of(entry: Mapping[str, Any] | None) -> State | None:
+    details = entry.get("details") if entry is not None else None
+    if not isinstance(details, Mapping) or details.get("stateFormat") != STATE_FORMAT:
+        return None
+    try:
+        return State.model_validate(details.get("state"))
+    except ValidationError:
+        return None
+
+
+def _spans(entries: list[dict[str, Any]], folded: FoldResult) -> list[_Span]:
+    records = _records(entries)
+    by_id = {e.get("id"): e for e in entries if e.get("type") == "compaction"}
+    spans: list[_Span] = []
+    for info in folded.spans:
+        record = records.get(info.compaction_id or "") if info.detail_available else None
+        spans.append(_Span(info, record, _state_of(by_id.get(info.compaction_id))))
+    return spans
+
+
+def _labels(span: _Span) -> list[str]:
+    """The label each of the span's messages got, as far as the stored state says (LABEL-1 words)."""
+    messages = _list(span.record, "messages") if span.record is not None else []
+    rules = span.state.rules if span.state is not None else []
+    whole = span.info.closed_as == "whole"
+    out: list[str] = []
+    for uid in (m for m in messages if isinstance(m, str)):
+        made = [r.id for r in rules if r.message == uid and r.span == span.info.span]
+        lifted = [r.id for r in rules if r.liftedBy == uid]
+        parts = [f"rule {', '.join(made)}"] if made else []
+        parts += [f"lifts {', '.join(lifted)}"] if lifted else []
+        label = " and ".join(parts) or ("not a rule" if whole else "no label recorded (carried)")
+        out.append(f"{_line(uid, 16)}: {label}")
+    return out
+
+
+def _world(world: object) -> str:
+    if not isinstance(world, Mapping):
+        return ""
+    if world.get("status") != "repository":
+        return f"World: {_line(world.get('status'), 40)}"
+    raw_head = world.get("head")
+    head: Mapping[str, Any] = raw_head if isinstance(raw_head, Mapping) else {}
+    subject = f' "{_line(head.get("subject"), 120)}"' if head.get("subject") else ""
+    dirty = world.get("dirtyCount")
+    text = f"World: branch {_line(world.get('branch'), 80)}, HEAD {_line(head.get('hash'), 12)}{subject}"
+    return text + (f", {dirty} dirty paths" if isinstance(dirty, int) else "")
+
+
+def _detail(span: _Span) -> list[str]:
+    """Every line recall can say about one span."""
+    n, record = span.info.span, span.record
+    if record is None:
+        return [unavailable(n)]
+    events = {e for e in _list(record, "events") if type(e) is int}
+    head = f"Span {n}: closed {_line(record.get('closedAs'), 32) or 'unknown'}"
+    lines = [head + (f" ({_line(record.get('reason'), 64)})" if record.get("reason") else "")]
+    for key, label in (("narrative", "Narrative"), ("now", "Now")):
+        if record.get(key):
+            lines.append(f"{label}: {_line(record.get(key), _LONG_FIELD)}")
+    labels = _labels(span)
+    if labels:
+        lines.append("Messages and their labels: " + "; ".join(labels))
+    commands = [c for c in _list(record, "commands") if isinstance(c, Mapping)]
+    if commands:
+        lines.append("Commands:")
+        lines += [
+            f"- {_line(c.get('id'), 16)} `{_line(c.get('text'))}` exit {_line(str(c.get('exit')), 16)}"
+            for c in commands
+        ]
+    errors = [e for e in _list(record, "errors") if isinstance(e, Mapping)]
+    if errors:
+        lines.append("Errors:")
+        for e in errors:
+            origin = f" from {_line(e.get('command'), 16)}" if e.get("command") else ""
+            lines.append(
+                f"- {_line(e.get('id'), 16)} ({_line(e.get('tool'), 40)}{origin}): {_line(e.get('text'))}"
+            )
+    state = span.state
+    if state is not None:
+        groups = (("Decisions", state.decisions), ("Dead ends", state.deadEnds))
+        for title, items in groups:
+            mine = [i for i in items if i.seq in events]
+            if mine:
+                lines.append(f"{title}:")
+                lines += [
+                    f"- {_line(i.text)}" + (f" [{_line(', '.join(i.evidence), 120)}]" if i.evidence else "")
+                    for i in mine
+                ]
+        values = [v for v in state.values if v.seq in events]
+        lines += [f"Value: {_line(v.what, 120)} = {_line(v.value)} ({_line(v.turn, 16)})" for v in values]
+        notes = [note for note in state.notes if note.seq in events]
+        lines += [f"Agent's note (not the user's words): {_line(note.text, _LONG_FIELD)}" for note in notes]
+    world = _world(record.get("world"))
+    return [*lines, world] if world else lines
+
+
+def _holding(spans: list[_Span], folded: FoldResult, ref: str) -> list[int] | str:
+    """The numbers of the spans a ref points at, or the error text when it points at none."""
+    match = _REF.match(ref)
+    if match is None:
+        return f'ref must look like "span:3", "C12", "E2", "R1" or "u7", not {_line(ref, 40)!r}.'
+    span_no, letter, number, user = match.groups()
+    if span_no is not None:
+        n = int(span_no)
+        if 1 <= n <= len(spans):
+            return [n]
+        return f"there is no span {n} on this branch ({len(spans)} Longhaul spans)."
+    if user is not None:
+        uid = f"u{int(user)}"
+        found = [s.info.span for s in spans if s.record is not None and uid in _list(s.record, "messages")]
+        return (
+            found
+            or f"{uid} is in no span record on this branch (not summarized yet, or its detail unavailable)."
+        )
+    ident = f"{letter.upper()}{int(number)}"
+    found = []
+    for s in spans:
+        key = "commands" if ident[0] == "C" else "errors"
+        rows = _list(s.record, key) if s.record is not None and ident[0] != "R" else []
+        if any(isinstance(r, Mapping) and r.get("id") == ident for r in rows):
+            found.append(s.info.span)
+    if not found:  # the carried ledger and rules name the span each id was made in
+        state = folded.state
+        pool: list[Command] | list[ErrorEntry] | list[Rule] = (
+            state.commands if ident[0] == "C" else state.errors if ident[0] == "E" else state.rules
+        )
+        found = sorted({item.span for item in pool if item.id == ident and item.span <= len(spans)})
+    return found or f"{ident} is not in the state or any span record of this branch."
+
+
+def _overview(spans: list[_Span]) -> list[str]:
+    lines = [f'{len(spans)} Longhaul spans on this branch. Ask with ref "span:<n>" for one span\'s detail.']
+    for s in spans:
+        if s.record is None:
+            lines.append(unavailable(s.info.span))
+            continue
+        counts = [f"{len(_list(s.record, k))} {k}" for k in ("commands", "errors")]
+        narrative = _line(s.record.get("narrative"), 160)
+        lines.append(
+            f"Span {s.info.span}: closed {_line(s.record.get('closedAs'), 32)}, {', '.join(counts)}"
+            + (f"; {narrative}" if narrative else "")
+        )
+    return lines
+
+
+def _bounded(lines: list[str]) -> str:
+    """Whole lines up to TOOLS-7's limit, then a line saying the rest was cut."""
+    tail = f"{ELLIPSIS} (cut at {MAX_RECALL_CHARS} characters: ask for one span, or narrow with a query)"
+    text = "\n".join(lines)
+    if len(text) <= MAX_RECALL_CHARS:
+        return text
+    kept: list[str] = []
+    used = len(tail)
+    for line in lines:
+        if used + len(line) + 1 > MAX_RECALL_CHARS:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join([*kept, tail])
+
+
+def recall(
+    branch: list[dict[str, Any]], *, ref: str | None = None, query: str | None = None
+) -> RecallOutcome:
+    """One ``longhaul_recall`` answer for ``branch`` (root to leaf); never raises for transcript content."""
+    entries = [e for e in branch if isinstance(e, dict)]
+    folded = fold(entries)
+    spans = _spans(entries, folded)
+    if not spans:
+        return RecallOutcome(
+            True, "No Longhaul compaction on this branch yet: there is no earlier span to recall.", []
+        )
+    wanted = [s.info.span for s in spans]
+    if ref is not None and ref.strip():
+        holding = _holding(spans, folded, ref)
+        if isinstance(holding, str):
+            return RecallOutcome(False, f"{_TOOL}: {holding}", [])
+        wanted = holding
+    needle = query.strip().casefold() if query is not None else ""
+    if not needle and (ref is None or not ref.strip()):
+        return RecallOutcome(True, _bounded(_overview(spans)), [])
+    lines: list[str] = []
+    for n in wanted:
+        detail = _detail(spans[n - 1])
+        if needle:
+            hits = [line for line in detail[1:] if needle in line.casefold()]
+            if not hits:
+                continue
+            detail = [detail[0], *hits]
+        lines += [*detail, ""]
+    if not lines:
+        shown = sanitize_line(query or "", 80)
+        return RecallOutcome(True, f"No span detail on this branch mentions {shown!r}.", [])
+    found = [n for n in wanted if not needle or any(line.startswith(f"Span {n}:") for line in lines)]
+    return RecallOutcome(True, _bounded(lines[:-1]), found)

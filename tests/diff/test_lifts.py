@@ -1,0 +1,180 @@
+"""The lift check: withdrawal and shared words, permissions, replacements (LIFT-1..4, 6, 8, 10, 11)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from longhaul_daemon.diff.lifts import (
+    INSTEAD_OF,
+    STOP_WORDS,
+    WITHDRAWAL_EXPRESSIONS,
+    check_lift,
+    passes_lift_check,
+    passes_question_check,
+    significant_words,
+    withdrawal_expressions_in,
+)
+
+PUSH = "Never push to main."
+TABS = "Always indent with tabs."
+
+
+def test_lift_1_needs_withdrawal_and_shared_word() -> None:
+    assert passes_lift_check("The push rule no longer applies.", PUSH).passed
+    assert passes_lift_check("The push rule is fine.", PUSH).reason == "no-withdrawal"
+    refused = passes_lift_check("The lint rule no longer applies.", PUSH)
+    assert (refused.passed, refused.reason, refused.expressions) == (False, "no-shared-word", ("no longer",))
+
+
+@pytest.mark.parametrize("expression", WITHDRAWAL_EXPRESSIONS)
+def test_lift_2_every_listed_expression_withdraws(expression: str) -> None:
+    verdict = passes_lift_check(f"The main {expression} thing.", PUSH)
+    assert verdict.passed and expression in verdict.expressions
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The push rule NO LONGER holds.",
+        "The push rule no\n  longer holds.",
+        "The push rule doesn’t apply.",
+        "The push rule don’t apply here.",
+        "Push rule: Lifted.",
+    ],
+)
+def test_lift_2_case_whitespace_and_curly_apostrophe(text: str) -> None:
+    assert passes_lift_check(text, PUSH).passed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Forget it, pushing to main is fine.",
+        "The push rule lifts nothing.",
+        "Push after the liftoff.",
+        "Someone shoplifted the main push.",
+        "The push rule is withdrawing.",
+        "The push rule no-longer matters.",
+        "Never mind the push rule.",
+        "The push rule is gone.",
+    ],
+)
+def test_lift_2_nothing_else_withdraws(text: str) -> None:
+    assert passes_lift_check(text, PUSH).reason == "no-withdrawal"
+
+
+def test_lift_3_instead_of_needs_a_word_of_the_rule_in_the_same_sentence() -> None:
+    rule = "indent with tabs"
+    assert withdrawal_expressions_in("two spaces instead of tabs", rule) == (INSTEAD_OF,)
+    assert withdrawal_expressions_in("do this instead of that", rule) == ()
+    assert withdrawal_expressions_in("use spaces instead of that. tabs are old", rule) == ()
+    assert withdrawal_expressions_in("use spaces instead of that\ntabs are old", rule) == ()
+    assert withdrawal_expressions_in("use spaces instead of the old way, tabs", rule) == (INSTEAD_OF,)
+    assert withdrawal_expressions_in("tabs instead of spaces", rule) == ()  # the word must follow it
+    assert withdrawal_expressions_in("Use Node 22.11 instead of tabs", rule) == (INSTEAD_OF,)
+
+
+def test_lift_3_instead_of_with_only_a_stop_word_of_the_rule_does_not_count() -> None:
+    assert withdrawal_expressions_in("spaces instead of with", "indent with tabs") == ()
+
+
+def test_lift_4_shared_words_ignore_case_stop_words_and_short_words() -> None:
+    assert significant_words("Never push TO main; do it in CI.") == {"never", "push", "main"}
+    assert passes_lift_check("The MAIN thing no longer matters.", PUSH).shared == ("main",)
+    assert passes_lift_check("It is no longer to be.", PUSH).reason == "no-shared-word"
+    assert (
+        passes_lift_check("The pushing rule no longer applies.", PUSH).reason == "no-shared-word"
+    )  # no stemming
+    assert passes_lift_check("The mainline rule no longer applies.", PUSH).reason == "no-shared-word"
+
+
+def test_lift_4_stop_words_cover_articles_pronouns_auxiliaries_prepositions() -> None:
+    for word in ("the", "you", "they", "must", "should", "don't", "with", "from", "between", "and", "not"):
+        assert word in STOP_WORDS
+    for word in ("never", "always", "push", "tabs"):
+        assert word not in STOP_WORDS
+
+
+def test_lift_4_words_of_the_withdrawal_expression_are_not_shared_words() -> None:
+    verdict = passes_lift_check("The lint rule doesn't apply here.", "Always apply the formatter.")
+    assert (verdict.passed, verdict.reason) == (False, "no-shared-word")
+    assert passes_lift_check("The formatter rule doesn't apply here.", "Always apply the formatter.").passed
+    assert not passes_lift_check("The tabs rule no longer applies.", "Rule of thumb: never push.").passed
+
+
+def test_lift_6_permission_cannot_lift() -> None:
+    verdict = passes_lift_check("you may push to main now", PUSH)
+    assert (verdict.passed, verdict.reason) == (False, "no-withdrawal")
+
+
+def test_lift_8_lift_of_replacement_must_name_what_it_added() -> None:
+    narrowing = "Instead of never pushing to main, you may push hotfix branches to main from now on."
+    named = passes_lift_check("The hotfix push rule no longer applies.", narrowing, [PUSH])
+    assert named.passed and named.shared == ("hotfix", "push")
+    unnamed = passes_lift_check("The main push rule no longer applies.", narrowing, [PUSH])
+    assert (unnamed.passed, unnamed.reason) == (False, "replacement-not-named")
+    assert passes_lift_check("The main push rule no longer applies.", narrowing).passed  # not a replacement
+
+
+def test_lift_check_reads_judged_text_quote_14() -> None:
+    pasted = 'My colleague wrote: "the tabs rule no longer applies to any of our repositories" ok?'
+    assert check_lift(pasted, TABS).reason == "no-withdrawal"
+    short = 'My colleague wrote: "tabs rule no longer applies" ok?'
+    assert check_lift(short, TABS).passed
+    assert (
+        check_lift("Relaying:\n> the tabs rule no longer applies\nthoughts?", TABS).reason == "no-withdrawal"
+    )
+    assert check_lift("```\n# tabs: no longer\n```", TABS).reason == "no-withdrawal"
+
+
+def test_lift_check_on_recorded_range_quote_15() -> None:
+    text = "Indent with tabs is lifted. From now on always write tests first."
+    start = text.index("From now on")
+    assert not check_lift(text, TABS, start=start, end=len(text)).passed
+    assert check_lift(text, TABS).passed
+
+
+def test_lift_10_lift_11_question_needs_recorded_and_whole_message_to_pass() -> None:
+    text = "Switch to two-space indentation instead of tabs from now on."
+    assert passes_question_check(text, "Indent with tabs.").passed
+    start = text.index("from now on")
+    refused = passes_question_check(text, "Indent with tabs.", start=start, end=len(text))
+    assert (refused.passed, refused.reason) == (False, "no-withdrawal")
+    pasted = 'She said "the tabs rule no longer applies to any of our repos" and indent with spaces.'
+    assert not passes_question_check(pasted, TABS).passed
+
+
+# --- properties ---
+
+_VOCAB = ["you", "may", "push", "to", "main", "now", "please", "tabs", "rule", "fine", "ok", "the", "lifting"]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(_VOCAB), max_size=20), st.sampled_from([PUSH, TABS]))
+def test_lift_6_property_text_without_withdrawal_words_never_lifts(words: list[str], rule: str) -> None:
+    assert not passes_lift_check(" ".join(words), rule).passed
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=80), st.text(max_size=40), st.lists(st.text(max_size=20), max_size=3))
+def test_lift_property_never_raises_and_pass_implies_both_conditions(
+    text: str, rule: str, replaced: list[str]
+) -> None:
+    verdict = passes_lift_check(text, rule, replaced)
+    if verdict.passed:
+        assert verdict.expressions and verdict.shared
+        assert set(verdict.shared) <= significant_words(text) & significant_words(rule)
+    check_lift(text, rule, start=3, end=10, replaced_rule_words=replaced)
+    passes_question_check(text, rule, start=0, end=5)
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(WITHDRAWAL_EXPRESSIONS), st.text(alphabet="abc .,", max_size=20))
+def test_lift_property_recorded_pass_implies_question_pass(expression: str, filler: str) -> None:
+    text = f"{filler} main {expression} {filler}"
+    start = text.index("main")
+    recorded = check_lift(text, PUSH, start=start, end=len(text))
+    assert recorded.passed
+    assert passes_question_check(text, PUSH, start=start, end=len(text)).passed

@@ -1,0 +1,1 @@
+"""Tests of the model-call core: wire formats on loopback servers, retries, budgets, credential hygiene."""
