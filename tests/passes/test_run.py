@@ -370,7 +370,7 @@ async def test_fold2_pass16_ledger6_a_foreign_compaction_uses_no_span_number_and
     s.user("three")
     result = await run_pass(s.params(keep2), pass_id="pb")
     assert result.span == 2
-    # The fallback span's command was never offered to a Longhaul pass; the ledger recovers it from the branch.
+    # The fallback span's command was never offered to a Longhaul pass; the ledger recovers it.
     assert [(c.id, c.text) for c in _state(result).commands] == [
         ("C1", "make a"),
         ("C2", "make b"),
