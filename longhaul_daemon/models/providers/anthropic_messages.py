@@ -12,6 +12,7 @@ from longhaul_daemon.models.errors import FatalError, StreamError
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
+    completion,
     error_code_of,
     join_url,
     merge_headers,
@@ -20,7 +21,7 @@ from longhaul_daemon.models.providers.base import (
     stream_error,
 )
 from longhaul_daemon.models.request import ModelRequest, plan_reasoning
-from longhaul_daemon.models.result import CompletionResult, Usage, int_field, normalize_stop
+from longhaul_daemon.models.result import CompletionResult, Usage, int_field
 
 __all__ = ["API", "PROVIDER", "AnthropicStream", "parse", "prepare"]
 
@@ -91,12 +92,7 @@ def parse(body: Any) -> CompletionResult:
         if isinstance(block, dict) and block.get("type") == "text"
     )
     raw_stop = data.get("stop_reason") if isinstance(data.get("stop_reason"), str) else None
-    return CompletionResult(
-        text=text,
-        stop_reason=normalize_stop(API, raw_stop),
-        raw_stop=raw_stop,
-        usage=_usage(data.get("usage")),
-    )
+    return completion(API, text, raw_stop, _usage(data.get("usage")))
 
 
 class AnthropicStream:
@@ -133,12 +129,7 @@ class AnthropicStream:
     def finish(self) -> CompletionResult:
         if not self._stopped:
             raise StreamError(got_text=bool(self._parts), code="incomplete_stream")
-        return CompletionResult(
-            text="".join(self._parts),
-            stop_reason=normalize_stop(API, self._raw_stop),
-            raw_stop=self._raw_stop,
-            usage=self._usage,
-        )
+        return completion(API, "".join(self._parts), self._raw_stop, self._usage)
 
 
 PROVIDER = Provider(api=API, prepare=prepare, parse=parse, new_stream=AnthropicStream)

@@ -14,11 +14,12 @@ from typing import Any, Protocol
 from longhaul_daemon.models.errors import FatalError, RetryableError, StreamError
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.request import ModelRequest
-from longhaul_daemon.models.result import CompletionResult
+from longhaul_daemon.models.result import CompletionResult, Usage, normalize_stop
 
 __all__ = [
     "Provider",
     "StreamState",
+    "completion",
     "error_code_of",
     "join_url",
     "merge_headers",
@@ -111,3 +112,10 @@ def stream_error(code: str | None, *, got_text: bool) -> RetryableError | FatalE
     if code in _TRANSIENT_STREAM_CODES or code is None:
         return StreamError(got_text=got_text, code=code or "stream_error")
     return FatalError(code=code)
+
+
+def completion(api: str, text: str, raw_stop: str | None, usage: Usage) -> CompletionResult:
+    """The one result shape every provider returns, with the stop reason normalized for ``api``."""
+    return CompletionResult(
+        text=text, stop_reason=normalize_stop(api, raw_stop), raw_stop=raw_stop, usage=usage
+    )

@@ -13,6 +13,7 @@ from longhaul_daemon.models.errors import FatalError, StreamError
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
+    completion,
     error_code_of,
     join_url,
     merge_headers,
@@ -21,7 +22,7 @@ from longhaul_daemon.models.providers.base import (
     stream_error,
 )
 from longhaul_daemon.models.request import ModelRequest, plan_reasoning
-from longhaul_daemon.models.result import CompletionResult, Usage, int_field, normalize_stop
+from longhaul_daemon.models.result import CompletionResult, Usage, int_field
 
 __all__ = ["API", "PROVIDER", "GoogleStream", "parse", "prepare"]
 
@@ -101,12 +102,7 @@ def parse(body: Any) -> CompletionResult:
     if "error" in data:
         raise FatalError(code=error_code_of(data))
     text, raw_stop = _chunk(data)
-    return CompletionResult(
-        text=text,
-        stop_reason=normalize_stop(API, raw_stop),
-        raw_stop=raw_stop,
-        usage=_usage(data.get("usageMetadata")),
-    )
+    return completion(API, text, raw_stop, _usage(data.get("usageMetadata")))
 
 
 class GoogleStream:
@@ -134,12 +130,7 @@ class GoogleStream:
     def finish(self) -> CompletionResult:
         if self._raw_stop is None:
             raise StreamError(got_text=bool(self._parts), code="incomplete_stream")
-        return CompletionResult(
-            text="".join(self._parts),
-            stop_reason=normalize_stop(API, self._raw_stop),
-            raw_stop=self._raw_stop,
-            usage=self._usage,
-        )
+        return completion(API, "".join(self._parts), self._raw_stop, self._usage)
 
 
 PROVIDER = Provider(api=API, prepare=prepare, parse=parse, new_stream=GoogleStream)

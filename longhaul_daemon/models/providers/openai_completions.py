@@ -12,6 +12,7 @@ from longhaul_daemon.models.errors import FatalError, StreamError
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
+    completion,
     error_code_of,
     join_url,
     merge_headers,
@@ -20,7 +21,7 @@ from longhaul_daemon.models.providers.base import (
     stream_error,
 )
 from longhaul_daemon.models.request import ModelRequest, plan_reasoning
-from longhaul_daemon.models.result import CompletionResult, Usage, int_field, normalize_stop
+from longhaul_daemon.models.result import CompletionResult, Usage, int_field
 
 __all__ = ["API", "PROVIDER", "CompletionsStream", "parse", "prepare", "usage_of"]
 
@@ -86,12 +87,7 @@ def parse(body: Any) -> CompletionResult:
     content = message.get("content") if isinstance(message, dict) else None
     raw_stop = choices[0].get("finish_reason")
     raw_stop = raw_stop if isinstance(raw_stop, str) else None
-    return CompletionResult(
-        text=content if isinstance(content, str) else "",
-        stop_reason=normalize_stop(API, raw_stop),
-        raw_stop=raw_stop,
-        usage=usage_of(data.get("usage")),
-    )
+    return completion(API, content if isinstance(content, str) else "", raw_stop, usage_of(data.get("usage")))
 
 
 class CompletionsStream:
@@ -126,12 +122,7 @@ class CompletionsStream:
     def finish(self) -> CompletionResult:
         if not self._done and self._raw_stop is None:
             raise StreamError(got_text=bool(self._parts), code="incomplete_stream")
-        return CompletionResult(
-            text="".join(self._parts),
-            stop_reason=normalize_stop(API, self._raw_stop),
-            raw_stop=self._raw_stop,
-            usage=self._usage,
-        )
+        return completion(API, "".join(self._parts), self._raw_stop, self._usage)
 
 
 PROVIDER = Provider(api=API, prepare=prepare, parse=parse, new_stream=CompletionsStream)

@@ -12,6 +12,7 @@ from longhaul_daemon.models.errors import FatalError, StreamError
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
+    completion,
     error_code_of,
     join_url,
     merge_headers,
@@ -20,7 +21,7 @@ from longhaul_daemon.models.providers.base import (
     stream_error,
 )
 from longhaul_daemon.models.request import ModelRequest, plan_reasoning
-from longhaul_daemon.models.result import CompletionResult, Usage, int_field, normalize_stop
+from longhaul_daemon.models.result import CompletionResult, Usage, int_field
 
 __all__ = ["API", "PROVIDER", "ResponsesStream", "parse", "prepare"]
 
@@ -92,12 +93,7 @@ def _result(response: dict[str, Any], text: str | None = None) -> CompletionResu
     if response.get("status") == "failed":
         raise FatalError(code=error_code_of(response) or "failed")
     raw_stop = _raw_stop(response)
-    return CompletionResult(
-        text=_text(response) if text is None else text,
-        stop_reason=normalize_stop(API, raw_stop),
-        raw_stop=raw_stop,
-        usage=_usage(response.get("usage")),
-    )
+    return completion(API, _text(response) if text is None else text, raw_stop, _usage(response.get("usage")))
 
 
 def parse(body: Any) -> CompletionResult:
