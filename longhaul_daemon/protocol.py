@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -24,9 +24,11 @@ __all__ = [
     "HelloResult",
     "IncidentParams",
     "LogFileStatus",
+    "ModelCredentials",
     "ModelFacts",
     "OkResult",
     "PassCounts",
+    "PassDiagnostics",
     "Preparation",
     "RecallParams",
     "RecallResult",
@@ -34,6 +36,7 @@ __all__ = [
     "RememberResult",
     "ReportParams",
     "ReportResult",
+    "RouteChoice",
     "RouteHealth",
     "SessionFacts",
     "ShimEnv",
@@ -41,6 +44,7 @@ __all__ = [
     "StatusResult",
     "StripParams",
     "StripResult",
+    "SummarizerRoute",
 ]
 
 PROTOCOL_VERSION = 1
@@ -79,9 +83,40 @@ class ModelFacts(BaseModel):
     contextWindow: int | None = Field(default=None, ge=0)
     maxTokens: int | None = Field(default=None, ge=0)
 
+    # pi's per-model capability flags (e.g. ``maxTokensField``, ``supportsReasoningEffort``), as pi holds them.
+    compat: dict[str, Any] | None = None
+
     @property
     def spec(self) -> str:
         return f"{self.provider}/{self.id}"
+
+
+class ModelCredentials(BaseModel):
+    """What pi's registry resolved to authenticate one model for one pass (PASS-22).
+
+    Secret by construction: every value is a ``SecretStr``, so a repr, a validation error or a log line shows
+    ``**********`` and never the key. The daemon keeps these only for the pass that received them.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True)
+
+    apiKey: SecretStr | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+
+
+class SummarizerRoute(BaseModel):
+    """The ``summarizer`` route the shim was asked to resolve (CONFIG-8), and what pi's registry made of it.
+
+    ``problem`` is set when the route cannot be used: ``unknown-model`` (not in the registry), ``no-credentials``
+    (no usable auth) or ``resolve-error`` (the registry threw); ``model`` and ``credentials`` are then absent.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    spec: str = Field(max_length=_SHORT)
+    model: ModelFacts | None = None
+    credentials: ModelCredentials | None = None
+    problem: Literal["unknown-model", "no-credentials", "resolve-error"] | None = None
 
 
 class SessionFacts(_Params):
@@ -136,6 +171,9 @@ class CompactParams(_Params):
     customInstructions: str | None = Field(default=None, max_length=_TEXT)
     preparation: Preparation
     branchEntries: list[dict[str, Any]] = Field(default_factory=list)
+    # PASS-22: the session model's credentials and the routed summarizer, resolved by the shim for this pass.
+    credentials: ModelCredentials | None = None
+    summarizer: SummarizerRoute | None = None
 
 
 class Compaction(_Result):
@@ -158,6 +196,21 @@ class AfterEntries(_Result):
     line: dict[str, Any]
 
 
+class RouteChoice(_Result):
+    """LOG-17 ``route``: the configured summarizer spec, the model the Diff used, and why the route was not."""
+
+    configured: str | None = None
+    used: str | None = None
+    why: str | None = None
+
+
+class PassDiagnostics(_Result):
+    """Counts about a pass for the record log (LOG-17, FAIL-17); never text. The shim ignores it."""
+
+    narrative: dict[str, Any] = Field(default_factory=dict)
+    route: RouteChoice = RouteChoice()
+
+
 class CompactResult(_Result):
     """Either a compaction (with its after-entries) or a fallback reason; never both."""
 
@@ -167,6 +220,7 @@ class CompactResult(_Result):
     after: AfterEntries | None = None
     notice: str | None = None
     fallback: str | None = None
+    diagnostics: PassDiagnostics | None = None
 
 
 class CompactedParams(_Params):
