@@ -17,6 +17,8 @@ import {
 	sessionFacts,
 	standsDown,
 } from "./lib/serialize.ts";
+import { piModels, resolveModels, summarizerSpec } from "./lib/models.ts";
+import { daemonRequestHandler } from "./lib/modelcall.ts";
 import { appendRecord, fallbackRecord } from "./lib/recordlog.ts";
 import { registerReportCommand } from "./lib/report.ts";
 import { registerLonghaulTools } from "./lib/tools.ts";
@@ -138,6 +140,7 @@ export default function longhaul(pi: ExtensionAPI): void {
 
 		const session = facts(ctx); // before any await: ctx may go stale during the pass
 		if (!session) return undefined;
+		const models = piModels(ctx); // likewise: pi's registry and the session model, resolved below
 
 		const fallBack = (reason: string, err: unknown, extra: { passId?: string; span?: number } = {}, timeoutMs = 0) => {
 			pending.push({ kind: "fallback", startedAt, session, reason, passId: extra.passId ?? null, span: extra.span ?? null });
@@ -149,8 +152,12 @@ export default function longhaul(pi: ExtensionAPI): void {
 		const timeoutMs = passDeadlineMs(helloDeadlineMs);
 		let raw: unknown;
 		try {
-			const params = compactParams(event, session);
-			raw = await call("compact", params, { socketPath: socketPath(), timeoutMs, signal: event.signal });
+			// PASS-22, CONFIG-8: which summarizer the daemon will plan with, then pi's credentials for it and the session model
+			const resolved = await resolveModels(models, await summarizerSpec(session, event.signal));
+			const params = compactParams(event, session, resolved);
+			// PASS-22: model.complete requests the daemon sends on this call run with pi's own provider code
+			const onRequest = models.registry ? daemonRequestHandler(models.registry) : undefined;
+			raw = await call("compact", params, { socketPath: socketPath(), timeoutMs, signal: event.signal, onRequest });
 		} catch (err) {
 			if (err instanceof AbortedError) {
 				// PASS-18: neither Longhaul's nor pi's summary; the socket is already closed, so the daemon cancels.

@@ -6,7 +6,7 @@ import argparse
 import faulthandler
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import anyio
 
@@ -19,6 +19,8 @@ from longhaul_daemon.ops.install import add_install_commands, run_install_comman
 from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log, run_daemon
 from longhaul_daemon.server.paths import SOCKET_ENV, resolve_socket_path
 from longhaul_daemon.status_client import run_status
+
+VIA_PI_ENV = "LONGHAUL_VIA_PI_APIS"
 
 __all__ = ["build_parser", "main"]
 
@@ -49,6 +51,25 @@ def _positive_bytes(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of bytes: {text!r}")
     return value
+
+
+def _api_name(text: str) -> str:
+    """A pi ``api`` name as pi spells them (``bedrock-converse-stream``); refuses anything else."""
+    name = text.strip()
+    if not name or len(name) > 64 or not all(ch.isalnum() or ch in "-_." for ch in name):
+        raise argparse.ArgumentTypeError(f"not a pi api name: {text!r}")
+    return name
+
+
+def via_pi_apis(flags: Sequence[str] | None, env: Mapping[str, str]) -> frozenset[str]:
+    """The apis sent through pi: the ``--via-pi`` flags if given, else ``$LONGHAUL_VIA_PI_APIS`` (commas)."""
+    if flags:
+        return frozenset(flags)
+    names = [part.strip() for part in env.get(VIA_PI_ENV, "").split(",") if part.strip()]
+    try:
+        return frozenset(_api_name(name) for name in names)
+    except argparse.ArgumentTypeError as exc:
+        raise StartupError(f"${VIA_PI_ENV}: {exc}") from None
 
 
 def _add_socket_flag(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help=f"largest accepted request line (default {DEFAULT_MAX_FRAME})",
     )
+    serve.add_argument(
+        "--via-pi",
+        action="append",
+        type=_api_name,
+        metavar="API",
+        help=f"send model calls on this pi api (e.g. bedrock-converse-stream) through pi's own provider code "
+        f"instead of calling the provider directly; repeatable (default: ${VIA_PI_ENV}, a comma list). "
+        "Apis the daemon does not speak always go through pi",
+    )
 
     status = commands.add_parser("status", help="show the running daemon's status (exit 3 when none runs)")
     _add_socket_flag(status)
@@ -104,12 +134,18 @@ def _serve(args: argparse.Namespace) -> int:
     faulthandler.enable()
     configure_operational_log()
     explicit = bool(args.socket) or bool(os.environ.get(SOCKET_ENV))
+    try:
+        through_pi = via_pi_apis(args.via_pi, os.environ)
+    except StartupError as exc:
+        sys.stderr.write(f"longhaul-daemon: {exc}\n")
+        return EXIT_STARTUP_FAILED
     options = ServeOptions(
         socket_path=resolve_socket_path(args.socket, os.environ, os.getuid()),
         may_narrow_dir=not explicit,
         pass_budget_s=args.pass_budget,
         grace_s=args.grace,
         max_frame=args.max_frame,
+        via_pi_apis=through_pi,
     )
     try:
         anyio.run(_run, options, backend="asyncio")

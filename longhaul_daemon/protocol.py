@@ -38,6 +38,8 @@ __all__ = [
     "ReportResult",
     "RouteChoice",
     "RouteHealth",
+    "RouteParams",
+    "RouteResult",
     "SessionFacts",
     "ShimEnv",
     "StatusParams",
@@ -54,7 +56,9 @@ _TEXT = 200_000  # custom instructions, previous summary
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # hide_input_in_errors: a ValidationError's text must not quote what the client sent (credentials ride
+    # in CompactParams, and a nested model's own setting does not apply under a parent that lacks it).
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
 class _Result(BaseModel):
@@ -83,8 +87,10 @@ class ModelFacts(BaseModel):
     contextWindow: int | None = Field(default=None, ge=0)
     maxTokens: int | None = Field(default=None, ge=0)
 
-    # pi's per-model capability flags (e.g. ``maxTokensField``, ``supportsReasoningEffort``), as pi holds them.
+    # pi's per-model capability flags (``maxTokensField``, ``supportsReasoningEffort``, ...) as pi holds them.
     compat: dict[str, Any] | None = None
+    # pi's map from its thinking levels to the model's own values; ``null`` marks a level the model lacks.
+    thinkingLevelMap: dict[str, str | None] | None = None
 
     @property
     def spec(self) -> str:
@@ -107,8 +113,9 @@ class ModelCredentials(BaseModel):
 class SummarizerRoute(BaseModel):
     """The ``summarizer`` route the shim was asked to resolve (CONFIG-8), and what pi's registry made of it.
 
-    ``problem`` is set when the route cannot be used: ``unknown-model`` (not in the registry), ``no-credentials``
-    (no usable auth) or ``resolve-error`` (the registry threw); ``model`` and ``credentials`` are then absent.
+    ``problem`` is set when the route cannot be used: ``unknown-model`` (not in the registry),
+    ``no-credentials`` (no usable auth) or ``resolve-error`` (the registry threw); ``model`` and
+    ``credentials`` are then absent.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
@@ -197,7 +204,7 @@ class AfterEntries(_Result):
 
 
 class RouteChoice(_Result):
-    """LOG-17 ``route``: the configured summarizer spec, the model the Diff used, and why the route was not."""
+    """LOG-17 ``route``: the configured summarizer spec, the model the Diff used, why the route was not."""
 
     configured: str | None = None
     used: str | None = None
@@ -268,6 +275,18 @@ class ReportParams(_Params):
 class ReportResult(_Result):
     digest: str
     records: int = Field(ge=0)
+
+
+class RouteParams(_Params):
+    """Which summarizer the shim should resolve before ``compact`` (CONFIG-8); asked anew for every pass."""
+
+    session: SessionFacts
+
+
+class RouteResult(_Result):
+    """The ``summarizer`` spec from ``longhaul.json`` as it reads now, or None for the session's own model."""
+
+    summarizer: str | None = None
 
 
 class StatusParams(_Params):

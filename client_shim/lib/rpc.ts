@@ -3,6 +3,8 @@
  *
  * One call = one connection: the daemon ties a compaction pass to its connection, so destroying the socket is how
  * a pass is cancelled (timeout, abort). Every failure becomes one of the error classes below; nothing else escapes.
+ * While a call is open the daemon may send requests of its own on the same socket (`model.complete`, PASS-22);
+ * `onRequest` answers them, and its in-flight work is aborted the moment the call ends.
  */
 import { createConnection } from "node:net";
 
@@ -33,10 +35,29 @@ export class RpcError extends Error {
 	}
 }
 
+/**
+ * What `onRequest` rejects with to send a JSON-RPC error back: a fixed code, and data with the failure's kind for
+ * the daemon's retry policy. Only these fields go on the wire, never an error's message text (it may quote keys).
+ */
+export class ReplyError extends Error {
+	override name = "ReplyError";
+	constructor(
+		readonly code: number,
+		readonly data: { kind: "retryable" | "fatal" | "quota"; status?: number; code?: string },
+	) {
+		super(`reply error ${code} (${data.kind})`);
+	}
+}
+
+/** A request from the daemon, answered while the call is open; `signal` aborts when the call ends. */
+export type RequestHandler = (method: string, params: unknown, signal: AbortSignal) => Promise<unknown>;
+
 export interface CallOptions {
 	socketPath: string;
 	timeoutMs: number;
 	signal?: AbortSignal;
+	/** Answers daemon requests (e.g. `model.complete`) on this call's socket; without it they get -32601. */
+	onRequest?: RequestHandler;
 }
 
 /** Replies larger than this without a newline are treated as a broken daemon, not buffered forever. */
@@ -67,12 +88,14 @@ export function call(method: string, params: object, opts: CallOptions): Promise
 			opts.timeoutMs,
 		);
 		const onAbort = () => finish(new AbortedError("compaction aborted by pi (event.signal)"));
+		const served = new AbortController(); // aborts onRequest work (a model call) once this call ends
 
 		function finish(err: Error | undefined, value?: unknown): void {
 			if (settled) return;
 			settled = true;
 			clearTimeout(timer);
 			signal?.removeEventListener("abort", onAbort);
+			served.abort();
 			// destroy(), not end(): the daemon must see the connection go away at once to cancel the pass.
 			sock.destroy();
 			if (err) reject(err);
@@ -91,12 +114,8 @@ export function call(method: string, params: object, opts: CallOptions): Promise
 			}
 			const m = msg as Record<string, unknown>;
 			if (typeof m.method === "string") {
-				// A request from the daemon (e.g. the optional model.complete): this shim offers none, so say so
-				// instead of leaving the daemon waiting. Notifications (no id) are ignored.
-				if ("id" in m && !settled) {
-					const reply = { jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "method not found" } };
-					sock.write(`${JSON.stringify(reply)}\n`);
-				}
+				// A request from the daemon (the optional model.complete). Notifications (no id) are ignored.
+				if ("id" in m && !settled) answerDaemon(m.id, m.method, m.params);
 				return;
 			}
 			if (m.id !== id && !(m.id === null && m.error)) return; // not ours
@@ -107,6 +126,37 @@ export function call(method: string, params: object, opts: CallOptions): Promise
 			}
 			if (!("result" in m)) return finish(new ProtocolError(`reply to ${method} has neither result nor error`));
 			finish(undefined, m.result);
+		}
+
+		/** Answer one daemon request on this socket; never throws, and writes nothing once the call has ended. */
+		function answerDaemon(requestId: unknown, requestMethod: string, params: unknown): void {
+			const reply = (body: object) => {
+				if (settled) return;
+				let line: string;
+				try {
+					line = JSON.stringify({ jsonrpc: "2.0", id: requestId, ...body });
+				} catch {
+					line = JSON.stringify({ jsonrpc: "2.0", id: requestId, error: { code: -32603, message: "internal error" } });
+				}
+				sock.write(`${line}\n`);
+			};
+			if (!opts.onRequest) return reply({ error: { code: -32601, message: "method not found" } });
+			let pending: Promise<unknown>;
+			try {
+				pending = opts.onRequest(requestMethod, params, served.signal);
+			} catch (err) {
+				pending = Promise.reject(err);
+			}
+			pending.then(
+				(result) => reply({ result: result ?? null }),
+				(err: unknown) =>
+					reply({
+						error:
+							err instanceof ReplyError
+								? { code: err.code, message: "request failed", data: err.data }
+								: { code: -32603, message: "internal error" },
+					}),
+			);
 		}
 
 		if (signal?.aborted) return onAbort();

@@ -26,6 +26,8 @@ export interface ModelFacts {
 	reasoning: boolean | null;
 	contextWindow: number | null;
 	maxTokens: number | null;
+	compat: Record<string, unknown> | null; // pi's per-model capability flags, as models.json gave them
+	thinkingLevelMap: Record<string, string | null> | null; // pi level → the model's value; null = unsupported
 }
 
 export interface SessionFacts {
@@ -74,7 +76,17 @@ export function standsDown(env: NodeJS.ProcessEnv = process.env): boolean {
 	return v !== "" && v !== "state";
 }
 
-function modelFacts(model: ExtensionContext["model"]): ModelFacts | null {
+/** Only string or null values: pi maps a thinking level to the model's own word, or null where it has none. */
+function levelMap(v: unknown): Record<string, string | null> | null {
+	if (!isObj(v)) return null;
+	const out: Record<string, string | null> = {};
+	for (const [level, value] of Object.entries(v)) {
+		if (typeof value === "string" || value === null) out[level] = value;
+	}
+	return out;
+}
+
+export function modelFacts(model: ExtensionContext["model"]): ModelFacts | null {
 	if (!model || typeof model.provider !== "string" || typeof model.id !== "string") return null;
 	return {
 		provider: model.provider,
@@ -84,6 +96,8 @@ function modelFacts(model: ExtensionContext["model"]): ModelFacts | null {
 		reasoning: typeof model.reasoning === "boolean" ? model.reasoning : null,
 		contextWindow: int(model.contextWindow),
 		maxTokens: int(model.maxTokens),
+		compat: isObj(model.compat) ? { ...model.compat } : null,
+		thinkingLevelMap: levelMap((model as { thinkingLevelMap?: unknown }).thinkingLevelMap),
 	};
 }
 
@@ -114,7 +128,11 @@ const sortedArray = (s: Iterable<string> | undefined): string[] => [...(s ?? [])
  * CompactParams. `reason` is null: pi 0.73.1 passes the reason ("manual" | "threshold" | "overflow") only to its
  * own compaction_start/compaction_end session events, which extensions never receive.
  */
-export function compactParams(event: SessionBeforeCompactEvent, session: SessionFacts): object {
+export function compactParams(
+	event: SessionBeforeCompactEvent,
+	session: SessionFacts,
+	models: { credentials: object | null; summarizer: object | null } = { credentials: null, summarizer: null },
+): object {
 	const p = event.preparation;
 	return {
 		session,
@@ -135,6 +153,9 @@ export function compactParams(event: SessionBeforeCompactEvent, session: Session
 			},
 		},
 		branchEntries: event.branchEntries ?? [],
+		// PASS-22: resolved with pi's registry for this pass only (lib/models.ts)
+		credentials: models.credentials,
+		summarizer: models.summarizer,
 	};
 }
 

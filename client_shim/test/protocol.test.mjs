@@ -21,17 +21,18 @@ const factory = await loadShim();
 
 const ALLOWED = {
 	session: ["cwd", "sessionId", "sessionFile", "agentDir", "piVersion", "model", "thinkingLevel", "env"],
-	model: ["provider", "id", "api", "baseUrl", "reasoning", "contextWindow", "maxTokens"],
+	model: ["provider", "id", "api", "baseUrl", "reasoning", "contextWindow", "maxTokens", "compat", "thinkingLevelMap"],
 	env: ["PI_COMPACTOR", "PI_COMPACT_STATE_DEBUG", "PI_COMPACT_STATE_DEBUG_EXCERPTS", "PI_COMPACT_STATE_DEBUG_STACK"],
 	hello: ["session", "reason"],
-	compact: ["session", "reason", "customInstructions", "preparation", "branchEntries"],
+	compact: ["session", "reason", "customInstructions", "preparation", "branchEntries", "credentials", "summarizer"],
+	route: ["session"],
 	preparation: ["firstKeptEntryId", "messagesToSummarize", "turnPrefixMessages", "isSplitTurn", "tokensBefore", "previousSummary", "fileOps"],
 	fileOps: ["read", "written", "edited"],
 	compacted: ["session", "compactionEntryId", "fromExtension", "passId", "span", "reason", "summaryChars", "tokensBefore"],
 	compact_failed: ["session", "reason", "passId", "span"],
 	incident: ["session", "kind", "reason", "span", "passId", "errorClass", "error"],
 };
-const MODELS = { hello: "HelloParams", compact: "CompactParams", compacted: "CompactedParams", compact_failed: "CompactFailedParams", incident: "IncidentParams" };
+const MODELS = { hello: "HelloParams", route: "RouteParams", compact: "CompactParams", compacted: "CompactedParams", compact_failed: "CompactFailedParams", incident: "IncidentParams" };
 
 function assertKeys(obj, allowed, where) {
 	for (const k of Object.keys(obj)) assert.ok(allowed.includes(k), `${where}: unexpected field ${k}`);
@@ -107,7 +108,7 @@ const requests = await collectRequests();
 
 test("the flow exercised every method the shim sends", () => {
 	const methods = new Set(requests.map((r) => r.method));
-	assert.deepEqual([...methods].sort(), ["compact", "compacted", "hello", "incident"]);
+	assert.deepEqual([...methods].sort(), ["compact", "compacted", "hello", "incident", "route"]);
 	const kinds = new Set(requests.filter((r) => r.method === "incident").map((r) => r.params.kind));
 	assert.deepEqual([...kinds].sort(), ["aborted", "compaction-line-failed", "fallback", "span-record-failed"]);
 });

@@ -65,6 +65,8 @@ test("session_start sends hello lazily with the session facts", async () => {
 				reasoning: false,
 				contextWindow: 32000,
 				maxTokens: 4096,
+				compat: null,
+				thinkingLevelMap: null,
 			},
 			thinkingLevel: "medium",
 			env: { PI_COMPACT_STATE_DEBUG: "1" },

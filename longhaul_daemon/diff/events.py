@@ -1,9 +1,9 @@
 """The shapes that carry one chunk's verified answer from the verifiers to Close, so both sides agree on them.
 
 The Diff stage asks a model, :mod:`longhaul_daemon.diff.verify` turns a parsed answer into an
-:class:`Evaluation` (accepted events, format defects, questions), and :mod:`longhaul_daemon.diff.apply` numbers
-the accepted events into the State at Close (PASS-5). Everything here is plain frozen data: no model text
-reaches the State except through these fields, and each was checked by code before it was built.
+:class:`Evaluation` (accepted events, format defects, questions), and :mod:`longhaul_daemon.diff.apply`
+numbers the accepted events into the State at Close (PASS-5). Everything here is plain frozen data: no model
+text reaches the State except through these fields, and each was checked by code before it was built.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ class NewRule:
 class LiftEvent:
     """One withdrawal that passed every store check (LIFT-1..LIFT-8).
 
-    ``target`` is the rule's id as the chunk knew it: ``R<n>`` for a rule already in the state, or the ``u<n>``
-    of a rule new in this pass. ``replacing`` is the ``u<n>`` of the new rule the same message gave (a
-    ``rule and lifts`` label), kept so the state can name the replacing rule (LABEL-14).
+    ``target`` is the rule's id as the chunk knew it: ``R<n>`` for a rule already in the state, or the
+    ``u<n>`` of a rule new in this pass. ``replacing`` is the ``u<n>`` of the new rule the same message gave
+    (a ``rule and lifts`` label), kept so the state can name the replacing rule (LABEL-14).
     """
 
     target: str
@@ -100,16 +100,19 @@ class ChunkEvents:
 class Question:
     """A question for the one extra call of a chunk (LIFT-7, LIFT-10, FAIL-5).
 
-    ``kind`` ``"rule-lift"``: ``msg`` is labeled ``rule`` and may replace ``target``; the only reply that changes
-    anything is ``rule and lifts <target>``. ``kind`` ``"replaced"``: ``msg`` lifts a rule a narrowing already
-    replaced, ``target`` is that narrowing; only ``lifts <target>`` changes anything. ``text`` is the whole
-    question as sent (LIFT-12), never cut (LIFT-13).
+    ``kind`` ``"rule-lift"``: ``msg`` is labeled ``rule`` and may replace ``target``; the only reply that
+    changes anything is ``rule and lifts <target>``. ``kind`` ``"replaced"``: ``msg`` lifts a rule a narrowing
+    already replaced, ``target`` is that narrowing; only ``lifts <target>`` changes anything. ``text`` is the
+    whole question as sent (LIFT-12), never cut (LIFT-13).
     """
 
     msg: str
     target: str
     kind: Literal["rule-lift", "replaced"]
     text: str
+    # The reply label the question offers beyond the kind's own form: a ``rule and lifts`` label asked
+    # about a replaced target is offered ``rule and lifts <target>`` as well as ``lifts <target>``.
+    answer_label: str | None = None
 
 
 @dataclass(frozen=True)

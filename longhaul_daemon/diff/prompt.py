@@ -125,7 +125,7 @@ def _result_text(message: Message) -> str:
     return "\n".join(b.text if isinstance(b, TextBlock) else "[image]" for b in blocks)
 
 
-def _serialize(item: SpanMessage, ids: _LedgerIds) -> list[str]:
+def _serialize(item: SpanMessage, ids: _LedgerIds, edge: int = TOOL_RESULT_EDGE) -> list[str]:
     message = parse_message(item.message)
     if message is None:
         return []
@@ -138,7 +138,7 @@ def _serialize(item: SpanMessage, ids: _LedgerIds) -> list[str]:
         for call in message.tool_calls:
             args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items())
             cid = _tag(ids, "call", call.id, "C")
-            lines.append(f"[Tool call{cid}]: {clean(_edges(f'{call.name}({args})'))}")
+            lines.append(f"[Tool call{cid}]: {clean(_edges(f'{call.name}({args})', edge))}")
         if message.stopReason == "error":
             eid = _tag(ids, "entry", item.entry_id, "E")
             lines.append(f"[Assistant error{eid}]: {clean(message.errorMessage or 'error')}")
@@ -147,7 +147,7 @@ def _serialize(item: SpanMessage, ids: _LedgerIds) -> list[str]:
         ledger = _tag(ids, "call", message.toolCallId)
         error = ", error" if message.isError else ""
         head = f"[Tool result {message.toolName or 'unknown'}{error}{ledger}]"
-        return [f"{head}: {clean(_edges(_result_text(message)))}"]
+        return [f"{head}: {clean(_edges(_result_text(message), edge))}"]
     if role == "bashExecution":
         if message.excludeFromContext:
             return []  # LEDGER-3: a !! command the agent never saw
@@ -155,12 +155,12 @@ def _serialize(item: SpanMessage, ids: _LedgerIds) -> list[str]:
         exit_text = "cancelled" if message.cancelled else f"exit {message.exitCode}"
         return [
             f"[User ran{ledger}]: !{clean(message.command or '')}",
-            f"[Command output, {exit_text}]: {clean(_edges(message.output or ''))}",
+            f"[Command output, {exit_text}]: {clean(_edges(message.output or '', edge))}",
         ]
     if role in ("branchSummary", "compactionSummary"):
-        return [f"[Earlier summary]: {clean(_edges(message.summary or message.text))}"]
+        return [f"[Earlier summary]: {clean(_edges(message.summary or message.text, edge))}"]
     name = f"{role} {message.customType}" if message.customType else role
-    return [f"[{clean(name)}]: {clean(_edges(message.text))}"]
+    return [f"[{clean(name)}]: {clean(_edges(message.text, edge))}"]
 
 
 def _newest(items: Sequence[str], limit: int, what: str) -> list[str]:
@@ -224,12 +224,14 @@ def build_prompt(
     errors: Sequence[ErrorEntry] | None = None,
     remembered: Sequence[Note] = (),
     focus: str | None = None,
+    tool_edge: int = TOOL_RESULT_EDGE,
 ) -> Prompt:
     """The system and user prompt for one chunk (DIFF-7..12).
 
     ``commands``/``errors`` are the ledger after this span's Ledger step (the state's when None); ``carried``
     are the messages carried from earlier spans, listed whole before the span (DIFF-8); ``focus`` is the
-    ``/compact`` custom instructions (DIFF-12).
+    ``/compact`` custom instructions (DIFF-12); ``tool_edge`` how much of each end of a long tool result
+    stays (DIFF-2: cut harder when a span would not fit four chunks).
     """
     commands = state.commands if commands is None else commands
     errors = state.errors if errors is None else errors
@@ -240,7 +242,7 @@ def build_prompt(
         if m.role == "user" and m.user_id is not None and m.user_id not in carried_ids
     ]
     ledger_ids = _ids(commands, errors)
-    conversation = [line for m in span for line in _serialize(m, ledger_ids)]
+    conversation = [line for m in span for line in _serialize(m, ledger_ids, tool_edge)]
     state_text = "\n".join(_state_lines(state, commands, errors, remembered))
     digest = hashlib.sha256()
     for part in [

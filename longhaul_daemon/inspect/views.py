@@ -15,6 +15,7 @@ from typing import Any
 from longhaul_daemon.inspect.session_file import Transcript
 from longhaul_daemon.inspect.spans import CompactionRow
 from longhaul_daemon.state.fold import FoldResult
+from longhaul_daemon.state.model import Rule
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.state.sanitize import is_safe_char, sanitize, sanitize_line
 
@@ -100,6 +101,12 @@ def _who(row: CompactionRow) -> str:
     return "a compaction by another compactor"
 
 
+def _lifted_line(rule: Rule) -> str:
+    by = f", lifted by {_id(rule.liftedBy)}" if rule.liftedBy else ""
+    replaced = f", replaced by {_id(rule.replacedBy)}" if rule.replacedBy else ""
+    return f'- {_id(rule.id)} "{_text(rule.words, 1000)}" ({_id(rule.message)}){by}{replaced}'
+
+
 def state_text(folded: FoldResult, rows: list[CompactionRow]) -> str:
     """INSPECT-2, INSPECT-9: foreign compactions by id, then the state rendered as in the summary."""
     lines: list[str] = [
@@ -118,6 +125,9 @@ def state_text(folded: FoldResult, rows: list[CompactionRow]) -> str:
     base = next((s for s in folded.spans if s.span == state.span), None)
     pass_id = base.pass_id if base is not None and base.pass_id else "none"
     text = ("\n".join(lines) + "\n\n" if lines else "") + render_summary(state, pass_id=pass_id)
+    lifted = [_lifted_line(rule) for rule in state.rules if rule.lifted]
+    if lifted:  # LABEL-14: the summary leaves lifted rules out; the inspector shows who lifted them
+        text += "\nLifted rules:\n" + "\n".join(lifted) + "\n"
     if folded.remembered:
         notes = "\n".join(f"- {_text(n.text)}" for n in folded.remembered)
         text += f"\nNotes remembered since span {state.span}, for the next pass:\n{notes}\n"

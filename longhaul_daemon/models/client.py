@@ -1,15 +1,16 @@
 """``complete()``: one model call with provider choice, retries, budget, concurrency limit and a trace.
 
 The pass calls this and nothing below it. It never logs or raises text from the prompt, the reply or the
-provider's error message, and the API key travels only inside the request object.
+provider's error message, and the API key travels only inside the request object. A call the daemon cannot or
+is told not to make itself goes to the shim as ``model.complete`` (:mod:`.via_pi`), under the same policy.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import structlog
@@ -22,8 +23,9 @@ from longhaul_daemon.models.providers import PROVIDERS, Provider
 from longhaul_daemon.models.request import ModelRequest
 from longhaul_daemon.models.result import CallTrace, CompletionResult
 from longhaul_daemon.models.retry import MAX_ATTEMPTS, run_with_retries
+from longhaul_daemon.models.via_pi import PiPeer, exchange_via_pi, recorded_reasoning
 
-__all__ = ["complete", "provider_for"]
+__all__ = ["complete", "goes_through_pi", "provider_for"]
 
 
 def _log() -> Any:
@@ -42,6 +44,11 @@ def provider_for(api: str | None) -> Provider:
     return provider
 
 
+def goes_through_pi(api: str | None, *, peer: PiPeer | None, via_pi_apis: Collection[str] = ()) -> bool:
+    """Whether a call on ``api`` goes to the shim: only with a peer, and when told to or the daemon cannot."""
+    return peer is not None and (api in via_pi_apis or (api or "") not in PROVIDERS)
+
+
 async def complete(
     request: ModelRequest,
     *,
@@ -52,22 +59,43 @@ async def complete(
     max_attempts: int = MAX_ATTEMPTS,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     rand: Callable[[], float] = random.random,
+    peer: PiPeer | None = None,
+    via_pi_apis: Collection[str] = (),
 ) -> CompletionResult:
     """Call the model of ``request`` until it answers, fails fatally, or the budget or attempts run out.
 
     Raises a ``ModelCallError`` subclass when it gives up (``UnsupportedApi`` before any I/O). A reply cut at
     the output limit is returned, not raised (``stop_reason == "length"``). ``on_trace`` gets one
     ``CallTrace`` per call, also on failure and cancellation.
+
+    With ``peer`` (the shim of the pass's connection), an api in ``via_pi_apis`` or one the daemon does not
+    speak goes through pi (PASS-22); without one, an api the daemon does not speak raises ``UnsupportedApi``.
     """
     target = request.target
-    provider = provider_for(target.api)
-    call, reasoning = provider.prepare(request)
+    exchange: Callable[[], Awaitable[CompletionResult]]
+    via: Literal["daemon", "pi"]
+    if peer is not None and goes_through_pi(target.api, peer=peer, via_pi_apis=via_pi_apis):
+        api, reasoning, via = target.api or "none", recorded_reasoning(request), "pi"
+        pi_peer = peer
+
+        def exchange() -> Awaitable[CompletionResult]:
+            return exchange_via_pi(pi_peer, request)
+
+    else:
+        provider = provider_for(target.api)
+        call, reasoning = provider.prepare(request)
+        api, via = provider.api, "daemon"
+
+        def exchange() -> Awaitable[CompletionResult]:
+            return _exchange(client, provider, call)
+
     trace = CallTrace(
         kind=request.kind,
-        api=provider.api,
+        api=api,
         model=f"{target.provider}/{target.model_id}",
         output_budget=request.max_output_tokens,
         reasoning=reasoning,
+        via=via,
     )
     limiter = limits.limiter(target.limit_key) if limits is not None else None
     started = budget.now()
@@ -78,10 +106,10 @@ async def complete(
         try:
             with budget.scope():
                 if limiter is None:
-                    result = await _exchange(client, provider, call)
+                    result = await exchange()
                 else:
                     async with limiter:
-                        result = await _exchange(client, provider, call)
+                        result = await exchange()
         except TimeoutError:
             raise BudgetExceeded() from None
         if result is None:  # fail_after raises rather than swallows; this satisfies the type checker
@@ -94,7 +122,8 @@ async def complete(
         error.redact(secrets)
         _log().info(
             "model_call_attempt_failed",
-            api=provider.api,
+            api=api,
+            via=via,
             attempt=number,
             error=type(error).__name__,
             status=error.status,

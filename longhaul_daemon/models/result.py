@@ -134,6 +134,7 @@ class CallTrace:
     stop_reason: StopReason | None = None
     error: str | None = None
     error_code: str | None = None
+    via: Literal["daemon", "pi"] = "daemon"  # "pi": made by the shim with pi's own code (``model.complete``)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form the ``compaction`` record's ``narrative`` fields are built from (LOG-17)."""
@@ -150,4 +151,5 @@ class CallTrace:
             "stopReason": self.stop_reason,
             "error": self.error,
             "errorCode": self.error_code,
+            "via": self.via,
         }

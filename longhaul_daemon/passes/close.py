@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from longhaul_daemon.diff.apply import apply_events
+from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, Note, State, WorkLogLine, World
 
@@ -77,17 +79,22 @@ def close_span(
     pass_id: str,
     remembered: Sequence[Note] = (),
     narrative: str | None = None,
+    events: Sequence[ChunkEvents] = (),
 ) -> State:
     """The State after this span closed; ``state`` (the folded one) is left untouched.
 
     ``user_ids`` are the span's user-message ids (``u<n>``) in message order; ``read_files`` and
     ``modified_files`` are already merged with :func:`merge_file_lists`. A ``whole`` or ``chunk-missing``
     close needs the Diff's ``narrative``; a ``narrative-less`` one needs a ``reason`` code (FAIL-10).
+    ``events`` are the verified chunks' accepted events (:mod:`longhaul_daemon.diff.apply`), numbered after
+    the remembered notes; a narrative-less or empty close takes none, since no chunk verified (FAIL-10).
     """
     if closed_as in ("whole", "chunk-missing") and not narrative:
         raise ValueError(f"a {closed_as} close needs a narrative line")
     if closed_as == "narrative-less" and not reason:
         raise ValueError("a narrative-less close needs a reason code")
+    if closed_as in ("narrative-less", "empty") and events:
+        raise ValueError(f"a {closed_as} close takes no Diff events")
     new = state.model_copy(deep=True)
     new.stateFormat = STATE_FORMAT
     new.span = state.span + 1  # PASS-16: one number per Longhaul compaction along the branch
@@ -105,6 +112,7 @@ def close_span(
     for note in remembered:
         new.seq += 1
         new.notes.append(Note(text=note.text, seq=new.seq, entryId=note.entryId))
+    new = apply_events(new, events, span=new.span)
 
     if closed_as == "whole":
         new.carried = []  # every message up to here was judged (FAIL-11: no further back than a whole span)

@@ -1,32 +1,52 @@
-"""Run one pass for a ``compact`` request: Fold, Ledger and World, then Close and render (PASS-2, PASS-3).
+"""Run one pass for a ``compact`` request: Fold, Ledger and World, the Diff, then Close and render (PASS-2).
 
-This is the only entry the RPC layer calls for ``compact``. Every step but the World snapshot is pure; the
-pure steps run in a worker thread while git runs, so a long transcript never stalls the daemon's other
-sessions (PASS-21), and Close starts only after all of them have finished (PASS-2). The Diff stage slots in
-at :func:`_diff`: until it exists the pass closes the span narrative-less with reason ``no-model-call``
-(FAIL-10), or as empty when the span holds no messages (PASS-17).
+This is the only entry the RPC layer calls for ``compact``. Every step but the World snapshot and the model
+calls is pure; the pure steps run in a worker thread while git runs, so a long transcript never stalls the
+daemon's other sessions (PASS-21), and Close starts only after all of them have finished (PASS-2). The Diff
+(:mod:`longhaul_daemon.diff.stage`) gets the routed model under the pass's budget; when it cannot verify
+anything the span closes narrative-less (FAIL-10), and an empty span closes without a call (PASS-17).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
+from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
+from longhaul_daemon.diff.events import ChunkEvents
+from longhaul_daemon.diff.prompt import OfferedMessage
+from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
+from longhaul_daemon.diff.turns import carried_messages
+from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.http import make_client
+from longhaul_daemon.models.routing import RoutePlan, plan_routes
 from longhaul_daemon.passes.close import close_span, merge_file_lists
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
+from longhaul_daemon.passes.model_calls import PassModel, context_windows
 from longhaul_daemon.passes.world import take_world
-from longhaul_daemon.protocol import AfterEntries, Compaction, CompactParams, CompactResult
+from longhaul_daemon.protocol import (
+    AfterEntries,
+    Compaction,
+    CompactParams,
+    CompactResult,
+    PassDiagnostics,
+    RouteChoice,
+)
+from longhaul_daemon.server.peer import current_peer
+from longhaul_daemon.settings import Settings, load_settings
 from longhaul_daemon.state.fold import COMPACTOR, FoldResult, fold
 from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, State, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span
 
-__all__ = ["NO_MODEL_CALL", "SPAN_RECORD_VERSION", "run_pass"]
+__all__ = ["NO_MODEL", "SPAN_RECORD_VERSION", "diff_budget_s", "run_pass"]
 
-NO_MODEL_CALL = "no-model-call"  # FAIL-10 reason code: no Diff was attempted
+NO_MODEL = "no-model"  # FAIL-10 reason code: neither a summarizer route nor a session model to call
 SPAN_RECORD_VERSION = 1  # FORMAT-5
 LINE_VERSION = 1  # FORMAT-8
 
@@ -39,6 +59,7 @@ class _Prepared:
     span: list[SpanMessage]
     user_ids: list[str]
     ledger: LedgerResult
+    carried: list[OfferedMessage]
 
 
 @dataclass(frozen=True)
@@ -48,8 +69,11 @@ class _DiffOutcome:
     closed_as: ClosedAs
     reason: str | None
     narrative: str | None = None
+    events: tuple[ChunkEvents, ...] = ()
     calls: int = 0
     tokens: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+    route: RouteChoice = field(default_factory=RouteChoice)
 
 
 def _prepare(params: CompactParams) -> _Prepared:
@@ -63,14 +87,69 @@ def _prepare(params: CompactParams) -> _Prepared:
         folded.state, unseen + span, folded.state.span + 1
     )  # LEDGER-5: counters from the fold
     user_ids = list(dict.fromkeys(m.user_id for m in span if m.user_id is not None))
-    return _Prepared(folded=folded, span=span, user_ids=user_ids, ledger=ledger)
+    carried = carried_messages(branch, folded.state.carried, span)  # FAIL-11: offered whole, first
+    return _Prepared(folded=folded, span=span, user_ids=user_ids, ledger=ledger, carried=carried)
 
 
-async def _diff(prepared: _Prepared) -> _DiffOutcome:
-    """The Diff stage. No model is called yet, so a span with messages closes narrative-less (FAIL-10)."""
+def diff_budget_s(pass_budget_s: float) -> float:
+    """The Diff's share of the pass budget: what is left once Close and the reply are provided for, so a
+    model that runs out the clock still leaves time to close narrative-less instead of falling back."""
+    return max(0.1, pass_budget_s - min(15.0, pass_budget_s * 0.2))
+
+
+def _stats_without_model(result: DiffResult) -> dict[str, Any]:
+    return {"kind": result.closed_as, "reason": result.reason, "calls": 0, "accepted": 0, "dropped": 0}
+
+
+async def _diff(
+    prepared: _Prepared, params: CompactParams, settings: Settings, access: ModelAccess, budget: Budget
+) -> _DiffOutcome:
+    """The Diff stage over the routed model (DIFF-20), under the pass's budget."""
+    plan: RoutePlan = plan_routes(params, settings)
+    inputs = DiffInputs(
+        state=prepared.folded.state,
+        span=prepared.span,
+        commands=prepared.ledger.commands,
+        errors=prepared.ledger.errors,
+        carried=prepared.carried,
+        remembered=prepared.folded.remembered,
+        focus=params.customInstructions,
+        retry_note_chars=settings.retryNoteChars,
+    )
     if not prepared.span:
-        return _DiffOutcome(closed_as="empty", reason=None)  # PASS-17: nothing to ask a model about
-    return _DiffOutcome(closed_as="narrative-less", reason=NO_MODEL_CALL)
+        return _DiffOutcome(closed_as="empty", reason=None, route=RouteChoice(configured=plan.configured))
+    if not plan.candidates:
+        no_model = DiffResult(closed_as="narrative-less", reason=NO_MODEL)
+        return _DiffOutcome(
+            closed_as="narrative-less",
+            reason=NO_MODEL,
+            stats=_stats_without_model(no_model),
+            route=RouteChoice(configured=plan.configured, used=None, why=plan.why),
+        )
+    windows = context_windows(
+        [(params.summarizer.spec, params.summarizer.model.contextWindow)]
+        if params.summarizer is not None and params.summarizer.model is not None
+        else []
+    )
+    if params.session.model is not None:
+        windows.setdefault(params.session.model.spec, params.session.model.contextWindow)
+    started = time.monotonic()
+    async with make_client() as client:
+        model = PassModel(
+            plan, budget=budget, client=client, access=access, context_windows=windows, peer=current_peer()
+        )
+        result = await run_diff(inputs, model)
+    diff_ms = round((time.monotonic() - started) * 1000)
+    return _DiffOutcome(
+        closed_as=result.closed_as,
+        reason=result.reason,
+        narrative=result.narrative,
+        events=result.chunks,
+        calls=len(model.traces),
+        tokens=model.tokens(),
+        stats=model.narrative_stats(result, diff_ms),
+        route=RouteChoice(configured=plan.configured, used=model.used, why=model.why),
+    )
 
 
 def _plural(count: int, word: str) -> str:
@@ -115,8 +194,16 @@ def _span_record(
     }
 
 
-async def run_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
+async def run_pass(
+    params: CompactParams,
+    *,
+    pass_id: str,
+    access: ModelAccess | None = None,
+    pass_budget_s: float = DEFAULT_PASS_BUDGET_S,
+) -> CompactResult:
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation."""
+    budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
+    settings = load_settings(params.session.agentDir, params.session.cwd)  # CONFIG-5: re-read every pass
     worlds: list[World] = []
 
     async def snapshot() -> None:
@@ -127,7 +214,7 @@ async def run_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
         prepared = await anyio.to_thread.run_sync(_prepare, params)
     world = worlds[0]
 
-    outcome = await _diff(prepared)
+    outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget)
 
     before = prepared.folded.state
     ops = params.preparation.fileOps
@@ -146,6 +233,7 @@ async def run_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
         pass_id=pass_id,
         remembered=prepared.folded.remembered,
         narrative=outcome.narrative,
+        events=outcome.events,
     )
     # PASS-7: the summary is the rendered state and nothing else; the pass id makes it unique (PASS-9).
     summary = render_summary(after, pass_id=pass_id)
@@ -171,4 +259,5 @@ async def run_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
             line={"v": LINE_VERSION, "span": after.span, "calls": outcome.calls, "tokens": outcome.tokens},
         ),
         notice=_notice(after.span, outcome, len(after.carried)),
+        diagnostics=PassDiagnostics(narrative=outcome.stats, route=outcome.route),
     )

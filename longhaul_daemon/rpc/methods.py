@@ -21,6 +21,8 @@ import structlog
 from longhaul_daemon import __version__
 from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S, choose_compactor
 from longhaul_daemon.errors import Busy
+from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.ops.status_view import RouteHealthBook, known_log_files
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
@@ -35,6 +37,8 @@ from longhaul_daemon.protocol import (
     PassCounts,
     ReportParams,
     ReportResult,
+    RouteParams,
+    RouteResult,
     StatusParams,
     StatusResult,
 )
@@ -54,11 +58,17 @@ _SAFETY_MARGIN_S = 5.0  # the outer -32001 net sits this far behind the pass bud
 _MAX_CODE_LEN = 64
 
 
-async def _default_run_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
+async def _default_run_pass(
+    params: CompactParams, *, pass_id: str, services: Services | None = None
+) -> CompactResult:
     """The real pass, imported on first use so the RPC layer loads even where the pass is absent or broken."""
     from longhaul_daemon.passes.run import run_pass
 
-    return await run_pass(params, pass_id=pass_id)
+    if services is None:
+        return await run_pass(params, pass_id=pass_id)
+    return await run_pass(
+        params, pass_id=pass_id, access=services.model_access(), pass_budget_s=services.pass_budget_s
+    )
 
 
 def new_pass_id() -> str:
@@ -81,6 +91,16 @@ class Services:
     passes_in_flight: int = 0
     recorder: Recorder = field(default_factory=Recorder)  # the record log (LOG-16..LOG-24)
     route_health: RouteHealthBook = field(default_factory=RouteHealthBook)  # model calls, for status
+    via_pi_apis: frozenset[str] = frozenset()  # apis whose calls go through the shim (serve --via-pi)
+    provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
+
+    def model_access(self) -> ModelAccess:
+        """What a pass needs to call models; shared limits and health, so status sees every pass's calls."""
+        return ModelAccess(
+            limits=self.provider_limits,
+            health=self.route_health,
+            via_pi_apis=frozenset(getattr(self, "via_pi_apis", frozenset())),
+        )
 
     def status(self) -> StatusResult:
         return StatusResult(
@@ -133,7 +153,10 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
     try:
         started = time.monotonic()
         with anyio.move_on_after(services.pass_budget_s):
-            result = await services.run_pass(params, pass_id=pass_id)
+            if services.run_pass is _default_run_pass:
+                result = await _default_run_pass(params, pass_id=pass_id, services=services)
+            else:
+                result = await services.run_pass(params, pass_id=pass_id)
             services.count_result(result)
             log.info("pass_finished", span=result.span, fallback=_code(result.fallback))
             services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))
@@ -228,9 +251,15 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
     async def report(params: ReportParams) -> ReportResult:
         return await report_for_session(params.session)  # REPORT-1, REPORT-5: reads the log, no model call
 
+    @rpc("route", RouteParams)
+    async def route(params: RouteParams) -> RouteResult:
+        # CONFIG-5/8: read again for every pass, so the shim resolves the spec that this pass will plan with.
+        settings = load_settings(params.session.agentDir, params.session.cwd)
+        return RouteResult(summarizer=settings.summarizer)
+
     @rpc("status", StatusParams)
     async def status(params: StatusParams) -> StatusResult:
         return services.status()
 
-    table = (hello, compact, compacted, compact_failed, incident, report, status)
+    table = (hello, compact, compacted, compact_failed, incident, report, route, status)
     return {**{method.name: method for method in table}, **build_tool_methods(services)}

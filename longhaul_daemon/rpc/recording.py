@@ -25,6 +25,7 @@ from longhaul_daemon.protocol import (
     CompactResult,
     HelloParams,
     IncidentParams,
+    PassDiagnostics,
     ReportResult,
     SessionFacts,
 )
@@ -88,22 +89,36 @@ def cap_fit(state: object) -> dict[str, object]:
     return {"fit": cut == 0, "cut": cut}
 
 
-def _narrative(span_record: Mapping[str, Any], line: Mapping[str, Any]) -> dict[str, object]:
-    """DIFF-18's narrative block: how the span closed and what the model calls cost (none before the Diff)."""
+def _narrative(
+    span_record: Mapping[str, Any], line: Mapping[str, Any], diagnostics: PassDiagnostics | None
+) -> dict[str, object]:
+    """LOG-17's narrative block: how the span closed and what the model calls cost, as counts (FAIL-17).
+
+    The pass reports its own numbers in ``diagnostics``; a pass that sent none (a test seam, an older pass)
+    is described from its span record and line.
+    """
+    if diagnostics is not None and diagnostics.narrative:
+        return dict(diagnostics.narrative)
     narrative = span_record.get("narrative")
-    calls = _int(line.get("calls")) or 0
-    tokens = _int(line.get("tokens")) or 0
     closed_as = span_record.get("closedAs")
     return {
         "kind": closed_as if isinstance(closed_as, str) else None,
         "reason": span_record.get("reason") if isinstance(span_record.get("reason"), str) else None,
-        "calls": calls,
+        "calls": _int(line.get("calls")) or 0,
         "accepted": 1 if isinstance(narrative, str) and narrative else 0,
         "dropped": 0,
-        "usage": {"tokens": tokens},
+        "usage": {"tokens": _int(line.get("tokens")) or 0},
         "timings": {},
         "reasoning": None,
     }
+
+
+def _route(params: CompactParams, diagnostics: PassDiagnostics | None) -> dict[str, object]:
+    """LOG-17's route block: the configured summarizer spec, the model used and why the route was not."""
+    if diagnostics is not None:
+        return diagnostics.route.model_dump()
+    model = params.session.model
+    return {"configured": None, "used": model.spec if model is not None else None, "why": None}
 
 
 def compaction_fields(params: CompactParams, result: CompactResult, duration_ms: int) -> dict[str, object]:
@@ -114,14 +129,13 @@ def compaction_fields(params: CompactParams, result: CompactResult, duration_ms:
     line: Mapping[str, Any] = after.line if after is not None else {}
     state = result.compaction.details.get("state")
     carried = state.get("carried") if isinstance(state, Mapping) else None
-    model = params.session.model
     return {
         "passId": result.passId,
         "span": result.span,
         "tokensBefore": params.preparation.tokensBefore,
         "summaryChars": len(result.compaction.summary),
-        "narrative": _narrative(span_record, line),
-        "route": {"configured": None, "used": model.spec if model is not None else None, "why": None},
+        "narrative": _narrative(span_record, line, result.diagnostics),
+        "route": _route(params, result.diagnostics),
         "capFit": cap_fit(state),
         "world": world_fields(span_record.get("world")),
         "carried": len(carried) if isinstance(carried, list) else 0,

@@ -5,6 +5,11 @@ taken *before* reading the next frame, so a client that floods us fills the kern
 memory. Replies go out under a write lock so lines never interleave. When the client goes away (EOF or reset)
 its in-flight requests are cancelled: that is how the shim cancels a pass. No handler failure ends the
 connection or the daemon.
+
+Once the daemon has sent the shim a request of its own (``model.complete``, :mod:`.peer`), inbound responses
+go to the connection's :class:`~longhaul_daemon.server.peer.ShimPeer`, not the dispatcher. While such a call
+waits, the loop reads even with every slot taken: the reply it waits for must never queue behind the slot its
+own handler holds.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from longhaul_daemon.errors import INVALID_REQUEST
 from longhaul_daemon.rpc import Dispatcher, encode_message, error_response
 from longhaul_daemon.rpc.registry import internal_error
 from longhaul_daemon.server.framing import FrameReader, FrameTooLarge, line
+from longhaul_daemon.server.peer import ShimPeer, bind_peer, response_in
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
 __all__ = ["ConnectionLimits", "RequestTracker", "serve_connection"]
@@ -79,15 +85,17 @@ class _Connection:
         self._requests = requests
         self._write_lock = anyio.Lock()
         self._slots = anyio.Semaphore(limits.max_in_flight)
+        self.peer = ShimPeer(self.write)
 
     async def read_loop(self) -> None:
         reader = FrameReader(self._stream, self._limits.max_frame)
         while True:
-            await self._slots.acquire()
+            holds_slot = await self._slot_or_awaited_reply()
             try:
                 frame = await reader.next_frame()
             except FrameTooLarge as exc:
-                self._slots.release()
+                if holds_slot:
+                    self._slots.release()
                 _log.warning("frame_too_large", max_frame=exc.max_frame)
                 reply = error_response(INVALID_REQUEST, "Frame too large", data={"maxFrame": exc.max_frame})
                 await self.write(encode_message(reply))
@@ -95,12 +103,46 @@ class _Connection:
                     await self._stream.send_eof()
                 return  # requests already running still get their replies
             if frame is None:
-                self._slots.release()
+                if holds_slot:
+                    self._slots.release()
                 if self._has_requests_running():
                     _log.info("client_gone_cancelling")
+                self.peer.close()
                 self._requests.cancel_scope.cancel()
                 return
+            response = response_in(frame) if self.peer.has_sent else None
+            if response is not None:
+                if holds_slot:
+                    self._slots.release()
+                self.peer.deliver(response)
+                continue
+            if not holds_slot:
+                await self._slots.acquire()
             self._requests.start_soon(self._handle, frame)
+
+    async def _slot_or_awaited_reply(self) -> bool:
+        """Take a request slot (True), or return False when none is free and a shim call awaits a reply."""
+        if self._slots.value > 0:
+            self._slots.acquire_nowait()
+            return True
+        if self.peer.awaiting_reply:
+            return False
+        took_slot = False
+        async with anyio.create_task_group() as race:
+
+            async def take_slot() -> None:
+                nonlocal took_slot
+                await self._slots.acquire()
+                took_slot = True
+                race.cancel_scope.cancel()
+
+            async def await_reply() -> None:
+                await self.peer.wait_call_started()
+                race.cancel_scope.cancel()
+
+            race.start_soon(take_slot)
+            race.start_soon(await_reply)
+        return took_slot
 
     def _has_requests_running(self) -> bool:
         return self._slots.value < self._limits.max_in_flight
@@ -153,4 +195,8 @@ async def serve_connection(
         structlog.contextvars.bind_contextvars(conn=connection_id, peer_pid=peer.pid)
         async with anyio.create_task_group() as requests:
             connection = _Connection(BufferedByteStream(stream), dispatcher, tracker, limits, requests)
-            await connection.read_loop()
+            bind_peer(connection.peer)  # handlers start in this context, so current_peer() finds it
+            try:
+                await connection.read_loop()
+            finally:
+                connection.peer.close()

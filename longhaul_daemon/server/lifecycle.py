@@ -53,6 +53,7 @@ class ServeOptions:
     max_frame: int = DEFAULT_MAX_FRAME
     max_in_flight_per_connection: int = MAX_IN_FLIGHT_PER_CONNECTION
     handle_signals: bool = True
+    via_pi_apis: frozenset[str] = frozenset()  # model apis the daemon sends through pi (PASS-22)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ async def run_daemon(
             socket_path=str(opened.path),
             socket_activated=opened.activated,
             pass_budget_s=options.pass_budget_s,
+            via_pi_apis=options.via_pi_apis,
         )
         if run_pass is not None:
             services.run_pass = run_pass

@@ -231,6 +231,7 @@ def _apply(state: State, event: _Event, anomalies: list[Anomaly]) -> None:
         if not rule.lifted:  # a lift already applied is dropped silently (FAIL-18)
             rule.lifted = True
             rule.liftedBy = p.by
+            rule.liftSeq = event.seq  # LIFT-9; replacedBy stays unset: a lift event names no replacing rule
     elif isinstance(p, _ItemPayload):
         item = Item(text=p.text, evidence=list(p.evidence), seq=event.seq, span=span)
         (state.decisions if event.kind == "decision" else state.deadEnds).append(item)

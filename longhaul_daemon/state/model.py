@@ -97,6 +97,8 @@ class Rule(_Model):
     span: int
     lifted: bool = False
     liftedBy: str | None = None  # the u<n> that withdrew it
+    replacedBy: str | None = None  # the R<n> that replaced it, when the withdrawal gave a rule (LABEL-14)
+    liftSeq: int | None = None  # the lift event's sequence number (LIFT-9)
 
 
 class Item(_Model):
@@ -106,6 +108,7 @@ class Item(_Model):
     evidence: list[str] = Field(default_factory=list)
     seq: int
     span: int
+    why: str | None = None  # a decision's reason, as the Diff gave it
 
 
 class Value(_Model):

@@ -103,7 +103,8 @@ def _items(items: Sequence[Item], errors: Sequence[ErrorEntry], *, with_errors: 
     by_id = {e.id: e for e in errors}
     lines: list[str] = []
     for item in shown:
-        lines.append(f"- {sanitize_line(item.text, _FIELD)}{_evidence(item.evidence)}")
+        why = f" (why: {sanitize_line(item.why, _SHORT)})" if item.why else ""
+        lines.append(f"- {sanitize_line(item.text, _FIELD)}{why}{_evidence(item.evidence)}")
         if with_errors:  # LEDGER-8: an error cited by a dead end is rendered with it
             lines.extend(_error_line(by_id[e], "  ") for e in item.evidence if e in by_id)
     return _left_out(older, "items") + lines

@@ -66,15 +66,17 @@ class Daemon:
         except OSError:
             return "<no daemon log>"
 
-    def start(self, env: dict[str, str]) -> None:
-        """Start and wait until the socket answers ``status``; fail loudly with the daemon's output if not."""
+    def start(self, env: dict[str, str], *, extra_args: tuple[str, ...] = ()) -> None:
+        """Start and wait until the socket answers ``status``; fail loudly with the daemon's output if not.
+        ``extra_args`` go after ``serve --socket PATH`` (e.g. ``("--pass-budget", "5")``)."""
         if self.proc is not None and self.proc.poll() is None:
             raise DaemonError("daemon already running")
         self._close_log()
         self._starts += 1
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in _close_log
+        argv = [sys.executable, "-m", "longhaul_daemon", "serve", "--socket", str(self.socket_path)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "longhaul_daemon", "serve", "--socket", str(self.socket_path)],
+            [*argv, *extra_args],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=self._log,

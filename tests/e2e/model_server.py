@@ -8,7 +8,9 @@ session's own model). Every request is classified and recorded so tests can asse
 * ``agent``: pi's agent loop (pi's system prompt, or pi's built-in tools attached). It takes the next
   scripted reply from the queue, else a default: a tool result gets ``TOOL-SEEN: …``, else ``ACK: …``.
 * ``other``: anything else, i.e. the daemon's own model call. It gets a JSON answer in the shape of the
-  Diff answer schema, labelling every ``u<n>`` it finds in the prompt as ``not a rule``.
+  Diff answer schema, labelling every ``u<n>`` it finds in the prompt as ``not a rule``, unless a test set
+  :meth:`ModelServer.on_daemon_call` (see ``diff_script.py``), whose replies may also be an HTTP error status
+  (:func:`http_error`), a reply cut at the output limit (:func:`cut_off`) or a delayed one (:func:`delayed`).
 
 ``[[tokens=N]]`` in the last user message makes the usage report ``prompt_tokens=N`` (drives pi's threshold
 auto-compaction). Streaming answers use the real SSE framing: role/content deltas, tool calls as
@@ -35,6 +37,9 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "RequestKind",
+    "cut_off",
+    "delayed",
+    "http_error",
     "text",
     "tool_call",
     "with_reasoning",
@@ -58,6 +63,11 @@ class Reply:
     arguments: dict[str, Any] = field(default_factory=dict)
     call_id: str | None = None  # filled in by the server, unique per server
     reasoning: str | None = None  # streamed first as ``reasoning_content`` deltas (pi makes a thinking block)
+    finish_reason: str | None = None  # overrides "stop"/"tool_calls"; "length" = cut at the output limit
+    status: int | None = None  # an HTTP error status instead of a completion
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers (e.g. ``retry-after-ms``)
+    error_code: str | None = None  # ``error.code`` in the error body of a ``status`` reply
+    delay_s: float = 0.0  # wait this long before answering (cut short when the server closes)
 
 
 def text(content: str) -> Reply:
@@ -73,6 +83,21 @@ def tool_call(name: str, **arguments: Any) -> Reply:
 def with_reasoning(reasoning: str, reply: Reply) -> Reply:
     """``reply`` preceded by reasoning, e.g. ``with_reasoning("THOUGHT", text("answer"))``."""
     return replace(reply, reasoning=reasoning)
+
+
+def cut_off(content: str) -> Reply:
+    """A text reply that stops with ``finish_reason: "length"``, as when the output budget ran out."""
+    return Reply(content=content, finish_reason="length")
+
+
+def http_error(status: int, *, code: str | None = None, headers: dict[str, str] | None = None) -> Reply:
+    """An HTTP error answer (``{"error": {...}}`` body) instead of a completion, e.g. 500 or 429."""
+    return Reply(status=status, error_code=code, headers=tuple((headers or {}).items()))
+
+
+def delayed(seconds: float, reply: Reply) -> Reply:
+    """``reply``, sent only after ``seconds`` (a slow model); the wait ends early when the server closes."""
+    return replace(reply, delay_s=seconds)
 
 
 @dataclass(frozen=True)
@@ -166,6 +191,8 @@ class ModelServer:
         self._summaries = itertools.count(1)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._daemon_hook: Callable[[dict[str, Any]], Reply | None] | None = None
+        self.closing = threading.Event()  # set by close(): delayed replies stop waiting
 
     # ---- script ---------------------------------------------------------------------------------------
     def enqueue(self, *replies: Reply) -> None:
@@ -177,6 +204,11 @@ class ModelServer:
         """A standing reply for agent requests whose body matches ``predicate`` (checked before the queue)."""
         with self._lock:
             self._rules.append((predicate, reply))
+
+    def on_daemon_call(self, hook: Callable[[dict[str, Any]], Reply | None] | None) -> None:
+        """Answer the daemon's calls (kind ``other``) with ``hook(body)``; None falls back to the default."""
+        with self._lock:
+            self._daemon_hook = hook
 
     def pending(self) -> int:
         with self._lock:
@@ -208,6 +240,7 @@ class ModelServer:
         return self
 
     def close(self) -> None:
+        self.closing.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -233,6 +266,11 @@ class ModelServer:
                 "## Progress\n### Done\n- [x] scripted\n"
             )
         if kind == "other":
+            with self._lock:
+                hook = self._daemon_hook
+            scripted = hook(body) if hook is not None else None
+            if scripted is not None:
+                return scripted
             return text(diff_answer("\n".join(content_text(m.get("content")) for m in msgs)))
         with self._lock:
             for predicate, reply in self._rules:
@@ -317,6 +355,8 @@ def _chunks(record: RecordedRequest, model: str) -> tuple[list[dict[str, Any]], 
         deltas = [{"role": "assistant", "content": parts[0]}] + [{"content": p} for p in parts[1:] if p]
         finish = "stop"
         message = {"role": "assistant", "content": body_text}
+    if reply.finish_reason is not None:
+        finish = reply.finish_reason
     if reply.reasoning:
         half = max(1, len(reply.reasoning) // 2)
         pieces = [reply.reasoning[:half], reply.reasoning[half:]]
@@ -349,6 +389,18 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _send_error(self, reply: Reply) -> None:
+            status = reply.status or 500
+            error = {"message": f"scripted HTTP {status}", "type": "server_error", "code": reply.error_code}
+            data = json.dumps({"error": error}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
                 self._send_json(200, {"object": "list", "data": [{"id": server.model_id, "object": "model"}]})
@@ -367,6 +419,11 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, {"error": {"message": f"unknown path {self.path}"}})
                 return
             record = server._handle(self.path, body, self.headers.get("Authorization"))
+            if record.reply.delay_s > 0:
+                server.closing.wait(record.reply.delay_s)
+            if record.reply.status is not None:
+                self._send_error(record.reply)
+                return
             model = str(body.get("model") or server.model_id)
             chunks, whole = _chunks(record, model)
             if not body.get("stream"):

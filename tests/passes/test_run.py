@@ -7,20 +7,19 @@ compaction line the way pi and the shim write them, so the next pass folds what 
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import json
 import subprocess
 import unicodedata
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from longhaul_daemon.passes.run import NO_MODEL_CALL, run_pass
-from longhaul_daemon.protocol import CompactParams, CompactResult, FileOps, Preparation, SessionFacts
+from longhaul_daemon.passes.run import NO_MODEL, run_pass
+from longhaul_daemon.protocol import CompactResult, FileOps
 from longhaul_daemon.state.fold import fold
 from longhaul_daemon.state.model import State
+
+from .pi_branch import Session
 
 _EVIL_COMMAND = "echo \x1b[31mred\x1b[0m\x07done"
 _EVIL_FILE = "docs/\x1b]0;pwned\x07evil\u202etxt.md"
@@ -55,124 +54,6 @@ def repo(tmp_path: Path) -> Path:
     (root / "src.py").write_text("print(2)\n")
     (root / "evil\x1b[2Jname.txt").write_text("x\n")
     return root
-
-
-class Session:
-    """A pi session's active branch and the compaction hook's inputs, built as pi builds them."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.cwd = cwd
-        self.entries: list[dict[str, Any]] = []
-        self.first_kept = 0  # index of the previous compaction's firstKeptEntryId
-        self._call = 0
-
-    def _add(self, entry: dict[str, Any]) -> dict[str, Any]:
-        n = len(self.entries)
-        entry = {
-            "id": hashlib.sha256(f"e{n}".encode()).hexdigest()[:8],
-            "parentId": self.entries[-1]["id"] if self.entries else None,
-            "timestamp": f"2026-12-02T14:{n // 60:02d}:{n % 60:02d}.000Z",
-            **entry,
-        }
-        self.entries.append(entry)
-        return entry
-
-    def _message(self, message: dict[str, Any]) -> dict[str, Any]:
-        return self._add(
-            {"type": "message", "message": {**message, "timestamp": 1_780_000_000_000 + len(self.entries)}}
-        )
-
-    def user(self, text: str) -> dict[str, Any]:
-        return self._message({"role": "user", "content": [{"type": "text", "text": text}]})
-
-    def bash(self, command: str, output: str = "ok", *, code: int = 0) -> None:
-        self._call += 1
-        call_id = f"call_{self._call}"
-        self._message(
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": command}}
-                ],
-                "api": "openai-completions",
-                "provider": "fake",
-                "model": "fake-1",
-                "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15},
-                "stopReason": "toolUse",
-            }
-        )
-        text = output if code == 0 else f"{output}\n\nCommand exited with code {code}"
-        self._message(
-            {
-                "role": "toolResult",
-                "toolCallId": call_id,
-                "toolName": "bash",
-                "content": [{"type": "text", "text": text}],
-                "isError": code != 0,
-            }
-        )
-
-    def user_bash(self, command: str, code: int = 0) -> None:
-        self._message(
-            {
-                "role": "bashExecution",
-                "command": command,
-                "output": "out\n",
-                "exitCode": code,
-                "cancelled": False,
-                "truncated": False,
-            }
-        )
-
-    def remember(self, text: str) -> None:
-        self._add(
-            {
-                "type": "custom",
-                "customType": "compaction-state.event",
-                "data": {"stateFormat": 1, "kind": "remember", "text": text},
-            }
-        )
-
-    def params(self, keep_from: int, *, ops: FileOps | None = None, extra: int = 0) -> CompactParams:
-        """The hook's input: summarize from the previous cut up to ``keep_from`` (plus ``extra`` earlier)."""
-        start = max(self.first_kept - extra, 0)
-        messages = [
-            copy.deepcopy(e["message"]) for e in self.entries[start:keep_from] if e["type"] == "message"
-        ]
-        prep = Preparation(
-            firstKeptEntryId=self.entries[keep_from]["id"],
-            messagesToSummarize=messages,
-            tokensBefore=4000 + len(self.entries),
-            fileOps=ops or FileOps(),
-        )
-        session = SessionFacts(cwd=str(self.cwd), sessionId="s1", agentDir="/nonexistent", piVersion="0.73.1")
-        return CompactParams(
-            session=session, reason="threshold", preparation=prep, branchEntries=self.entries
-        )
-
-    def store(self, result: CompactResult, keep_from: int) -> dict[str, Any]:
-        """What pi and the shim write after the hook returns: compaction entry, span record, line."""
-        assert result.compaction is not None and result.after is not None
-        c = result.compaction
-        entry = self._add(
-            {
-                "type": "compaction",
-                "summary": c.summary,
-                "firstKeptEntryId": c.firstKeptEntryId,
-                "tokensBefore": c.tokensBefore,
-                "details": json.loads(json.dumps(c.details)),
-                "fromHook": True,
-            }
-        )
-        record = {**result.after.spanRecord, "compactionId": entry["id"]}
-        self._add(
-            {"type": "custom", "customType": "compaction-state.span", "data": json.loads(json.dumps(record))}
-        )
-        self._add(
-            {"type": "custom", "customType": "compaction-state.line", "data": {**result.after.line, "ms": 9}}
-        )
-        self.first_kept = keep_from
-        return entry
 
 
 def _state(result: CompactResult) -> State:
@@ -246,9 +127,9 @@ async def test_pass3_pass16_fail11_three_passes_keep_ids_stable_and_merged(repo:
     assert s2.carried == ["u1", "u2", "u3", "u4"]
     assert s3.carried == ["u1", "u2", "u3", "u4", "u5", "u6"]
     assert [line.closedAs for line in s3.workLog] == ["narrative-less"] * 3
-    assert all(line.reason == NO_MODEL_CALL for line in s3.workLog)
+    assert all(line.reason == NO_MODEL for line in s3.workLog)
     assert third.notice == (
-        "Longhaul closed span 3 without a narrative (no-model-call): ledger and World updated, "
+        "Longhaul closed span 3 without a narrative (no-model): ledger and World updated, "
         "6 user messages carried to the next pass."
     )
 
@@ -314,7 +195,7 @@ async def test_format6_span_record_and_line_shapes(repo: Path) -> None:
     assert (record["v"], record["span"], record["passId"]) == (1, 1, "p-shape")
     assert (record["closedAs"], record["reason"], record["narrative"]) == (
         "narrative-less",
-        NO_MODEL_CALL,
+        NO_MODEL,
         None,
     )
     assert record["messages"] == ["u1"]

@@ -1,0 +1,139 @@
+/**
+ * `model.complete` (PASS-22): one model call the daemon asks pi to make, for an api the daemon does not speak.
+ *
+ * pi's registry finds the model and resolves its auth here, so no key ever travels to the daemon for it; pi-ai's
+ * `completeSimple` makes the call with pi's own provider code. The daemon keeps retries, budgets and traces: this
+ * call never retries (`maxRetries: 0`) and reports a failure only as a kind (`retryable`, `quota`, `fatal`) with the
+ * HTTP status and an identifier-like code where they can be read, never the error's message text.
+ */
+import { completeSimple, type Api, type AssistantMessage, type Message, type Model, type ThinkingLevel } from "@mariozechner/pi-ai";
+import { ReplyError } from "./rpc.ts";
+
+/** JSON-RPC error code of a failed `model.complete`; the kind is in `data`. */
+export const MODEL_CALL_FAILED = -32010;
+
+/** The part of pi's model registry this needs (`ctx.modelRegistry`). */
+export interface ModelLookup {
+	find(provider: string, modelId: string): Model<Api> | undefined;
+	getApiKeyAndHeaders(model: Model<Api>): Promise<{ ok: true; apiKey?: string; headers?: Record<string, string> } | { ok: false; error: string }>;
+}
+
+/** What the daemon gets back: the reply text, pi's stop reason, usage, the provider's response id. */
+export interface ModelReply {
+	text: string;
+	stopReason: AssistantMessage["stopReason"];
+	usage: { input: number; output: number; cacheRead: number; cacheWrite: number };
+	responseId?: string;
+}
+
+const LEVELS: readonly string[] = ["minimal", "low", "medium", "high", "xhigh"];
+const RETRYABLE_TEXT = /overloaded|rate.?limit|timed? ?out|timeout|ECONNRESET|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|socket hang up|network|connection error|fetch failed|Throttling|ServiceUnavailable/i;
+const QUOTA_TEXT = /insufficient_quota|spend.?limit|billing|credit balance|PerDay/i;
+
+function fail(kind: "retryable" | "fatal" | "quota", code?: string, status?: number): ReplyError {
+	return new ReplyError(MODEL_CALL_FAILED, { kind, ...(status ? { status } : {}), ...(code ? { code } : {}) });
+}
+
+/** The HTTP status an SDK put in its message ("429 …", "status code 503", `"code":500`), if any. */
+export function statusIn(message: string): number | undefined {
+	const m = /^(\d{3})\b/.exec(message) ?? /\bstatus(?:\s*code)?\W{0,3}(\d{3})\b/i.exec(message) ?? /"code"\s*:\s*(\d{3})\b/.exec(message);
+	const status = m ? Number(m[1]) : NaN;
+	return status >= 100 && status <= 599 ? status : undefined;
+}
+
+/** An identifier-like error code from the message (`"type":"overloaded_error"`, `ThrottlingException`), if any. */
+export function codeIn(message: string): string | undefined {
+	for (const m of message.matchAll(/"(?:code|type|status)"\s*:\s*"([A-Za-z_]{2,60})"/g)) {
+		if (m[1] !== "error") return m[1];
+	}
+	return /\b([A-Z][A-Za-z]{2,60}Exception)\b/.exec(message)?.[1];
+}
+
+/** Classify a failed call the way the daemon's retry policy does: 408/409/429/5xx retryable, quota 429s not. */
+export function classify(message: string): ReplyError {
+	const status = statusIn(message);
+	const code = codeIn(message);
+	if (QUOTA_TEXT.test(message) && (status === undefined || status === 429 || status === 402)) return fail("quota", code, status);
+	if (status !== undefined) {
+		const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
+		return fail(retryable ? "retryable" : "fatal", code, status);
+	}
+	return fail(RETRYABLE_TEXT.test(message) ? "retryable" : "fatal", code);
+}
+
+function asText(value: unknown): string | undefined {
+	return typeof value === "string" ? value : undefined;
+}
+
+/** The daemon's messages as pi-ai messages; assistant turns carry the model's identity, as pi-ai expects. */
+function piMessages(raw: unknown, model: Model<Api>): Message[] | undefined {
+	if (!Array.isArray(raw) || raw.length === 0) return undefined;
+	const out: Message[] = [];
+	for (const item of raw) {
+		const text = asText((item as { text?: unknown } | null)?.text);
+		const role = (item as { role?: unknown } | null)?.role;
+		if (text === undefined) return undefined;
+		const timestamp = Date.now();
+		if (role === "user") out.push({ role: "user", content: text, timestamp });
+		else if (role === "assistant") {
+			const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+			out.push({ role: "assistant", content: [{ type: "text", text }], api: model.api, provider: model.provider, model: model.id, usage, stopReason: "stop", timestamp });
+		} else return undefined;
+	}
+	return out;
+}
+
+/** Run one `model.complete`; resolves to the reply or rejects with a `ReplyError` (never anything else). */
+export async function modelComplete(registry: ModelLookup, params: unknown, signal: AbortSignal): Promise<ModelReply> {
+	const p = (params ?? {}) as Record<string, unknown>;
+	const wanted = (p.model ?? {}) as Record<string, unknown>;
+	const provider = asText(wanted.provider);
+	const modelId = asText(wanted.id);
+	if (!provider || !modelId) throw fail("fatal", "bad-params");
+	let model: Model<Api> | undefined;
+	let auth: Awaited<ReturnType<ModelLookup["getApiKeyAndHeaders"]>>;
+	try {
+		model = registry.find(provider, modelId);
+		if (!model) throw fail("fatal", "unknown-model");
+		auth = await registry.getApiKeyAndHeaders(model);
+	} catch (err) {
+		throw err instanceof ReplyError ? err : fail("fatal", "resolve-error");
+	}
+	if (!auth.ok) throw fail("fatal", "no-credentials");
+	const messages = piMessages(p.messages, model);
+	if (!messages) throw fail("fatal", "bad-params");
+	const maxTokens = typeof p.maxTokens === "number" && p.maxTokens > 0 ? p.maxTokens : undefined;
+	const reasoning = typeof p.reasoning === "string" && LEVELS.includes(p.reasoning) ? (p.reasoning as ThinkingLevel) : undefined;
+
+	let message: AssistantMessage;
+	try {
+		message = await completeSimple(model, { systemPrompt: asText(p.system), messages }, {
+			apiKey: auth.apiKey,
+			headers: auth.headers,
+			maxTokens,
+			reasoning,
+			signal,
+			maxRetries: 0, // the daemon retries, with its own budget
+		});
+	} catch (err) {
+		// completeSimple rejects only before a stream exists (no provider for this api, a throwing provider).
+		throw classify(err instanceof Error ? err.message : String(err));
+	}
+	if (message.stopReason === "aborted") throw fail("retryable", "aborted");
+	if (message.stopReason === "error") throw classify(message.errorMessage ?? "");
+	const u = message.usage;
+	return {
+		text: message.content.map((block) => (block.type === "text" ? block.text : "")).join(""),
+		stopReason: message.stopReason,
+		usage: { input: u?.input ?? 0, output: u?.output ?? 0, cacheRead: u?.cacheRead ?? 0, cacheWrite: u?.cacheWrite ?? 0 },
+		...(message.responseId ? { responseId: message.responseId } : {}),
+	};
+}
+
+/** The shim's `onRequest` for a compact call: `model.complete` only, everything else "method not found". */
+export function daemonRequestHandler(registry: ModelLookup): (method: string, params: unknown, signal: AbortSignal) => Promise<unknown> {
+	return async (method, params, signal) => {
+		if (method !== "model.complete") throw new ReplyError(-32601, { kind: "fatal", code: "method-not-found" });
+		return modelComplete(registry, params, signal);
+	};
+}

@@ -1,0 +1,138 @@
+"""Verified Diff events enter the State only here, at Close, each with its own sequence number (PASS-5).
+
+Two pure functions. :func:`pending_rules` gives a later chunk of the same pass the rules earlier chunks
+accepted, still named by their ``u<n>`` (DIFF-3, LABEL-16). :func:`apply_events` numbers every chunk's
+accepted events into a new State: label events in message order, each rule before its own lifts, then
+decisions, dead ends and values; new rules take the next ``R<n>``.
+
+Decisions taken here (the proposals unless said otherwise):
+
+- LABEL-15: a rule given and lifted in the same span gets its ``R<n>`` and its lift; it is never in force.
+- LIFT-9, LABEL-14: a lifted rule keeps the lifting message (``liftedBy``), the lift's sequence number
+  (``liftSeq``) and, for a replacement, the replacing rule's ``R<n>`` (``replacedBy``).
+- FAIL-18: a rule already held for the same message with the same words is not added again, and a lift of a
+  rule already lifted is dropped silently; neither uses a sequence number.
+- A ``u<n>`` target resolves to the first rule that message gave, in the state or in this Close.
+- VALUE-8: values are merged with :func:`~longhaul_daemon.diff.values.merge_values`; ``objective`` and ``now``
+  are replaced when a chunk gives them, the last chunk that does winning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from longhaul_daemon.diff.events import ChunkEvents, LiftEvent, NewRule
+from longhaul_daemon.diff.values import merge_values
+from longhaul_daemon.state.model import Item, Rule, State, Value
+
+__all__ = ["apply_events", "pending_rules"]
+
+
+def _find(rules: Sequence[Rule], target: str) -> Rule | None:
+    """The rule a target names: by id (``R<n>``, or a pending ``u<n>``), else the first its message gave."""
+    by_id = next((r for r in rules if r.id == target), None)
+    if by_id is not None or not target.startswith("u"):
+        return by_id
+    return next((r for r in rules if r.message == target), None)
+
+
+def _held(rules: Sequence[Rule], rule: NewRule) -> bool:
+    return any(r.message == rule.message and r.words == rule.words for r in rules)
+
+
+def _lift(rules: Sequence[Rule], lift: LiftEvent, *, seq: int | None, replaced_by: str | None) -> bool:
+    """Mark the target lifted; False when it names no rule or was lifted already (FAIL-18)."""
+    rule = _find(rules, lift.target)
+    if rule is None or rule.lifted:
+        return False
+    rule.lifted = True
+    rule.liftedBy = lift.by
+    rule.replacedBy = replaced_by
+    rule.liftSeq = seq
+    return True
+
+
+def pending_rules(rules: Sequence[Rule], chunks: Sequence[ChunkEvents]) -> tuple[Rule, ...]:
+    """DIFF-3: the state's rules plus the rules earlier chunks accepted, with those chunks' lifts applied.
+
+    A pending rule's ``id`` is its message's ``u<n>`` until Close numbers it (LABEL-16); its ``seq`` and
+    ``span`` are 0, for nothing from the pass has a number before Close (PASS-5). ``rules`` is not changed.
+    """
+    out = [rule.model_copy(deep=True) for rule in rules]
+    for chunk in chunks:
+        for label in chunk.labels:
+            if label.rule is not None and not _held(out, label.rule):
+                out.append(
+                    Rule(
+                        id=label.rule.message,
+                        words=label.rule.words,
+                        message=label.rule.message,
+                        seq=0,
+                        span=0,
+                    )
+                )
+            for lift in label.lifts:
+                _lift(out, lift, seq=None, replaced_by=lift.replacing)  # pending: named by its u<n>
+    return tuple(out)
+
+
+def _replacing_id(rules: Sequence[Rule], made: dict[str, str], replacing: str | None) -> str | None:
+    """The R<n> of the replacing rule: the one its message gave in this Close, else the first held."""
+    if replacing is None:
+        return None
+    if replacing in made:
+        return made[replacing]
+    found = next((r for r in rules if r.message == replacing), None)
+    return found.id if found is not None else None
+
+
+def apply_events(state: State, chunks: Sequence[ChunkEvents], *, span: int) -> State:
+    """PASS-5: a new State holding ``chunks``' accepted events, numbered after ``state.seq``.
+
+    ``span`` is the number of the span being closed, given to every new rule, item and value. ``state``
+    is left untouched.
+    """
+    new = state.model_copy(deep=True)
+    seq = new.seq
+    made: dict[str, str] = {}  # message -> the R<n> its first new rule got in this Close
+    for chunk in chunks:
+        for label in chunk.labels:
+            rule = label.rule
+            if rule is not None and not _held(new.rules, rule):
+                seq += 1
+                rule_id = f"R{new.nextRule}"
+                new.nextRule += 1
+                new.rules.append(Rule(id=rule_id, words=rule.words, message=rule.message, seq=seq, span=span))
+                made.setdefault(rule.message, rule_id)
+            for lift in label.lifts:
+                replaced_by = _replacing_id(new.rules, made, lift.replacing)
+                if _lift(new.rules, lift, seq=seq + 1, replaced_by=replaced_by):
+                    seq += 1
+    for chunk in chunks:
+        for decision in chunk.decisions:
+            seq += 1
+            new.decisions.append(
+                Item(
+                    text=decision.text, why=decision.why, evidence=list(decision.evidence), seq=seq, span=span
+                )
+            )
+    for chunk in chunks:
+        for dead_end in chunk.dead_ends:
+            seq += 1
+            new.deadEnds.append(
+                Item(text=dead_end.text, evidence=list(dead_end.evidence), seq=seq, span=span)
+            )
+    values: list[Value] = []
+    for chunk in chunks:
+        for value in chunk.values:
+            seq += 1
+            values.append(Value(value=value.value, what=value.name, turn=value.turn, seq=seq, span=span))
+    if values:
+        new.values, _ = merge_values(new.values, values)
+    for chunk in chunks:
+        if chunk.objective:
+            new.objective = chunk.objective
+        if chunk.now:
+            new.now = chunk.now
+    new.seq = seq
+    return new

@@ -1,0 +1,295 @@
+"""The Diff stage: ask the model about each chunk, let code verify, and hand Close only what verified.
+
+Per chunk (DIFF-1) the model gets one call. A reply cut off at the output limit with nothing usable is asked
+again once with a raised budget (FAIL-7). Fixable format defects earn one retry with a note (FAIL-1); the
+parsed first answer is kept meanwhile and the one with fewer defects wins, the retry on a tie (FAIL-2). Once
+the answer is settled, the questions it raises go out in one extra call (LIFT-10..LIFT-18, FAIL-5, FAIL-6),
+never after a call that threw (LIFT-17). A chunk whose answer never parsed, or that leaves an offered message
+unlabeled after the retry (FAIL-4), never verifies: nothing of it enters the State (DIFF-13) and the span's
+user messages are carried (FAIL-12). When no chunk verifies the span closes narrative-less (FAIL-10, FAIL-19).
+
+Model errors end a chunk, never the pass: only a bug (or cancellation) leaves this module as an exception,
+which the RPC layer turns into pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`,
+so this module does no I/O of its own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
+from longhaul_daemon.diff.apply import pending_rules
+from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN, plan_chunks
+from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
+from longhaul_daemon.diff.prompt import OfferedMessage, Prompt, build_prompt, retry_note
+from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
+from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
+from longhaul_daemon.diff.turns import span_turns
+from longhaul_daemon.diff.verify import evaluate
+from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
+from longhaul_daemon.models.request import Message
+from longhaul_daemon.models.result import CompletionResult
+from longhaul_daemon.state.model import ClosedAs, Command, ErrorEntry, Note, State
+from longhaul_daemon.transcript.messages import SpanMessage, user_text
+
+__all__ = ["DiffInputs", "DiffModel", "DiffResult", "run_diff"]
+
+_REPLY_SHOWN = 8000  # how much of a flawed reply the retry shows back to the model, in characters
+
+
+class DiffModel(Protocol):
+    """The model the Diff talks to, with routing, retries and the pass budget behind it."""
+
+    def first_budget(self) -> int:
+        """DIFF-19: the first call's output budget."""
+        ...
+
+    def raised_budget(self, previous: int) -> int | None:
+        """FAIL-7: the budget after a cut-off reply, or None when it cannot be raised."""
+        ...
+
+    def input_tokens(self, output_budget: int) -> int:
+        """How many prompt tokens one call may carry with ``output_budget`` left for the answer."""
+        ...
+
+    async def call(
+        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
+    ) -> CompletionResult:
+        """One logical call; raises ``ModelCallError`` when it gives up."""
+        ...
+
+
+@dataclass(frozen=True)
+class DiffInputs:
+    """What the pass hands the Diff: the folded state, the span, the ledger after it, and the settings."""
+
+    state: State
+    span: Sequence[SpanMessage]
+    commands: Sequence[Command]
+    errors: Sequence[ErrorEntry]
+    carried: Sequence[OfferedMessage] = ()
+    remembered: Sequence[Note] = ()
+    focus: str | None = None
+    retry_note_chars: int = 2000
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """How the span closes and the verified events of each chunk that verified, in chunk order."""
+
+    closed_as: ClosedAs
+    reason: str | None
+    narrative: str | None = None
+    chunks: tuple[ChunkEvents, ...] = ()
+    chunk_count: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _ChunkRun:
+    """One chunk's outcome: its events when it verified, else why not."""
+
+    events: ChunkEvents | None = None
+    failure: str | None = None
+
+
+def _offered(carried: Sequence[OfferedMessage], chunk: Sequence[SpanMessage]) -> tuple[QuotableMessage, ...]:
+    own = [
+        QuotableMessage(id=m.user_id, text=user_text(m.message))
+        for m in chunk
+        if m.role == "user" and m.user_id is not None
+    ]
+    seen = {m.id for m in own}
+    earlier = [QuotableMessage(id=m.user_id, text=m.text) for m in carried if m.user_id not in seen]
+    return tuple(earlier + own)
+
+
+def _failure_code(error: ModelCallError) -> str:
+    return "budget-exhausted" if isinstance(error, BudgetExceeded) else "model-error"
+
+
+class _Chunk:
+    """The calls of one chunk, in the order FAIL-1, FAIL-2, FAIL-7 and LIFT-10..18 give them."""
+
+    def __init__(self, model: DiffModel, prompt: Prompt, ctx: ChunkContext) -> None:
+        self._model = model
+        self._prompt = prompt
+        self._ctx = ctx
+        self._budget = model.first_budget()
+        self._raised = False
+        self._ids = [m.id for m in ctx.offered]
+
+    def _parse(self, text: str) -> ParsedAnswer:
+        return parse_answer(
+            text,
+            self._ids,
+            self._ctx.ledger_ids,
+            rules=self._ctx.rules,
+            label_optional=self._ctx.label_optional,
+        )
+
+    async def _ask(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
+        """One call; a reply cut off with nothing usable is asked again, budget raised (FAIL-7, FAIL-8)."""
+        result = await self._model.call(
+            self._prompt.system, messages, kind=kind, max_output_tokens=self._budget
+        )
+        parsed = self._parse(result.text)
+        if parsed.parsed or not result.cut_off or self._raised:
+            return result, parsed
+        raised = self._model.raised_budget(self._budget)
+        if raised is None:
+            return result, parsed
+        self._raised = True
+        self._budget = raised
+        result = await self._model.call(
+            self._prompt.system, messages, kind="raised-budget", max_output_tokens=self._budget
+        )
+        return result, self._parse(result.text)
+
+    async def run(self) -> _ChunkRun:
+        first_messages = (Message("user", self._prompt.user),)
+        try:
+            reply, parsed = await self._ask(first_messages, "first")
+        except ModelCallError as error:
+            return _ChunkRun(failure=_failure_code(error))
+        first = evaluate(parsed, self._ctx, final=False)
+        settled, threw = parsed, False
+        if not parsed.parsed or first.defects:
+            defects = first.defects or parsed.defects
+            note = retry_note(defects, self._ctx.retry_note_chars)
+            shown = reply.text[:_REPLY_SHOWN] or "(empty reply)"
+            retry_messages = (*first_messages, Message("assistant", shown), Message("user", note))
+            try:
+                _, retried = await self._ask(retry_messages, "retry")
+            except ModelCallError as error:
+                threw = True
+                if not parsed.parsed:
+                    return _ChunkRun(failure=_failure_code(error))
+            else:
+                settled = self._choose(parsed, first, retried)
+        if not settled.parsed:
+            return _ChunkRun(failure="unparsable-answer")
+        final = evaluate(settled, self._ctx, final=True)
+        if final.unlabeled:
+            return _ChunkRun(failure="unlabeled-messages")  # FAIL-4
+        if final.questions and not threw:
+            final = await self._question_round(settled, final)
+        return _ChunkRun(events=final.events)
+
+    def _choose(self, kept: ParsedAnswer, kept_eval: Evaluation, retried: ParsedAnswer) -> ParsedAnswer:
+        """FAIL-2: the parsed answer with fewer defects; the retry wins a tie; an unparsed retry loses."""
+        if not retried.parsed:
+            return kept
+        if not kept.parsed:
+            return retried
+        retried_eval = evaluate(retried, self._ctx, final=False)
+        return kept if len(kept_eval.defects) < len(retried_eval.defects) else retried
+
+    async def _question_round(self, settled: ParsedAnswer, final: Evaluation) -> Evaluation:
+        """LIFT-12..LIFT-16, LIFT-18: one call for all questions; a reply can only add an asked target."""
+        block, asked = question_block(final.questions, self._ctx.retry_note_chars)
+        if not asked:
+            return final
+        messages = (Message("user", self._prompt.user), Message("user", block))
+        try:
+            result = await self._model.call(
+                self._prompt.system, _merge_users(messages), kind="question", max_output_tokens=self._budget
+            )
+        except ModelCallError:
+            return final  # the settled answer stands
+        additions = read_question_reply(result.text, asked)
+        if not additions:
+            return final
+        return evaluate(with_additions(settled, additions), self._ctx, final=True)
+
+
+def _merge_users(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """Providers want alternating roles: consecutive user turns become one."""
+    merged: list[Message] = []
+    for message in messages:
+        if merged and merged[-1].role == message.role:
+            merged[-1] = Message(message.role, f"{merged[-1].text}\n\n{message.text}")
+        else:
+            merged.append(message)
+    return tuple(merged)
+
+
+def _narrative(chunks: Sequence[ChunkEvents]) -> str | None:
+    parts = [c.narrative.strip() for c in chunks if c.narrative and c.narrative.strip()]
+    return " ".join(parts) if parts else None
+
+
+async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
+    """Run the Diff over the span; never raises for model behaviour (only bugs and cancellation escape)."""
+    span = list(inputs.span)
+    if not span:
+        return DiffResult(closed_as="empty", reason=None)  # PASS-17: nothing to ask a model about
+    ledger_ids = frozenset([c.id for c in inputs.commands] + [e.id for e in inputs.errors])
+    budget_chars = model.input_tokens(model.first_budget()) * CHARS_PER_TOKEN
+
+    def prompt_for(
+        state: State, chunk: Sequence[SpanMessage], carried: Sequence[OfferedMessage], edge: int
+    ) -> Prompt:
+        return build_prompt(
+            state,
+            chunk,
+            carried=carried,
+            commands=inputs.commands,
+            errors=inputs.errors,
+            remembered=inputs.remembered,
+            focus=inputs.focus,
+            tool_edge=edge,
+        )
+
+    empty_state = inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
+
+    def measure(messages: Sequence[SpanMessage], edge: int) -> int:
+        return len(prompt_for(empty_state, messages, (), edge).user)
+
+    def overhead(edge: int) -> int:
+        base = prompt_for(inputs.state, [], inputs.carried, edge)
+        return len(base.system) + len(base.user)
+
+    plan = plan_chunks(span, input_chars=budget_chars, measure=measure, overhead=overhead)
+    accepted: list[ChunkEvents] = []
+    failures: list[str] = []
+    state = inputs.state
+    for index, chunk in enumerate(plan.chunks):
+        carried = inputs.carried if index == 0 else ()
+        rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
+        chunk_state = state.model_copy(update={"rules": list(rules)})
+        ctx = ChunkContext(
+            offered=_offered(carried, chunk),
+            rules=rules,
+            ledger_ids=ledger_ids,
+            turns=span_turns(chunk, carried),
+            retry_note_chars=inputs.retry_note_chars,
+        )
+        outcome = await _Chunk(model, prompt_for(chunk_state, chunk, carried, plan.tool_edge), ctx).run()
+        if outcome.events is None:
+            failures.append(outcome.failure or "unverified")
+        else:
+            accepted.append(outcome.events)
+    dropped: Counter[str] = Counter()
+    for events in accepted:
+        dropped.update(events.dropped)
+    if not accepted:
+        return DiffResult(
+            closed_as="narrative-less",
+            reason=failures[0] if failures else "unverified",
+            chunk_count=len(plan.chunks),
+            dropped=dict(dropped),
+        )
+    narrative = _narrative(accepted) or "The span closed without a narrative line from the model."
+    closed_as: ClosedAs = "whole" if not failures else "chunk-missing"
+    return DiffResult(
+        closed_as=closed_as,
+        reason=None if not failures else f"chunk-{failures[0]}",
+        narrative=narrative,
+        chunks=tuple(accepted),
+        chunk_count=len(plan.chunks),
+        dropped=dict(dropped),
+    )

@@ -1,0 +1,359 @@
+"""The model only proposes: code checks every label, quote, lift and value of a parsed answer before Close.
+
+:func:`evaluate` turns one :class:`~longhaul_daemon.diff.schema.ParsedAnswer` into an
+:class:`~longhaul_daemon.diff.events.Evaluation`: the events that would enter the State, the defects worth a
+retry (non-final answers only), the questions for the one extra call, and the offered messages still
+unlabeled. It is pure and never changes its inputs (DIFF-13).
+
+Decisions taken here (the proposals unless said otherwise):
+
+- Rule words are resolved for every label first and lifts judged afterwards, so a ``u<n>`` target finds the
+  rule its message gave in this answer whichever label produced it (LABEL-16, QUOTE-7).
+- A holder never gets two identical rules, and none identical to one the context already holds for it
+  (FAIL-18, lifted or not); a holder may get two different rules when two labels bind different words to it.
+  A ``u<n>`` target names the first rule its message gave.
+- The text judged for a lift is the whole message for ``lifts``, and the recorded range for ``rule and
+  lifts`` when the rule stayed with that message; when the words bound elsewhere or gave no rule, the whole
+  message is judged (QUOTE-15).
+- A lift target already lifted earlier in the same answer is dropped silently when that lift was plain and
+  becomes a LIFT-7 question when it was a replacement, like a target the state shows replaced.
+- A LIFT-10 question is raised only for a ``rule`` label whose rule stayed with its own message and is new
+  (not a re-offered rule already held, FAIL-18); "older" means given by an earlier message.
+- In a non-final answer a label whose words are a defect counts as not yet judged; in the final answer every
+  accepted label counts as judged, a dropped rule included (QUOTE-4: the message is not carried).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from longhaul_daemon.diff.events import (
+    ChunkContext,
+    ChunkEvents,
+    Evaluation,
+    LabelEvents,
+    LiftEvent,
+    NewRule,
+    Question,
+)
+from longhaul_daemon.diff.labels import id_number
+from longhaul_daemon.diff.lifts import check_lift, passes_question_check
+from longhaul_daemon.diff.quotes import (
+    LONG_MESSAGE,
+    OfferedMessage,
+    QuoteVerdict,
+    quotable_text,
+    resolve_rule_words,
+)
+from longhaul_daemon.diff.schema import DeadEnd, Decision, Defect, LabeledMessage, ParsedAnswer, cut_to_bounds
+from longhaul_daemon.diff.values import ValueCandidate, check_values
+from longhaul_daemon.state.model import Rule
+from longhaul_daemon.state.sanitize import sanitize
+
+__all__ = ["evaluate", "question_text", "replaced_question_text"]
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A rule a lift may name: ``key`` identifies it within one answer, ``name`` is how the model knows it."""
+
+    key: str
+    name: str
+    message: str
+    words: str
+    lifted_by: str | None = None  # the context's record: the u<n> that already withdrew it
+
+
+def question_text(msg: str, older_message: str, older_words: str) -> str:
+    """LIFT-12: one rule-label question, naming the older rule by its message and showing its words."""
+    return (
+        f"{msg} is labeled `rule` and may replace the rule {older_message} gave ({sanitize(older_words)}): "
+        f"answer `rule and lifts {older_message}` or `rule`"
+    )
+
+
+def replaced_question_text(msg: str, label: str, target: str, narrowing: str, words: str) -> str:
+    """LIFT-7: a lift of a rule a narrowing already replaced, shown with that narrowing."""
+    return (
+        f"{msg} is labeled `{label} {target}`, but {target} was already replaced by the rule {narrowing} "
+        f"({sanitize(words)}): if {msg} withdraws that rule too, answer `{label} {narrowing}`; "
+        f"otherwise answer `{label} {target}`"
+    )
+
+
+def _order(offered: Sequence[OfferedMessage]) -> dict[str, int]:
+    return {m.id: at for at, m in enumerate(offered)}
+
+
+def _quote_defect(verdict: QuoteVerdict, message: OfferedMessage | None) -> Defect:
+    """The retry-note line for rule words that must be fixed (QUOTE-4, QUOTE-6, QUOTE-16)."""
+    msg = verdict.cited
+    size = len(quotable_text(message.text)) if message is not None else 0
+    if verdict.reason == "words-missing" and message is not None and message.excerpt_only:
+        need = f"{msg} was shown only in part; give the rule's exact words from it in `words`"
+    elif verdict.reason == "words-missing":
+        need = f"{msg} has {size} characters (over {LONG_MESSAGE}); give the rule's exact words in `words`"
+    elif verdict.reason in ("starts-inside-word", "ends-inside-word"):
+        where = "start" if verdict.reason == "starts-inside-word" else "end"
+        need = f"{msg}: the words {where} inside a word; copy whole words exactly as the user wrote them"
+    else:
+        need = f"{msg}: no user message holds the given words; copy the rule's words exactly from {msg}"
+    return Defect("rule-words", msg, need)
+
+
+def _lift_defect(msg: str, target: _Target) -> Defect:
+    """LIFT-5: the refused lift goes back once, with the target's words shown."""
+    return Defect(
+        "lift-refused",
+        msg,
+        f"{msg}: the lift of {target.name} ({sanitize(target.words)}) was refused: the message's own words "
+        f"neither withdraw that rule nor name it. Keep `lifts {target.name}` only if the user withdrew it",
+    )
+
+
+class _Run:
+    """The working tallies of one evaluation; only :func:`evaluate` builds and reads it."""
+
+    def __init__(self, parsed: ParsedAnswer, ctx: ChunkContext, final: bool) -> None:
+        self.ctx = ctx
+        self.final = final
+        self.offered = {m.id: m for m in ctx.offered}
+        self.order = _order(ctx.offered)
+        self.defects: list[Defect] = []
+        self.questions: list[Question] = []
+        self.dropped: Counter[str] = Counter()
+        self.judged: set[str] = set()
+        self.rules: dict[str, NewRule] = {}  # label msg -> the rule that label gave
+        self.held: list[NewRule] = []  # every new rule, in label order
+        self.lifts: dict[str, list[LiftEvent]] = {}
+        self.lifted_here: dict[str, str | None] = {}  # target key -> replacing message (None: plain)
+        self.replaced = set(parsed.replaced)
+
+    # --- rules (QUOTE-*) ---
+
+    def record_rule(self, label: LabeledMessage) -> None:
+        verdict = resolve_rule_words(label.msg, label.words, self.ctx.offered, final=self.final)
+        if verdict.outcome == "defect":
+            self.defects.append(_quote_defect(verdict, self.offered.get(label.msg)))
+            self.judged.discard(label.msg)
+            return
+        if verdict.rejected_quote:
+            self.dropped["rejected-quotes"] += 1
+        if verdict.outcome == "dropped" or verdict.message is None or verdict.text is None:
+            self.dropped["rules"] += 1
+            return
+        rule = NewRule(verdict.message, verdict.text, verdict.start, verdict.end)
+        known = any(r.message == rule.message and r.words == rule.words for r in self.ctx.rules)
+        if known or any(r.message == rule.message and r.words == rule.words for r in self.held):
+            return  # FAIL-18, QUOTE-7: never a second identical rule for one holder
+        self.rules[label.msg] = rule
+        self.held.append(rule)
+
+    # --- lifts (LIFT-*) ---
+
+    def _context_target(self, name: str) -> Rule | None:
+        if name.startswith("R"):
+            return next((r for r in self.ctx.rules if r.id == name), None)
+        return next((r for r in self.ctx.rules if r.message == name), None)
+
+    def target(self, name: str) -> _Target | None:
+        """The rule a target names: the context's rule, else one new in this answer (LABEL-16)."""
+        found = self._context_target(name)
+        if found is not None:
+            return _Target(
+                found.id, name, found.message, found.words, found.liftedBy if found.lifted else None
+            )
+        held = next((r for r in self.held if r.message == name), None)
+        if held is None:
+            return None
+        return _Target(f"new:{held.message}", name, held.message, held.words)
+
+    def replaced_words(self, target: _Target) -> list[str]:
+        """LIFT-8: the words of the rules ``target`` replaced, in the context and in this answer."""
+        words = [r.words for r in self.ctx.rules if r.lifted and r.liftedBy == target.message]
+        for events in self.lifts.values():
+            for lift in events:
+                if lift.replacing == target.message:
+                    older = self.target(lift.target)
+                    if older is not None:
+                        words.append(older.words)
+        return words
+
+    def _narrowing(self, target: _Target) -> _Target | None:
+        """The rule that replaced ``target``: by the context's record, or by a lift earlier in this answer."""
+        replacing = self.lifted_here.get(target.key)
+        if replacing is None:
+            replacing = target.lifted_by
+        if replacing is None:
+            return None
+        holder = self._context_target(replacing)
+        if holder is not None:
+            return _Target(holder.id, holder.id, holder.message, holder.words)
+        return self.target(replacing)
+
+    def ask_replaced(self, label: LabeledMessage, target: _Target) -> None:
+        narrowing = self._narrowing(target)
+        if narrowing is None:
+            self.dropped["lifts"] += 1
+            return
+        if narrowing.name in label.label.targets or narrowing.message in label.label.targets:
+            return  # the label already names the narrowing: nothing left to ask
+        spelled = "rule and lifts" if label.label.kind == "rule-and-lifts" else "lifts"
+        text = replaced_question_text(label.msg, spelled, target.name, narrowing.name, narrowing.words)
+        answer = f"{spelled} {narrowing.name}"
+        self.questions.append(Question(label.msg, narrowing.name, "replaced", text, answer_label=answer))
+
+    def judge_lift(self, label: LabeledMessage, name: str) -> None:
+        msg = label.msg
+        target = self.target(name)
+        if target is None:
+            self.dropped["lifts"] += 1  # its rule never verified: nothing to lift
+            return
+        earlier = target.key in self.lifted_here
+        if (msg, name) in self.replaced or (earlier and self.lifted_here[target.key] is not None):
+            self.ask_replaced(label, target)  # LIFT-7, FAIL-5: a question, never a defect
+            return
+        if earlier or target.lifted_by is not None:
+            return  # already lifted plainly (LABEL-8, FAIL-18): dropped silently
+        own = self.rules.get(msg)
+        kept = (
+            own if label.label.kind == "rule-and-lifts" and own is not None and own.message == msg else None
+        )
+        text = self.offered[msg].text
+        verdict = check_lift(
+            text,
+            target.words,
+            start=kept.start if kept else None,
+            end=kept.end if kept else None,
+            replaced_rule_words=self.replaced_words(target),
+        )
+        if not verdict.passed:
+            if self.final:
+                self.dropped["lifts"] += 1
+            else:
+                self.defects.append(_lift_defect(msg, target))
+            return
+        replacing = kept.message if kept is not None else None
+        self.lifts.setdefault(msg, []).append(LiftEvent(name, msg, replacing))
+        self.lifted_here[target.key] = replacing
+
+    # --- questions (LIFT-10, LIFT-11) ---
+
+    def rule_questions(self, labels: Sequence[LabeledMessage]) -> None:
+        for label in labels:
+            own = self.rules.get(label.msg)
+            if label.label.kind != "rule" or own is None or own.message != label.msg:
+                continue
+            here = id_number(label.msg, "u") or 0
+            older = [
+                _Target(r.id, r.message, r.message, r.words)
+                for r in self.ctx.rules
+                if not r.lifted and (id_number(r.message, "u") or 0) < here
+            ]
+            older += [
+                _Target(f"new:{r.message}", r.message, r.message, r.words)
+                for r in self.held
+                if (id_number(r.message, "u") or 0) < here
+            ]
+            asked: set[str] = set()
+            for target in older:
+                if target.key in self.lifted_here or target.message in asked:
+                    continue
+                verdict = passes_question_check(
+                    self.offered[label.msg].text,
+                    target.words,
+                    start=own.start,
+                    end=own.end,
+                    replaced_rule_words=self.replaced_words(target),
+                )
+                if verdict.passed:
+                    asked.add(target.message)
+                    text = question_text(label.msg, target.message, target.words)
+                    self.questions.append(Question(label.msg, target.message, "rule-lift", text))
+
+
+def _candidates(
+    parsed: ParsedAnswer, final: bool
+) -> tuple[
+    tuple[LabeledMessage, ...],
+    tuple[Decision, ...],
+    tuple[DeadEnd, ...],
+    tuple[ValueCandidate, ...],
+    tuple[str | None, str | None, str | None],
+    Counter[str],
+]:
+    """The answer's parts: cut to bounds when final (DIFF-16), the draft as it stands otherwise."""
+    draft = parsed.answer
+    if not final:
+        decisions = tuple(
+            Decision.model_construct(text=d.text, why=d.why, evidence=tuple(d.evidence))
+            for d in draft.decisions
+        )
+        dead_ends = tuple(
+            DeadEnd.model_construct(text=d.text, evidence=tuple(d.evidence)) for d in draft.deadEnds
+        )
+        values = tuple(ValueCandidate(v.name, v.value, v.turn) for v in draft.values)
+        return (
+            draft.labels,
+            decisions,
+            dead_ends,
+            values,
+            (draft.narrative, draft.now, draft.objective),
+            Counter(parsed.dropped),
+        )
+    answer, dropped = cut_to_bounds(parsed)
+    labels = tuple(LabeledMessage(a.msg, a.label, a.words) for a in answer.labels)
+    values = tuple(ValueCandidate(v.name, v.value, v.turn) for v in answer.values)
+    prose = (answer.narrative, answer.now, answer.objective)
+    return labels, answer.decisions, answer.deadEnds, values, prose, Counter(dropped)
+
+
+def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluation:
+    """Verify one parsed answer against the chunk (QUOTE-*, LABEL-*, LIFT-*, VALUE-2..4, DIFF-13).
+
+    ``final`` says this is the chunk's settled answer: nothing can be sent back, so defective items are
+    dropped and counted instead of becoming defects.
+    """
+    labels, decisions, dead_ends, candidates, prose, dropped = _candidates(parsed, final)
+    run = _Run(parsed, ctx, final)
+    run.dropped.update(dropped)
+    ordered = sorted(
+        (label for label in labels if label.msg in run.offered), key=lambda label: run.order[label.msg]
+    )
+    for label in ordered:
+        run.judged.add(label.msg)
+        if label.label.records_rule:
+            run.record_rule(label)
+    for label in ordered:
+        for name in label.label.targets:
+            run.judge_lift(label, name)
+    run.rule_questions(ordered)
+
+    checked = check_values(candidates, ctx.turns)
+    if checked.dropped:
+        run.dropped["values"] += checked.dropped
+    events = ChunkEvents(
+        labels=tuple(
+            LabelEvents(label.msg, run.rules.get(label.msg), tuple(run.lifts.get(label.msg, ())))
+            for label in ordered
+            if label.msg in run.rules or label.msg in run.lifts
+        ),
+        judged=frozenset(run.judged),
+        decisions=tuple(decisions),
+        dead_ends=tuple(dead_ends),
+        values=checked.kept,
+        narrative=prose[0],
+        now=prose[1],
+        objective=prose[2],
+        dropped=MappingProxyType({k: v for k, v in sorted(run.dropped.items()) if v}),
+    )
+    unlabeled = tuple(m.id for m in ctx.offered if m.id not in run.judged and m.id not in ctx.label_optional)
+    return Evaluation(
+        events=events,
+        defects=() if final else (*parsed.defects, *run.defects),
+        questions=tuple(sorted(run.questions, key=lambda q: run.order.get(q.msg, 0))),
+        unlabeled=tuple(dict.fromkeys(unlabeled)),
+    )

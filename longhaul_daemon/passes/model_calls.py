@@ -1,0 +1,175 @@
+"""The pass's model: the route plan, the pass budget, traces and route health behind the Diff's one interface.
+
+The Diff asks for calls; this module decides where they go. The routed summarizer is tried first; a call on it
+that fails for any reason but the budget moves the rest of the pass to the session's own model, and the reason
+is kept for the ``compaction`` record's ``route`` (FAIL-9, DIFF-20). Output budgets follow DIFF-19 and FAIL-7.
+Every call's trace (counts only) is kept for the record (FAIL-17) and feeds the route health ``status`` shows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from longhaul_daemon.diff.stage import DiffResult
+from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.client import complete
+from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError
+from longhaul_daemon.models.http import HttpClient
+from longhaul_daemon.models.request import Message, ModelRequest
+from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
+from longhaul_daemon.models.routing import RouteCandidate, RoutePlan
+from longhaul_daemon.models.via_pi import PiPeer
+
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "FIRST_OUTPUT_BUDGET",
+    "RAISED_FLOOR",
+    "ModelAccess",
+    "PassModel",
+    "first_budget",
+    "raised_budget",
+]
+
+FIRST_OUTPUT_BUDGET = 4096  # DIFF-19
+RAISED_FLOOR = 8192  # FAIL-7: a raised budget is never below this
+DEFAULT_CONTEXT_WINDOW = 128_000  # when pi does not say; most current models offer at least this
+_PROMPT_MARGIN = 1024  # tokens kept free for the provider's own framing and our estimate's error
+
+
+def first_budget(max_tokens: int | None) -> int:
+    """DIFF-19: 4,096 tokens, capped at the model's ``maxTokens``."""
+    return min(FIRST_OUTPUT_BUDGET, max_tokens) if max_tokens else FIRST_OUTPUT_BUDGET
+
+
+def raised_budget(previous: int, max_tokens: int | None) -> int | None:
+    """FAIL-7: twice the previous budget, at least 8,192, at most ``maxTokens``; None when already there."""
+    if max_tokens and previous >= max_tokens:
+        return None
+    raised = max(2 * previous, RAISED_FLOOR)
+    return min(raised, max_tokens) if max_tokens else raised
+
+
+class PassModel:
+    """The Diff's :class:`~longhaul_daemon.diff.stage.DiffModel` for one pass."""
+
+    def __init__(
+        self,
+        plan: RoutePlan,
+        *,
+        budget: Budget,
+        client: HttpClient,
+        access: ModelAccess,
+        context_windows: Mapping[str, int | None],
+        peer: PiPeer | None = None,
+    ) -> None:
+        self._plan = plan
+        self._budget = budget
+        self._client = client
+        self._access = access
+        self._windows = context_windows
+        self._peer = peer
+        self._index = 0
+        self.why: str | None = plan.why
+        self.traces: list[CallTrace] = []
+
+    @property
+    def current(self) -> RouteCandidate | None:
+        candidates = self._plan.candidates
+        return candidates[self._index] if self._index < len(candidates) else None
+
+    @property
+    def used(self) -> str | None:
+        """The spec of the model the pass ended on (the one that answered, or the last one tried)."""
+        return self.current.spec if self.current is not None else None
+
+    def _max_tokens(self) -> int | None:
+        return self.current.target.max_tokens if self.current is not None else None
+
+    def first_budget(self) -> int:
+        return first_budget(self._max_tokens())
+
+    def raised_budget(self, previous: int) -> int | None:
+        return raised_budget(previous, self._max_tokens())
+
+    def input_tokens(self, output_budget: int) -> int:
+        spec = self.current.spec if self.current is not None else ""
+        window = self._windows.get(spec) or DEFAULT_CONTEXT_WINDOW
+        return max(1024, window - output_budget - _PROMPT_MARGIN)
+
+    def _record(self, trace: CallTrace) -> None:
+        self.traces.append(trace)
+        self._access.health.record(trace.model, duration_ms=trace.duration_ms, error_class=trace.error)
+
+    async def call(
+        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
+    ) -> CompletionResult:
+        while True:
+            candidate = self.current
+            if candidate is None:
+                raise BudgetExceeded() if self._budget.remaining() <= 0 else _no_model()
+            cap = candidate.target.max_tokens
+            request = ModelRequest(
+                target=candidate.target,
+                system=system,
+                messages=tuple(messages),
+                max_output_tokens=min(max_output_tokens, cap) if cap else max_output_tokens,
+                reasoning="off",  # DIFF-18: as little reasoning as the model allows
+                kind=kind,
+            )
+            try:
+                return await complete(
+                    request,
+                    budget=self._budget,
+                    client=self._client,
+                    limits=self._access.limits,
+                    on_trace=self._record,
+                    peer=self._peer,
+                    via_pi_apis=self._access.via_pi_apis,
+                )
+            except BudgetExceeded:
+                raise
+            except ModelCallError as error:
+                if candidate.name != "summarizer" or self._index + 1 >= len(self._plan.candidates):
+                    raise
+                self.why = (
+                    f"failed:{type(error).__name__}"  # FAIL-9: the route failed; the session model takes over
+                )
+                self._index += 1
+
+    def narrative_stats(self, result: DiffResult, diff_ms: int) -> dict[str, Any]:
+        """LOG-17 ``narrative``: how the span closed and what the calls cost, as counts (FAIL-17)."""
+        usage = sum((t.usage for t in self.traces), Usage())
+        reasoning = next((t.reasoning for t in self.traces if t.reasoning), None)
+        return {
+            "kind": result.closed_as,
+            "reason": result.reason,
+            "calls": len(self.traces),
+            "callKinds": dict(Counter(t.kind for t in self.traces)),
+            "outputBudgets": [t.output_budget for t in self.traces],
+            "errors": [t.error for t in self.traces if t.error],
+            "chunks": result.chunk_count,
+            "accepted": len(result.chunks),
+            "dropped": sum(result.dropped.values()),
+            "droppedBy": dict(result.dropped),
+            "usage": usage.as_dict(),
+            "timings": {"diffMs": diff_ms, "callsMs": sum(t.duration_ms for t in self.traces)},
+            "reasoning": reasoning,
+        }
+
+    def tokens(self) -> int:
+        return sum(t.usage.input + t.usage.output for t in self.traces)
+
+
+def _no_model() -> ModelCallError:
+    return FatalError(code="no-model")
+
+
+def context_windows(entries: Collection[tuple[str, int | None]]) -> dict[str, int | None]:
+    """Spec → context window, first seen wins (the summarizer's facts before the session's)."""
+    windows: dict[str, int | None] = {}
+    for spec, window in entries:
+        windows.setdefault(spec, window)
+    return windows

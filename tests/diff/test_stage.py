@@ -1,0 +1,307 @@
+"""The Diff stage's call sequence per chunk: retry with a note, kept answers, raised budgets, questions.
+
+The model is the edge of the world here: a scripted :class:`DiffModel` hands out replies in order and records
+each call's kind, output budget and messages, so the tests see exactly what the stage asked and when.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from longhaul_daemon.diff.prompt import OfferedMessage
+from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
+from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RetryableError
+from longhaul_daemon.models.request import Message
+from longhaul_daemon.models.result import CompletionResult, StopReason, Usage
+from longhaul_daemon.passes.model_calls import raised_budget
+from longhaul_daemon.state.model import Rule, State
+from longhaul_daemon.transcript.messages import SpanMessage
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass
+class Call:
+    kind: str
+    budget: int
+    messages: tuple[Message, ...]
+
+    @property
+    def last_user(self) -> str:
+        return next(m.text for m in reversed(self.messages) if m.role == "user")
+
+
+Reply = str | tuple[str, StopReason] | ModelCallError
+
+
+class ScriptedModel:
+    """Replies in order; a ``ModelCallError`` in the script is raised for that call."""
+
+    def __init__(self, *replies: Reply, max_tokens: int | None = 16_384, input_tokens: int = 100_000) -> None:
+        self.replies = list(replies)
+        self.calls: list[Call] = []
+        self._max_tokens = max_tokens
+        self._input_tokens = input_tokens
+
+    def first_budget(self) -> int:
+        return min(4096, self._max_tokens) if self._max_tokens else 4096
+
+    def raised_budget(self, previous: int) -> int | None:
+        return raised_budget(previous, self._max_tokens)
+
+    def input_tokens(self, output_budget: int) -> int:
+        return self._input_tokens
+
+    async def call(
+        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
+    ) -> CompletionResult:
+        self.calls.append(Call(kind, max_output_tokens, tuple(messages)))
+        if not self.replies:
+            raise AssertionError(f"unexpected {kind} call")
+        reply = self.replies.pop(0)
+        if isinstance(reply, ModelCallError):
+            raise reply
+        text, stop = reply if isinstance(reply, tuple) else (reply, "stop")
+        return CompletionResult(text=text, stop_reason=stop, raw_stop=None, usage=Usage(10, 5))
+
+
+def user(uid: str, text: str) -> SpanMessage:
+    return SpanMessage(
+        entry_id=f"e-{uid}", role="user", message={"role": "user", "content": text}, user_id=uid
+    )
+
+
+def assistant(text: str) -> SpanMessage:
+    message: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    return SpanMessage(entry_id=None, role="assistant", message=message)
+
+
+def answer(labels: dict[str, str | tuple[str, str]], **fields: Any) -> str:
+    items = []
+    for msg, label in labels.items():
+        if isinstance(label, tuple):
+            items.append({"msg": msg, "label": label[0], "words": label[1]})
+        else:
+            items.append({"msg": msg, "label": label})
+    body = {"labels": items, "narrative": "Worked on the span.", "now": "Next: continue.", **fields}
+    return json.dumps(body)
+
+
+def inputs(span: list[SpanMessage], state: State | None = None, **kw: Any) -> DiffInputs:
+    return DiffInputs(state=state or State(), span=span, commands=(), errors=(), **kw)
+
+
+SPAN = [user("u1", "Never add new dependencies."), assistant("Understood."), user("u2", "Fix the bug.")]
+
+
+async def run(span: list[SpanMessage], model: ScriptedModel, **kw: Any) -> DiffResult:
+    return await run_diff(inputs(span, **kw), model)
+
+
+async def test_diff1_a_good_answer_is_one_call_and_closes_whole() -> None:
+    model = ScriptedModel(answer({"u1": "rule", "u2": "not a rule"}))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert result.closed_as == "whole"
+    assert result.narrative == "Worked on the span."
+    rules = [label.rule for label in result.chunks[0].labels if label.rule is not None]
+    assert [(r.message, r.words) for r in rules] == [("u1", "Never add new dependencies.")]
+
+
+async def test_fail1_missing_label_costs_one_retry_with_a_note() -> None:
+    model = ScriptedModel(answer({"u1": "rule"}), answer({"u1": "rule", "u2": "not a rule"}))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "retry"]
+    note = model.calls[1].last_user
+    assert "Your previous answer had these problems" in note and "u2" in note
+    assert model.calls[1].messages[1].role == "assistant"  # the flawed reply is shown back
+    assert result.closed_as == "whole"
+
+
+async def test_fail1_never_a_second_retry_and_fail4_unlabeled_chunk_never_verifies() -> None:
+    model = ScriptedModel(answer({"u1": "rule"}), answer({"u1": "rule"}))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert result.closed_as == "narrative-less"
+    assert result.reason == "unlabeled-messages"
+    assert result.chunks == ()
+
+
+async def test_fail2_a_retry_that_throws_leaves_the_kept_answer() -> None:
+    """The first answer parsed with one defect (an over-long narrative); the retry's call fails."""
+    first = answer({"u1": "rule", "u2": "not a rule"}, narrative="x" * 300)
+    model = ScriptedModel(first, RetryableError(status=503))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert result.closed_as == "whole"
+    assert result.narrative is not None and len(result.narrative) <= 241  # cut to its bound (DIFF-16)
+
+
+async def test_fail2_the_answer_with_fewer_defects_wins() -> None:
+    first = answer({"u1": "rule", "u2": "not a rule"}, narrative="y" * 300)
+    worse = json.dumps({"labels": [{"msg": "u1", "label": "maybe"}], "narrative": "z" * 300})
+    model = ScriptedModel(first, worse)
+    result = await run(SPAN, model)
+    assert result.closed_as == "whole"
+    assert result.narrative is not None and result.narrative.startswith("y")
+
+
+async def test_fail2_retry_wins_a_tie() -> None:
+    first = answer({"u1": "rule", "u2": "not a rule"}, narrative="a" * 300)
+    retry = answer({"u1": "not a rule", "u2": "not a rule"}, narrative="b" * 300)
+    result = await run(SPAN, ScriptedModel(first, retry))
+    assert result.narrative is not None and result.narrative.startswith("b")
+    assert all(label.rule is None for label in result.chunks[0].labels)
+
+
+async def test_fail7_cut_off_reply_is_retried_once_with_a_raised_budget() -> None:
+    model = ScriptedModel(
+        ('thinking about it... {"labels": [', "length"), answer({"u1": "rule", "u2": "not a rule"})
+    )
+    result = await run(SPAN, model)
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", 4096), ("raised-budget", 8192)]
+    assert result.closed_as == "whole"
+
+
+async def test_fail7_no_raised_retry_when_the_budget_is_already_max_tokens() -> None:
+    model = ScriptedModel(('{"labels": [', "length"), ('{"labels": [', "length"), max_tokens=4096)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "retry"]  # the format retry still happens (FAIL-8)
+    assert result.closed_as == "narrative-less"
+    assert result.reason == "unparsable-answer"
+
+
+def test_fail7_ex13_raised_budgets() -> None:
+    """EX-13: 4,096 on 16,384 → 8,192; 6,000 on 32,000 → 12,000; 4,096 on 6,000 → 6,000; at max → none."""
+    assert raised_budget(4096, 16_384) == 8192
+    assert raised_budget(6000, 32_000) == 12_000
+    assert raised_budget(4096, 6000) == 6000
+    assert raised_budget(6000, 6000) is None
+    assert raised_budget(4096, None) == 8192
+
+
+async def test_fail10_fail19_every_call_failing_closes_narrative_less() -> None:
+    model = ScriptedModel(RetryableError(status=500))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert (result.closed_as, result.reason) == ("narrative-less", "model-error")
+
+
+async def test_fail10_budget_exhausted_has_its_own_reason() -> None:
+    result = await run(SPAN, ScriptedModel(BudgetExceeded()))
+    assert (result.closed_as, result.reason) == ("narrative-less", "budget-exhausted")
+
+
+async def test_pass17_an_empty_span_asks_no_model() -> None:
+    model = ScriptedModel()
+    result = await run([], model)
+    assert result.closed_as == "empty" and model.calls == []
+
+
+async def test_lift10_a_question_round_follows_a_settled_answer() -> None:
+    """EX-10: u17 labeled `rule` may replace R2; the reply `rule and lifts u2` lifts it."""
+    state = State(
+        rules=[Rule(id="R2", words="Indent with tabs.", message="u2", seq=1, span=1)], seq=1, nextRule=3
+    )
+    span = [user("u17", "Switch to two-space indentation instead of tabs from now on.")]
+    reply = json.dumps({"labels": [{"msg": "u17", "label": "rule and lifts u2"}]})
+    model = ScriptedModel(answer({"u17": "rule"}), reply)
+    result = await run(span, model, state=state)
+    assert [c.kind for c in model.calls] == ["first", "question"]
+    assert (
+        "u17 is labeled `rule` and may replace the rule u2 gave (Indent with tabs.)"
+        in model.calls[1].last_user
+    )
+    label = result.chunks[0].labels[0]
+    assert label.rule is not None and [lift.target for lift in label.lifts] in (["R2"], ["u2"])
+
+
+async def test_lift17_no_question_after_a_call_that_threw() -> None:
+    state = State(
+        rules=[Rule(id="R2", words="Indent with tabs.", message="u2", seq=1, span=1)], seq=1, nextRule=3
+    )
+    span = [user("u17", "Switch to two-space indentation instead of tabs from now on.")]
+    flawed = answer({"u17": "rule"}, narrative="n" * 300)  # parsed, one defect: a retry is asked
+    model = ScriptedModel(flawed, RetryableError(status=500))
+    result = await run(span, model, state=state)
+    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert result.closed_as == "whole"
+    assert result.chunks[0].labels[0].lifts == ()
+
+
+async def test_fail11_carried_messages_are_offered_whole_and_labeled() -> None:
+    long_text = "Never run migrations against prod. " + "context " * 60
+    carried = [OfferedMessage(user_id="u1", text=long_text)]
+    span = [user("u5", "Carry on with the export.")]
+    words = "Never run migrations against prod."
+    model = ScriptedModel(answer({"u1": ("rule", words), "u5": "not a rule"}))
+    result = await run(span, model, carried=carried)
+    assert long_text.strip() in model.calls[0].messages[0].text  # whole, not cut at 240 (DIFF-8)
+    rules = [label.rule for label in result.chunks[0].labels if label.rule is not None]
+    assert [(r.message, r.words) for r in rules] == [("u1", words)]
+
+
+def _offered_ids(call: Call) -> list[str]:
+    found = re.search(r"Label exactly these messages: ([^\n]*)\.", call.messages[0].text)
+    assert found is not None
+    return [part.strip() for part in found.group(1).split(",")]
+
+
+async def test_diff1_diff3_a_large_span_is_cut_into_at_most_four_chunks_at_user_messages() -> None:
+    span: list[SpanMessage] = []
+    for n in range(1, 11):
+        span += [user(f"u{n}", f"Step {n}: do the next part."), assistant("done " + "x" * 2000)]
+    replies = [answer({uid: "not a rule" for uid in ids}) for ids in ([f"u{n}" for n in range(1, 11)],)]
+    model = ScriptedModel(*replies * 4, input_tokens=3000)
+    # The scripted replies label every id; the stage must still offer each chunk only its own messages.
+    result = await run(span, model)
+    assert 2 <= len(model.calls) <= 4
+    seen = [_offered_ids(call) for call in model.calls]
+    assert sum(len(ids) for ids in seen) == 10
+    assert [uid for ids in seen for uid in ids] == [f"u{n}" for n in range(1, 11)]
+    assert result.chunk_count == len(model.calls)
+
+
+async def test_diff3_a_later_chunk_can_lift_a_rule_an_earlier_chunk_recorded() -> None:
+    span = [
+        user("u1", "Never push to main."),
+        assistant("ok " + "y" * 3000),
+        user("u2", "The push to main rule no longer applies."),
+        assistant("ok " + "z" * 3000),
+    ]
+    model = ScriptedModel(
+        answer({"u1": "rule"}),
+        answer({"u2": "lifts u1"}),
+        input_tokens=1500,
+    )
+    result = await run(span, model)
+    assert len(model.calls) == 2
+    assert "u1" in model.calls[1].messages[0].text  # the earlier chunk's rule is in the later prompt
+    assert result.closed_as == "whole"
+    lifts = [lift for events in result.chunks for label in events.labels for lift in label.lifts]
+    assert [(lift.target, lift.by) for lift in lifts] == [("u1", "u2")]
+
+
+async def test_fail12_a_chunk_that_never_verifies_marks_the_span_chunk_missing() -> None:
+    span = [
+        user("u1", "Never push to main."),
+        assistant("ok " + "y" * 3000),
+        user("u2", "Next."),
+        assistant("z" * 3000),
+    ]
+    model = ScriptedModel(answer({"u1": "rule"}), RetryableError(status=500), input_tokens=1500)
+    result = await run(span, model)
+    assert result.closed_as == "chunk-missing"
+    assert result.reason == "chunk-model-error"
+    assert len(result.chunks) == 1

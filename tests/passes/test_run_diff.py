@@ -1,0 +1,224 @@
+"""Whole passes with the Diff talking to a scripted OpenAI-compatible server on loopback (DIFF-20, FAIL-9).
+
+The server speaks the real streaming wire format; nothing inside the daemon is faked. Each test runs the
+real pass and reads what pi would store: the summary, the state in ``details``, the span record and line,
+and the diagnostics the record log gets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
+from models.wires import KEY, OPENAI_COMPLETIONS
+from pydantic import SecretStr
+
+from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.passes.run import diff_budget_s, run_pass
+from longhaul_daemon.protocol import (
+    CompactParams,
+    CompactResult,
+    ModelCredentials,
+    ModelFacts,
+    SummarizerRoute,
+)
+from longhaul_daemon.rpc.methods import Services
+from longhaul_daemon.rpc.recording import compaction_fields
+from longhaul_daemon.state.model import State
+
+from .pi_branch import Session
+
+pytestmark = pytest.mark.anyio
+
+SPEC = "test/session-model"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def good(labels: dict[str, Any], **fields: Any) -> Reply:
+    items = [
+        {"msg": msg, "label": label[0], "words": label[1]}
+        if isinstance(label, tuple)
+        else {"msg": msg, "label": label}
+        for msg, label in labels.items()
+    ]
+    body = {"labels": items, "narrative": "Set up the export.", "now": "Write the header row next.", **fields}
+    return OPENAI_COMPLETIONS.stream_reply([json.dumps(body)])
+
+
+def failing(status: int = 500) -> Reply:
+    return json_reply({"error": {"message": "boom", "type": "server_error"}}, status=status)
+
+
+def with_model(params: CompactParams, server: ScriptedServer, **extra: Any) -> CompactParams:
+    facts = ModelFacts(
+        provider="test",
+        id="session-model",
+        api="openai-completions",
+        baseUrl=server.url + "/v1",
+        maxTokens=16_384,
+        contextWindow=128_000,
+    )
+    session = params.session.model_copy(update={"model": facts})
+    update: dict[str, Any] = {"session": session, "credentials": ModelCredentials(apiKey=SecretStr(KEY))}
+    return params.model_copy(update={**update, **extra})
+
+
+def state_of(result: CompactResult) -> State:
+    assert result.compaction is not None
+    return State.model_validate(result.compaction.details["state"])
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Session:
+    s = Session(tmp_path)
+    s.user("Never add new dependencies without asking me first.")
+    s.bash("pytest -q", "1 failed", code=1)
+    s.user("Build the CSV export.")
+    s.bash("python -m export", "wrote out.csv")
+    s.user("Keep going.")
+    return s
+
+
+@pytest.fixture
+def server_script() -> list[Reply]:
+    return []
+
+
+@pytest.fixture
+def server(server_script: list[Reply]) -> Iterator[ScriptedServer]:
+    with scripted_server(server_script) as running:
+        yield running
+
+
+async def test_diff_pass7_a_good_answer_closes_whole_and_the_rule_is_rendered_verbatim(
+    session: Session, server: ScriptedServer
+) -> None:
+    server.script.append(good({"u1": ("rule", "never add dependencies"), "u2": "not a rule"}, values=[]))
+    params = with_model(session.params(len(session.entries) - 1), server)
+    result = await run_pass(params, pass_id="p1")
+    state = state_of(result)
+    assert [(r.id, r.words, r.message) for r in state.rules] == [
+        (
+            "R1",
+            "Never add new dependencies without asking me first.",
+            "u1",
+        )  # EX-1: whole message, not the words
+    ]
+    assert result.compaction is not None
+    assert 'R1 "Never add new dependencies without asking me first."' in result.compaction.summary
+    assert "never add dependencies" not in json.dumps(result.compaction.details)
+    assert state.now == "Write the header row next." and state.workLog[-1].text == "Set up the export."
+    assert result.after is not None and result.after.spanRecord["closedAs"] == "whole"
+    assert result.after.line["calls"] == 1 and result.after.line["tokens"] > 0
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    fields = compaction_fields(params, result, 5)
+    assert fields["route"] == {"configured": None, "used": SPEC, "why": None}
+    narrative = fields["narrative"]
+    assert isinstance(narrative, dict) and narrative["calls"] == 1 and narrative["kind"] == "whole"
+    assert KEY not in json.dumps(fields) and KEY not in repr(params)
+
+
+async def test_fail10_fail11_a_failing_model_closes_narrative_less_then_the_next_pass_labels_the_carried(
+    session: Session, server: ScriptedServer
+) -> None:
+    server.script.extend([failing()] * 4)  # every attempt of the first call fails (the retry policy gives up)
+    keep = len(session.entries) - 1
+    first = await run_pass(with_model(session.params(keep), server), pass_id="p1")
+    state = state_of(first)
+    assert state.rules == [] and state.workLog[-1].closedAs == "narrative-less"
+    assert state.carried == ["u1", "u2"]
+    assert first.notice is not None and "model-error" in first.notice
+    session.store(first, keep)
+    session.user("Now add the header row.")
+    server.script.append(good({"u1": "rule", "u2": "not a rule", "u3": "not a rule"}))
+    second = await run_pass(with_model(session.params(len(session.entries) - 1), server), pass_id="p2")
+    prompt = server.requests[-1].body["messages"][-1]["content"]
+    assert "Never add new dependencies without asking me first." in prompt
+    state = state_of(second)
+    assert [(r.id, r.message, r.span) for r in state.rules] == [("R1", "u1", 2)]  # recorded one pass later
+    assert state.carried == []
+
+
+async def test_fail10_a_model_slower_than_the_budget_is_cancelled_and_the_span_closes_narrative_less(
+    session: Session, server: ScriptedServer
+) -> None:
+    server.script.append(Reply(hang_before_headers=True))
+    params = with_model(session.params(len(session.entries) - 1), server)
+    result = await run_pass(params, pass_id="p1", pass_budget_s=1.0)
+    assert diff_budget_s(1.0) < 1.0
+    assert state_of(result).workLog[-1].reason == "budget-exhausted"
+    # the daemon dropped the in-flight request: the server saw the connection close
+    assert await anyio.to_thread.run_sync(server.disconnected.wait, 5.0)
+
+
+async def test_fail9_an_unknown_summarizer_route_falls_back_to_the_session_model(
+    session: Session, server: ScriptedServer
+) -> None:
+    server.script.append(good({"u1": "rule", "u2": "not a rule"}))
+    route = SummarizerRoute(spec="other/cheap", problem="unknown-model")
+    params = with_model(session.params(len(session.entries) - 1), server, summarizer=route)
+    agent = Path(params.session.cwd) / "agent"
+    agent.mkdir()
+    (agent / "longhaul.json").write_text(json.dumps({"summarizer": "other/cheap"}))
+    params = params.model_copy(update={"session": params.session.model_copy(update={"agentDir": str(agent)})})
+    result = await run_pass(params, pass_id="p1")
+    assert result.diagnostics is not None
+    assert result.diagnostics.route.model_dump() == {
+        "configured": "other/cheap",
+        "used": SPEC,
+        "why": "unknown-model",
+    }
+    assert state_of(result).workLog[-1].closedAs == "whole"
+
+
+async def test_fail9_a_summarizer_that_fails_fatally_hands_the_pass_to_the_session_model(
+    session: Session, server: ScriptedServer
+) -> None:
+    server.script.append(good({"u1": "rule", "u2": "not a rule"}))
+    with scripted_server([failing(401)]) as routed:
+        facts = ModelFacts(provider="other", id="cheap", api="openai-completions", baseUrl=routed.url + "/v1")
+        route = SummarizerRoute(
+            spec="other/cheap", model=facts, credentials=ModelCredentials(apiKey=SecretStr("k2"))
+        )
+        params = with_model(session.params(len(session.entries) - 1), server, summarizer=route)
+        agent = Path(params.session.cwd) / "agent"
+        agent.mkdir()
+        (agent / "longhaul.json").write_text(json.dumps({"summarizer": "other/cheap"}))
+        params = params.model_copy(
+            update={"session": params.session.model_copy(update={"agentDir": str(agent)})}
+        )
+        access = ModelAccess()
+        result = await run_pass(params, pass_id="p1", access=access)
+        assert len(routed.requests) == 1  # a 401 is not retried
+    assert result.diagnostics is not None
+    assert result.diagnostics.route.used == SPEC
+    assert result.diagnostics.route.why == "failed:FatalError"
+    health = {h.route: h for h in access.health.snapshot()}
+    assert health["other/cheap"].lastErrorClass == "FatalError" and health[SPEC].calls == 1
+
+
+async def test_diff13_fail13_a_verifier_that_raises_leaves_no_state_and_the_pass_falls_back(
+    session: Session, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.script.append(good({"u1": "rule", "u2": "not a rule"}))
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("verifier bug")
+
+    monkeypatch.setattr("longhaul_daemon.diff.stage.evaluate", broken)
+    services = Services(socket_path="/unused")
+    params = with_model(session.params(len(session.entries) - 1), server)
+    from longhaul_daemon.rpc.methods import _run_compact
+
+    result = await _run_compact(services, params)
+    assert result.fallback == "pass-error" and result.compaction is None and result.after is None
