@@ -42,9 +42,11 @@ __all__ = [
     "Val",
     "answer",
     "answer_object",
+    "answer_questions",
     "cut_at_limit",
     "lifts",
     "notices",
+    "question_answers",
     "raw",
     "rule_line",
     "rules_by_id",
@@ -58,6 +60,7 @@ RETRY_NOTE_MARKER = "Your previous answer had these problems"
 _LABEL_LIST = re.compile(r"^Label exactly these messages: (.*)\.$", re.M)
 _HEADER = re.compile(r"^--- (u\d+) \((\d+) characters[^)\n]*\) [0-9a-f]+ ---$", re.M)
 _USER_BLOCK = re.compile(r"^\[User (u\d+)\]: ", re.M)
+_QUESTION = re.compile(r"^- (u\d+) is labeled `")
 _STATE_RULE = re.compile(r"^- (R\d+) \(given by (u\d+)\): (.*)$", re.M)
 
 CallKind = Literal["first", "retry", "question"]
@@ -304,6 +307,31 @@ def answer(labels: Sequence[Lab] = (), **options: Any) -> Responder:
 
     def respond(call: DiffCall) -> Reply:
         return text(json.dumps(answer_object(call, labels, **options)))
+
+    return respond
+
+
+def question_answers(call: DiffCall, *, accept: bool = True) -> dict[str, str]:
+    """``u<n>`` -> the label a model gives to each question of a question call (LIFT-12): the first form the
+    question offers when ``accept``, else the last one."""
+    block = call.last_user[call.prompt.rfind("Label exactly these messages:") :] if call.prompt else ""
+    chosen: dict[str, str] = {}
+    for line in block.splitlines():
+        match = _QUESTION.match(line)
+        if match is None:
+            continue
+        forms = re.findall(r"answer `([^`]+)`", line)
+        if forms:
+            chosen[match.group(1)] = forms[0] if accept else forms[-1]
+    return chosen
+
+
+def answer_questions(*, accept: bool = True) -> Responder:
+    """A reply to a question call: ``{"labels": [...]}`` with one label per question asked."""
+
+    def respond(call: DiffCall) -> Reply:
+        labels = [{"msg": m, "label": label} for m, label in question_answers(call, accept=accept).items()]
+        return text(json.dumps({"labels": labels}))
 
     return respond
 

@@ -104,9 +104,10 @@ def test_inspector_on_a_longhaul_session(
     _assert_clean(spans)
     for comp, n in ((first, 1), (second, 2)):
         head = f"Span {n}: compaction {comp.entry['id']}, pass {comp.details['passId']}"
-        assert f"{head}, closed narrative-less (no-model-call)" in spans.stdout
+        assert f"{head}, closed whole" in spans.stdout
     assert "exit 2: ls /nonexistent-dir-alpha" in spans.stdout
-    assert "exit 3: printf" in spans.stdout and "work log: Closed narrative-less" in spans.stdout
+    assert "exit 3: printf" in spans.stdout and "work log: E2E scripted narrative" in spans.stdout
+    assert "line: 1 model calls, " in spans.stdout  # the Diff's one call, counted in the Compaction line
 
     anomalies = _state(sandbox, str(session_file), "--anomalies")  # INSPECT-4
     assert anomalies.returncode == 0 and "No anomalies" in anomalies.stdout, anomalies.stdout
