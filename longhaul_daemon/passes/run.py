@@ -237,6 +237,10 @@ async def run_pass(
     )
     # PASS-7: the summary is the rendered state and nothing else; the pass id makes it unique (PASS-9).
     summary = render_summary(after, pass_id=pass_id)
+    if outcome.closed_as in ("narrative-less", "chunk-missing"):
+        # FAIL-11: past 30 carried messages the oldest are left out; the log says how many.
+        wanted = set(before.carried) | set(prepared.user_ids)
+        outcome.stats["carriedLeftOut"] = len(wanted - set(after.carried))
 
     details = {
         "stateFormat": STATE_FORMAT,

@@ -18,6 +18,7 @@ import pytest
 from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import KEY, OPENAI_COMPLETIONS
 from pydantic import SecretStr
+from server.harness import connect, running_daemon
 
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.passes.run import diff_budget_s, run_pass
@@ -222,3 +223,18 @@ async def test_diff13_fail13_a_verifier_that_raises_leaves_no_state_and_the_pass
 
     result = await _run_compact(services, params)
     assert result.fallback == "pass-error" and result.compaction is None and result.after is None
+
+
+async def test_pass18_client_disconnect_mid_call_cancels_the_http_request(
+    session: Session, server: ScriptedServer, short_tmp: Path
+) -> None:
+    """Issue 3: the shim closing its connection cancels the pass and the in-flight model request with it."""
+    server.script.append(Reply(hang_before_headers=True))
+    params = with_model(session.params(len(session.entries) - 1), server)
+    wire = params.model_dump(mode="json")
+    wire["credentials"] = {"apiKey": KEY}
+    async with running_daemon(short_tmp / "d.sock") as _, connect(short_tmp / "d.sock") as client:
+        await client.request("compact", wire)
+        assert await anyio.to_thread.run_sync(server.holding.wait, 10.0)  # the daemon's request is in flight
+        await client.aclose()
+        assert await anyio.to_thread.run_sync(server.disconnected.wait, 10.0)
