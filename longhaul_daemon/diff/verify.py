@@ -155,8 +155,9 @@ class _Run:
     # --- lifts (LIFT-*) ---
 
     def _context_target(self, name: str) -> Rule | None:
-        if name.startswith("R"):
-            return next((r for r in self.ctx.rules if r.id == name), None)
+        by_id = next((r for r in self.ctx.rules if r.id == name), None)
+        if by_id is not None or name.startswith("R"):
+            return by_id  # a pending rule's id is its u<n> (DIFF-3), so ids are tried first for both
         return next((r for r in self.ctx.rules if r.message == name), None)
 
     def target(self, name: str) -> _Target | None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+from longhaul_daemon.diff.answer import parse_answer
 from longhaul_daemon.diff.apply import apply_events, pending_rules
-from longhaul_daemon.diff.events import ChunkEvents, LabelEvents, LiftEvent, NewRule
+from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, LabelEvents, LiftEvent, NewRule
+from longhaul_daemon.diff.quotes import OfferedMessage
 from longhaul_daemon.diff.schema import DeadEnd, Decision
 from longhaul_daemon.diff.values import ValueCandidate
+from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.inspect.views import state_text
 from longhaul_daemon.passes.close import close_span
 from longhaul_daemon.passes.ledger import LedgerResult
@@ -84,6 +89,7 @@ def test_label_14_lift_9_lifted_rules_keep_who_lifted_and_what_replaced_them() -
         "R3": (True, "u23", None, 2),
     }
     assert "## Standing rules" not in render_summary(closed, pass_id="p")
+    assert State.model_validate(closed.model_dump(mode="json")) == closed  # stored whole in details
     inspected = state_text(FoldResult(state=closed), [])
     assert '- R1 "Never push to main." (u2), lifted by u20, replaced by R2' in inspected
     assert '- R3 "Log every request." (u21), lifted by u23' in inspected
@@ -178,3 +184,23 @@ def test_fail_10_a_narrative_less_close_takes_no_events() -> None:
         assert "takes no Diff events" in str(error)
     else:
         raise AssertionError("a narrative-less close accepted Diff events")
+
+
+def test_diff_3_a_later_chunk_lifts_a_rule_an_earlier_chunk_gave() -> None:
+    """DIFF-3, LABEL-16, LABEL-15: chunk 2 sees u5's rule under u5, lifts it, and Close numbers both."""
+    state = _state()
+    u5 = OfferedMessage("u5", "Every log line starts with a timestamp.")
+    u9 = OfferedMessage("u9", "The timestamp rule no longer applies.")
+    accepted: list[ChunkEvents] = []
+    for offered, label in ((u5, "rule"), (u9, "lifts u5")):
+        rules = pending_rules(state.rules, accepted)
+        ctx = ChunkContext(offered=(offered,), rules=rules, ledger_ids=frozenset())
+        reply = json.dumps({"labels": [{"msg": offered.id, "label": label}], "narrative": "n", "now": "w"})
+        parsed = parse_answer(reply, [offered.id], ctx.ledger_ids, rules=rules)
+        evaluation = evaluate(parsed, ctx, final=True)
+        assert evaluation.unlabeled == () and evaluation.defects == ()
+        accepted.append(evaluation.events)
+    closed = apply_events(state, accepted, span=2)
+    rule = closed.rules[-1]
+    assert (rule.id, rule.message, rule.lifted, rule.liftedBy) == ("R2", "u5", True, "u9")
+    assert rule.seq == 6 and rule.liftSeq == 7

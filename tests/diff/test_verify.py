@@ -248,3 +248,25 @@ def test_quote_1_property_recorded_rule_text_is_always_copied_from_a_user_messag
         for rule in _new_rules(out):
             holder = next(m for m in offered if m.id == rule.message)
             assert quotable_text(holder.text)[rule.start : rule.end] == rule.words
+
+
+def test_fail_2_a_reply_without_json_yields_no_events_and_leaves_every_message_unlabeled() -> None:
+    """FAIL-2, FAIL-4: nothing from an unparsed reply enters the events."""
+    offered = [OfferedMessage("u1", "Never force-push."), OfferedMessage("u2", "ok")]
+    ctx = _ctx(offered)
+    parsed = parse_answer("I could not decide.", ["u1", "u2"], ctx.ledger_ids)
+    for final in (False, True):
+        out = evaluate(parsed, ctx, final=final)
+        assert out.events.labels == () and out.events.judged == frozenset()
+        assert out.unlabeled == ("u1", "u2")
+    assert [d.code for d in evaluate(parsed, ctx, final=False).defects] == ["no-json"]
+
+
+def test_quote_16_an_excerpt_only_message_needs_words_and_the_note_says_so() -> None:
+    """QUOTE-16: a message shown only in part yields a rule only through exact words."""
+    u3 = OfferedMessage("u3", "Keep the public API stable.", excerpt_only=True)
+    out = _run([u3], [{"msg": "u3", "label": "rule"}], final=False)
+    assert [(d.code, d.msg) for d in out.defects] == [("rule-words", "u3")]
+    assert "shown only in part" in out.defects[0].text
+    final = _run([u3], [{"msg": "u3", "label": "rule"}], final=True)
+    assert _new_rules(final) == [] and final.events.dropped["rules"] == 1
