@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PY_STAMP := $(VENV)/.longhaul-installed
 NODE_STAMP := client_shim/node_modules/.longhaul-installed
 
-.PHONY: run test install lint typecheck pytest node-test e2e clean
+.PHONY: run test install lint typecheck pytest node-test e2e bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ install: $(PY_STAMP) $(NODE_STAMP)
 
 run: $(PY_STAMP)
 	$(BIN)/longhaul-daemon serve
+
+# Timings of the pure pass steps on long synthetic sessions; numbers to compare, never asserted in tests.
+bench: $(PY_STAMP)
+	$(BIN)/python bench/pass_bench.py
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .
