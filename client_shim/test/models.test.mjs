@@ -95,7 +95,7 @@ test("the session model's credentials are resolved; without auth or a model they
 	assert.equal(both.summarizer.problem, null);
 	const none = await resolveModels(access(fakeRegistry({ auth: () => ({ ok: false, error: "x" }) })), null);
 	assert.deepEqual(none, { credentials: null, summarizer: null });
-	assert.deepEqual(await resolveModels(access(fakeRegistry(), undefined), null), { credentials: null, summarizer: null });
+	assert.deepEqual(await resolveModels({ registry: fakeRegistry(), model: undefined }, null), { credentials: null, summarizer: null });
 });
 
 let daemon;
@@ -124,6 +124,7 @@ test("summarizerSpec takes the daemon's answer; an error, junk or silence means 
 
 /** Run one compaction through the real shim; returns the compact request and everything the shim said. */
 async function compactWith(routeReply, registry) {
+	await daemon?.stop(); // one fake daemon at a time: a test may compact more than once
 	daemon = await startDaemon((req, dflt) => (req.method === "route" ? routeReply(req) : dflt(req)));
 	const pi = fakePi();
 	factory(pi);
@@ -162,7 +163,6 @@ test("PASS-22: compact carries the session credentials and the resolved summariz
 test("a route the registry cannot resolve is sent as its problem; a failed route call sends none", async () => {
 	const unknown = await compactWith(routeTo("local/missing"), fakeRegistry());
 	assert.deepEqual(unknown.compact.summarizer, { spec: "local/missing", model: null, credentials: null, problem: "unknown-model" });
-	await daemon.stop();
 	const failing = (req) => ({ jsonrpc: "2.0", id: req.id, error: { code: -32603, message: "Internal error" } });
 	const broken = await compactWith(failing, fakeRegistry({ find: () => { throw new Error(SUMMARIZER_KEY); } }));
 	assert.equal(broken.compact.summarizer, null);

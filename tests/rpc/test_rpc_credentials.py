@@ -121,6 +121,10 @@ async def test_pass22_a_planted_key_reaches_no_log_reply_record_or_status(
             await anyio.to_thread.run_sync(
                 lambda: run_status(daemon.socket_path, as_json=True, out=out, err=err)
             )
+        sent = [request.headers.get("authorization") for request in model_server.requests]
+    # The key did travel, to the one place it belongs: the summarizer, then the session model after its 401.
+    assert sent == [f"Bearer {KEY}", f"Bearer {KEY}"], sent
+    assert "route" in table and "cheap/s" in table
     for number, text in enumerate(replies):
         assert_no_secret(f"reply {number}", text)
     assert_no_secret("the status table", table)
