@@ -368,16 +368,19 @@ test("frames split on \\n only: U+2028/U+2029 inside a string parse fine, replie
 	assert.equal(ret.compaction.summary, weird);
 });
 
-test("a daemon request on the pass connection gets method-not-found; the pass still completes", async () => {
+test("a daemon request on the pass connection is answered on it (PASS-22); the pass still completes", async () => {
 	daemon = await startDaemon((req, dflt) => {
 		if (req.method !== "compact") return dflt(req);
 		const ask = { jsonrpc: "2.0", id: "d1", method: "model.complete", params: {} };
-		return `${JSON.stringify(ask)}\n${JSON.stringify(dflt(req))}\n`;
+		const other = { jsonrpc: "2.0", id: "d2", method: "no.such.method", params: {} };
+		// written 10 ms apart, so the shim answers both while the call is still open
+		return { chunks: [ask, other, dflt(req)].map((m) => Buffer.from(`${JSON.stringify(m)}\n`)) };
 	});
 	const { pi, ctx } = setup();
 	assert.ok((await pi.handlers.session_before_compact(beforeCompactEvent(), ctx)).compaction);
-	await waitFor(() => daemon.requests.some((r) => r.id === "d1"));
-	assert.equal(daemon.requests.find((r) => r.id === "d1").error.code, -32601);
+	const answered = daemon.requests.filter((r) => typeof r.id === "string" && r.id.startsWith("d"));
+	assert.deepEqual(answered.find((r) => r.id === "d1").error.data, { kind: "fatal", code: "bad-params" });
+	assert.equal(answered.find((r) => r.id === "d2").error.code, -32601);
 });
 
 test("two concurrent passes (pi's post-turn/pre-prompt race): the entry is matched to its own pass", async () => {

@@ -111,6 +111,7 @@ class RecordedRequest:
     authorization: str | None
     reply: Reply
     prompt_tokens: int
+    user_agent: str | None = None  # which HTTP client sent it: pi's OpenAI JS SDK, or the daemon's httpx
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -283,7 +284,9 @@ class ModelServer:
             return text("TOOL-SEEN: " + last_text[:80])
         return text("ACK: " + last_text[:60])
 
-    def _handle(self, path: str, body: dict[str, Any], authorization: str | None) -> RecordedRequest:
+    def _handle(
+        self, path: str, body: dict[str, Any], authorization: str | None, user_agent: str | None = None
+    ) -> RecordedRequest:
         kind = classify(body)
         reply = self._decide(body, kind)
         if reply.tool is not None:
@@ -300,6 +303,7 @@ class ModelServer:
             authorization=authorization,
             reply=reply,
             prompt_tokens=prompt_tokens,
+            user_agent=user_agent,
         )
         with self._lock:
             self._requests.append(record)
@@ -418,7 +422,9 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             if not isinstance(body, dict) or not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": f"unknown path {self.path}"}})
                 return
-            record = server._handle(self.path, body, self.headers.get("Authorization"))
+            record = server._handle(
+                self.path, body, self.headers.get("Authorization"), self.headers.get("User-Agent")
+            )
             if record.reply.delay_s > 0:
                 server.closing.wait(record.reply.delay_s)
             if record.reply.status is not None:
