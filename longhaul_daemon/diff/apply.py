@@ -13,6 +13,8 @@ Decisions taken here (the proposals unless said otherwise):
 - FAIL-18: a rule already held for the same message with the same words is not added again, and a lift of a
   rule already lifted is dropped silently; neither uses a sequence number.
 - A ``u<n>`` target resolves to the first rule that message gave, in the state or in this Close.
+- Distinct content only: a decision or dead end whose text repeats one already held (ignoring case, spacing
+  and a final full stop) adds no item; its evidence ids join the held item's.
 - VALUE-8: values are merged with :func:`~longhaul_daemon.diff.values.merge_values`; ``objective`` and ``now``
   are replaced when a chunk gives them, the last chunk that does winning.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from longhaul_daemon.diff.events import ChunkEvents, LiftEvent, NewRule
+from longhaul_daemon.diff.schema import BOUNDS
 from longhaul_daemon.diff.values import merge_values
 from longhaul_daemon.state.model import Item, Rule, State, Value
 
@@ -86,6 +89,26 @@ def _replacing_id(rules: Sequence[Rule], made: dict[str, str], replacing: str | 
     return found.id if found is not None else None
 
 
+def _text_key(text: str) -> str:
+    """Two items say the same thing when they differ only in case, spacing or a final full stop."""
+    return " ".join(text.casefold().split()).rstrip(".!")
+
+
+def _add_item(items: list[Item], item: Item) -> bool:
+    """Append ``item``, or fold it into the item it restates (their evidence joins; no new event).
+
+    A model that restates last span's decision would otherwise grow the state by one item per compaction;
+    growth must come from distinct content only. Returns whether ``item`` was added as a new event.
+    """
+    key = _text_key(item.text)
+    held = next((old for old in items if _text_key(old.text) == key), None)
+    if held is None:
+        items.append(item)
+        return True
+    held.evidence = list(dict.fromkeys([*held.evidence, *item.evidence]))[: BOUNDS["evidence"]]
+    return False
+
+
 def apply_events(state: State, chunks: Sequence[ChunkEvents], *, span: int) -> State:
     """PASS-5: a new State holding ``chunks``' accepted events, numbered after ``state.seq``.
 
@@ -110,18 +133,16 @@ def apply_events(state: State, chunks: Sequence[ChunkEvents], *, span: int) -> S
                     seq += 1
     for chunk in chunks:
         for decision in chunk.decisions:
-            seq += 1
-            new.decisions.append(
-                Item(
-                    text=decision.text, why=decision.why, evidence=list(decision.evidence), seq=seq, span=span
-                )
+            item = Item(
+                text=decision.text, why=decision.why, evidence=list(decision.evidence), seq=seq + 1, span=span
             )
+            if _add_item(new.decisions, item):
+                seq += 1
     for chunk in chunks:
         for dead_end in chunk.dead_ends:
-            seq += 1
-            new.deadEnds.append(
-                Item(text=dead_end.text, evidence=list(dead_end.evidence), seq=seq, span=span)
-            )
+            item = Item(text=dead_end.text, evidence=list(dead_end.evidence), seq=seq + 1, span=span)
+            if _add_item(new.deadEnds, item):
+                seq += 1
     values: list[Value] = []
     for chunk in chunks:
         for value in chunk.values:

@@ -204,3 +204,25 @@ def test_diff_3_a_later_chunk_lifts_a_rule_an_earlier_chunk_gave() -> None:
     rule = closed.rules[-1]
     assert (rule.id, rule.message, rule.lifted, rule.liftedBy) == ("R2", "u5", True, "u9")
     assert rule.seq == 6 and rule.liftSeq == 7
+
+
+def test_restated_decisions_and_dead_ends_add_nothing_but_their_evidence() -> None:
+    """Issue 4: state grows by distinct content, not by number of compactions (FAIL-18's spirit for items)."""
+
+    first = ChunkEvents(
+        decisions=(Decision(text="Use SQLite for the cache.", evidence=("C1",)),),
+        dead_ends=(DeadEnd(text="Redis needs a server we do not have.", evidence=("E1",)),),
+    )
+    again = ChunkEvents(
+        decisions=(Decision(text="use  sqlite for the cache", evidence=("C4",)),),
+        dead_ends=(DeadEnd(text="Redis needs a server we do not have.", evidence=()),),
+    )
+    state = apply_events(State(), [first], span=1)
+    state = apply_events(state, [again], span=2)
+    assert [(d.text, d.evidence, d.span) for d in state.decisions] == [
+        ("Use SQLite for the cache.", ["C1", "C4"], 1)
+    ]
+    assert [(d.text, d.evidence) for d in state.deadEnds] == [
+        ("Redis needs a server we do not have.", ["E1"])
+    ]
+    assert state.seq == 2  # the restatements took no sequence numbers
