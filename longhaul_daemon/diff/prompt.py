@@ -206,7 +206,9 @@ def _state_lines(
     out += _newest(closed, LEDGER_ERRORS, "errors")
     if remembered:
         out.append("Remembered notes (the agent's own, never the user's; never rules):")
-        out += [f"- {_indent(n.text)}" for n in remembered]
+        out += [
+            f"- {f'({n.kind}) ' if n.kind and n.kind != 'note' else ''}{_indent(n.text)}" for n in remembered
+        ]
     return out
 
 

@@ -111,7 +111,7 @@ def close_span(
     # PASS-5: what this pass accepted is numbered after the highest number already held, in a fixed order.
     for note in remembered:
         new.seq += 1
-        new.notes.append(Note(text=note.text, seq=new.seq, entryId=note.entryId))
+        new.notes.append(Note(text=note.text, seq=new.seq, entryId=note.entryId, kind=note.kind))
     new = apply_events(new, events, span=new.span)
 
     if closed_as == "whole":

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, Item, Note, Rule, State, Value
+from longhaul_daemon.state.model import NOTE_KINDS, STATE_FORMAT, ClosedAs, Item, Note, Rule, State, Value
 
 __all__ = [
     "COMPACTOR",
@@ -202,7 +202,9 @@ def _read_event(entry: Mapping[str, Any], anomalies: list[Anomaly]) -> _Event | 
         except ValidationError:
             anomalies.append(Anomaly(entry_id, "malformed", "remember event without a usable text"))
             return None
-        return Note(text=text, seq=0, entryId=entry_id)
+        hint = data.get("noteKind")
+        kind = hint if isinstance(hint, str) and hint in NOTE_KINDS else None
+        return Note(text=text, seq=0, entryId=entry_id, kind=kind)
     seq = data.get("seq")
     if type(seq) is not int or seq < 1:
         anomalies.append(Anomaly(entry_id, "malformed", f"{kind} event without a positive integer seq"))

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "NOTE_KINDS",
     "STATE_FORMAT",
     "Command",
     "Commit",
@@ -27,6 +28,7 @@ __all__ = [
 ]
 
 STATE_FORMAT = 1
+NOTE_KINDS = ("decision", "dead-end", "value", "note")  # TOOLS-1; "note" when the agent names none
 
 ExitCode = int | Literal["cancelled", "no result", "unknown"]
 ClosedAs = Literal["whole", "narrative-less", "chunk-missing", "empty"]
@@ -125,6 +127,7 @@ class Note(_Model):
     text: str
     seq: int
     entryId: str | None = None
+    kind: str | None = None  # the agent's hint (decision, dead-end, value, note); the Diff decides (TOOLS-3)
 
 
 class WorkLogLine(_Model):

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from longhaul_daemon.state.fold import EVENT_TYPE
-from longhaul_daemon.state.model import STATE_FORMAT
+from longhaul_daemon.state.model import NOTE_KINDS, STATE_FORMAT
 from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = ["MAX_NOTE_CHARS", "NOTE_KINDS", "RememberOutcome", "remember"]
 
 MAX_NOTE_CHARS = 500  # TOOLS-1: 1–500 characters, counted in code points after sanitizing
-NOTE_KINDS = ("decision", "dead-end", "value", "note")  # TOOLS-1; "note" when the agent names none
 _TOOL = "longhaul_remember"
 
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lh_branch import Branch
 
+from longhaul_daemon.diff.prompt import build_prompt
 from longhaul_daemon.state.fold import fold
 from longhaul_daemon.state.model import Command, Rule, State
 
@@ -339,3 +340,18 @@ _entry = st.fixed_dictionaries(
 def test_fold6_fold_never_raises_on_transcript_content(branch: list[Any]) -> None:
     result = fold(branch)
     assert result.state.model_dump_json() == fold(branch).state.model_dump_json()
+
+
+def test_tools3_a_remembered_note_keeps_the_agents_kind_hint_and_the_prompt_shows_it() -> None:
+    """TOOLS-1/TOOLS-3: the kind the agent gave travels with the note to the Diff; an unknown kind is dropped."""
+    b = Branch()
+    b.user("build the CSV export")
+    b.event("remember", text="chose the csv module", noteKind="decision")
+    b.event("remember", text="odd hint", noteKind="rule")
+    remembered = fold(b.entries).remembered
+    assert [(n.text, n.kind) for n in remembered] == [
+        ("chose the csv module", "decision"),
+        ("odd hint", None),
+    ]
+    prompt = build_prompt(State(), [], remembered=remembered)
+    assert "- (decision) chose the csv module" in prompt.user and "- odd hint" in prompt.user
