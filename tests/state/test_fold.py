@@ -343,7 +343,7 @@ def test_fold6_fold_never_raises_on_transcript_content(branch: list[Any]) -> Non
 
 
 def test_tools3_a_remembered_note_keeps_the_agents_kind_hint_and_the_prompt_shows_it() -> None:
-    """TOOLS-1/TOOLS-3: the kind the agent gave travels with the note to the Diff; an unknown kind is dropped."""
+    """TOOLS-1, TOOLS-3: the agent's kind travels with the note to the Diff; an unknown kind is dropped."""
     b = Branch()
     b.user("build the CSV export")
     b.event("remember", text="chose the csv module", noteKind="decision")
