@@ -81,3 +81,9 @@ def fake_git(sandbox: Sandbox) -> Iterator[FakeGit]:
     finally:
         fake.disarm()
         fake.kill_sleepers()
+
+
+@pytest.fixture
+def pi(daemon: Daemon, start_pi: Callable[[], PiRpc]) -> Iterator[PiRpc]:
+    """A started pi with the shim loaded, talking to the session's daemon."""
+    yield start_pi()

@@ -8,11 +8,17 @@ budget) and answered by the next scripted responder:
 * :func:`answer` builds a JSON answer: labels for messages picked by a fragment of their text (``Lab``), every
   other asked message ``not a rule``; decisions, dead ends, values (``Val``, the turn picked by a fragment of
   the message that opened it), narrative, Now, objective; :data:`NULL` sends an explicit ``null``.
+* :func:`answer_questions` replies to a question call (LIFT-12), taking the first or the last form each
+  question offers.
 * :func:`raw` sends any text (truncated JSON, prose), :func:`cut_at_limit` a reply stopped with
   ``finish_reason: "length"``, :func:`status` an HTTP error, :func:`slow` delays another responder.
 
-Tests then read what a user sees (``standing_rules``, ``rule_line``) and what the model was sent
-(``DiffScript.calls``).
+A call's kind is ``first`` (also a raised-budget repeat: same messages, bigger ``max_tokens``), ``retry`` (its
+last user message is the retry note) or ``question`` (text after the prompt's "Label exactly these messages"
+line). Matching is on each message's whole text, read from the conversation block, not the 240-character
+listing. Tests then read what a user sees (``standing_rules``, ``rule_line``, ``section``) and what the
+model was sent (``DiffScript.calls``). ``set_model_max_tokens``, ``add_model`` and
+``write_longhaul_settings`` adjust the sandbox before pi starts.
 """
 
 from __future__ import annotations
@@ -40,20 +46,24 @@ __all__ = [
     "Responder",
     "ShownRule",
     "Val",
+    "add_model",
     "answer",
     "answer_object",
     "answer_questions",
     "cut_at_limit",
     "lifts",
+    "model_of",
     "notices",
     "question_answers",
     "raw",
     "rule_line",
     "rules_by_id",
+    "section",
     "set_model_max_tokens",
     "slow",
     "standing_rules",
     "status",
+    "write_longhaul_settings",
 ]
 
 RETRY_NOTE_MARKER = "Your previous answer had these problems"
@@ -61,7 +71,7 @@ _LABEL_LIST = re.compile(r"^Label exactly these messages: (.*)\.$", re.M)
 _HEADER = re.compile(r"^--- (u\d+) \((\d+) characters[^)\n]*\) [0-9a-f]+ ---$", re.M)
 _USER_BLOCK = re.compile(r"^\[User (u\d+)\]: ", re.M)
 _QUESTION = re.compile(r"^- (u\d+) is labeled `")
-_STATE_RULE = re.compile(r"^- (R\d+) \(given by (u\d+)\): (.*)$", re.M)
+_STATE_RULE = re.compile(r"^- ([Ru]\d+) \(given by (u\d+)\): (.*)$", re.M)  # u<n>: new in an earlier chunk
 
 CallKind = Literal["first", "retry", "question"]
 
@@ -286,14 +296,9 @@ def answer_object(
     obj["decisions"] = list(decisions) if decisions or not null_lists else None
     obj["deadEnds"] = list(dead_ends) if dead_ends or not null_lists else None
     if values:
-        obj["values"] = [
-            {
-                "name": v.name,
-                "value": v.value,
-                "turn": v.turn if re.fullmatch(r"u\d+", v.turn) else call.id_of(v.turn),
-            }
-            for v in values
-        ]
+        # A value whose turn this call does not offer is left out, as a model would not name it.
+        turns = [(v, v.turn if re.fullmatch(r"u\d+", v.turn) else call.id_of(v.turn)) for v in values]
+        obj["values"] = [{"name": v.name, "value": v.value, "turn": t} for v, t in turns if t is not None]
     elif null_lists:
         obj["values"] = None
     for key, value in (("narrative", narrative), ("now", now), ("objective", objective)):
@@ -320,7 +325,8 @@ def question_answers(call: DiffCall, *, accept: bool = True) -> dict[str, str]:
         match = _QUESTION.match(line)
         if match is None:
             continue
-        forms = re.findall(r"answer `([^`]+)`", line)
+        at = line.find("answer `")
+        forms = re.findall(r"`([^`]+)`", line[at:]) if at >= 0 else []
         if forms:
             chosen[match.group(1)] = forms[0] if accept else forms[-1]
     return chosen
@@ -402,6 +408,12 @@ def standing_rules(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {rid: r for rid, r in rules_by_id(state).items() if not r.get("lifted")}
 
 
+def section(summary: str, title: str) -> str:
+    """The body of ``## title`` in a summary ("" when the section is left out)."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=\n\n## |\n\n<|\Z)", summary, re.S | re.M)
+    return match.group(1) if match else ""
+
+
 def rule_line(rule_id: str, words: str, message: str) -> str:
     """How the summary lists a rule in force under ``## Standing rules`` (PASS-8 layout)."""
     return f'- {rule_id} "{words}" ({message})'
@@ -424,3 +436,23 @@ def set_model_max_tokens(sandbox: Sandbox, max_tokens: int) -> None:
         for model in provider["models"]:
             model["maxTokens"] = max_tokens
     path.write_text(json.dumps(config, indent=2))
+
+
+def add_model(sandbox: Sandbox, model_id: str, *, max_tokens: int = 4096) -> str:
+    """Add a second model to the sandbox's ``fake`` provider (same server); returns its ``provider/id``."""
+    path: Path = sandbox.agent_dir / "models.json"
+    config = json.loads(path.read_text())
+    models = config["providers"]["fake"]["models"]
+    models.append({**models[0], "id": model_id, "name": model_id, "maxTokens": max_tokens})
+    path.write_text(json.dumps(config, indent=2))
+    return f"fake/{model_id}"
+
+
+def write_longhaul_settings(sandbox: Sandbox, **settings: Any) -> None:
+    """Write ``longhaul.json`` in the sandbox's agent directory (CONFIG-5), e.g. ``summarizer="fake/x"``."""
+    (sandbox.agent_dir / "longhaul.json").write_text(json.dumps(settings))
+
+
+def model_of(call: DiffCall) -> str:
+    """The model id a Diff request was sent to."""
+    return str(call.body.get("model"))

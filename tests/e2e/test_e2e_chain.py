@@ -30,13 +30,18 @@ from .diff_script import (
     Val,
     answer,
     answer_questions,
+    cut_at_limit,
     lifts,
+    raw,
     rule_line,
     rules_by_id,
+    section,
     standing_rules,
+    status,
 )
 from .model_server import ModelServer, Reply, text, tool_call
 from .pi_driver import PiRpc
+from .sandbox import Sandbox
 from .scenario import LonghaulCompaction, expect_longhaul, wrap_up
 
 pytestmark = pytest.mark.e2e
@@ -169,17 +174,12 @@ def responder(plan: Round) -> Responder:
     return respond
 
 
-def section(summary: str, title: str) -> str:
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=\n\n## |\n\n<|\Z)", summary, re.S | re.M)
-    return match.group(1) if match else ""
-
-
 def without(summary: str, *titles: str) -> str:
     """The summary with the given sections and the header line (pass id) removed."""
     body = summary.split("\n", 1)[1]
     for title in titles:
         body = body.replace(f"## {title}\n{section(summary, title)}", "")
-    return body
+    return re.sub(r"\n{3,}", "\n\n", body).strip()
 
 
 def user_ids(found: LonghaulCompaction) -> dict[str, str]:
@@ -210,9 +210,11 @@ def message_id(ids: dict[str, str], fragment: str) -> str:
     return found[0]
 
 
-def check_rules(n: int, found: LonghaulCompaction, first_seen: dict[str, dict[str, Any]]) -> None:
+def check_rules(
+    n: int, found: LonghaulCompaction, first_seen: dict[str, dict[str, Any]], exp: Expected | None = None
+) -> None:
     """Rules in force are the user's words byte for byte, with stable ids; lifted rules are gone for good."""
-    exp = expected_after(n)
+    exp = expected_after(n) if exp is None else exp
     ids = user_ids(found)
     rules = rules_by_id(found.state)
     assert set(rules) == set(exp.rules), f"compaction {n}: rule ids {sorted(rules)}, want {sorted(exp.rules)}"
@@ -274,10 +276,6 @@ def test_twelve_compactions_keep_rules_verbatim_and_the_summary_bounded(
         response = pi.compact()
         assert response.get("success") is True, f"compact #{n} failed: {response}\n{pi.diagnostics()}"
         comp = expect_longhaul(pi.session_file(), n, span=n)
-        if n == 1 and not script.calls and comp.state["workLog"][-1].get("reason") == "no-model-call":
-            pytest.skip(
-                "the daemon's Diff stage is not wired yet: the span closed narrative-less (no-model-call)"
-            )
         kinds = [c.kind for c in script.since(start)]
         assert kinds == list(plan.expect_kinds), f"compaction {n}: model calls {kinds}"
         data = comp.span_record["data"]
@@ -335,8 +333,6 @@ def test_restated_decisions_and_dead_ends_do_not_grow_the_state(
         response = pi.compact()
         assert response.get("success") is True, f"compact #{n} failed: {response}\n{pi.diagnostics()}"
         comp = expect_longhaul(pi.session_file(), n, span=n)
-        if n == 1 and not script.calls:
-            pytest.skip("the daemon's Diff stage is not wired yet: it called no model")
         assert comp.span_record["data"]["closedAs"] == "whole", comp.span_record["data"]
         assert list(standing_rules(comp.state)) == ["R1"], comp.state["rules"]  # FAIL-18: no second R
         found.append(comp)
@@ -348,3 +344,190 @@ def test_restated_decisions_and_dead_ends_do_not_grow_the_state(
     assert [d["text"] for d in last["deadEnds"]] == [dead_end["text"]], f"{len(last['deadEnds'])} dead ends"
     stable = [without(c.summary, "Work log", "Recent commands") for c in found[1:]]
     assert all(s == stable[0] for s in stable), "restating the same decision grows the summary"
+
+
+# ---- a chain where some passes fail ------------------------------------------------------------------------
+
+FORCE = "From now on, never force-push any branch."
+TABS_AGAIN = "Once more: the tabs rule no longer applies."
+ENGLISH = "Write every log message in English."
+
+
+def test_chain_with_failing_passes_records_carried_rules_and_never_revives_lifted_ones(
+    daemon: Daemon, model_server: ModelServer, start_pi: Callable[[], PiRpc]
+) -> None:
+    """FAIL-10, FAIL-11, FAIL-18, FAIL-1, FAIL-4, FAIL-7, FAIL-19, LIFT-5, LIFT-6, LIFT-9, QUOTE-4, LABEL-8:
+    ten compactions where some passes fail (server errors, unlabeled messages) and others need a retry
+    (truncated JSON, a reply cut at the limit, a rate limit, a refused lift). A rule or lift stated in a
+    failed span is recorded at the next whole pass under its original u<n>; a lift repeated for a rule
+    already lifted changes nothing; after every compaction the rules in force are the user's words, lifted
+    rules are absent from the summary, and the summary beyond its logs and rules stays the same."""
+    pi = start_pi()
+    good = answer(
+        [
+            Lab(DEPS, "rule"),
+            Lab(TABS, "rule"),
+            Lab(FORCE, "rule"),
+            Lab(TABS_LIFT, lifts(TABS)),
+            Lab(COMMITS_72, "rule"),
+            Lab(STAGING, "rule"),
+            Lab(STAGING_LIFT, lifts(STAGING)),
+            Lab(TABS_AGAIN, "lifts R2"),  # R2 is already lifted: dropped silently (LABEL-8, FAIL-18)
+            Lab("Every dry-run line", "rule", words=DRY_WORDS),
+            Lab(ENGLISH, "rule"),
+        ],
+        values=[Val("dev server port", "5173", PORT_A)],
+    )
+    permission_lift = answer([Lab(PERMISSION, lifts(DEPS))])
+    truncated = raw('{"labels": [{"msg": "u1", "label": "not a')
+    rounds: list[tuple[list[str], list[Callable[[DiffCall], Reply]], Callable[[DiffCall], Reply], str]] = [
+        # (prompts, responders for the calls in order, responder for later calls, how the span closes)
+        ([DEPS, TABS], [], good, "whole"),
+        ([FORCE, TABS_LIFT], [], status(500, retry_after_ms=1), "narrative-less"),
+        ([COMMITS_72], [], good, "whole"),
+        ([STAGING], [truncated], good, "whole"),
+        ([STAGING_LIFT], [], answer(default=None), "narrative-less"),
+        ([TABS_AGAIN], [], good, "whole"),
+        ([DRY_MESSAGE], [status(429, retry_after_ms=20)], good, "whole"),
+        ([ENGLISH, PORT_A], [cut_at_limit("")], good, "whole"),
+        ([PERMISSION], [permission_lift, permission_lift], good, "whole"),
+        (["Please run the build again."], [], good, "whole"),
+    ]
+    expected = Expected()
+    first_seen: dict[str, dict[str, Any]] = {}
+    sizes: list[int] = []
+    found: list[LonghaulCompaction] = []
+    for n, (prompts, steps, then, closes) in enumerate(rounds, start=1):
+        for prompt in prompts:
+            if prompt == PORT_A:
+                model_server.enqueue(*bash("echo 'Local:   http://localhost:5173/'"))
+            pi.prompt(prompt)
+        wrap_up(pi, f"failing chain {n}")
+        script = DiffScript(steps=steps, then=then).install(model_server)
+        response = pi.compact()
+        assert response.get("success") is True, f"compact #{n} failed: {response}\n{pi.diagnostics()}"
+        comp = expect_longhaul(pi.session_file(), n, span=n)
+        data = comp.span_record["data"]
+        assert data["closedAs"] == closes, f"compaction {n}: {data}"
+        ids = user_ids(comp)
+        if n == 1:
+            expected.rules.update(R1=(DEPS, DEPS), R2=(TABS, TABS))
+        elif n == 2:
+            carried = set(comp.state["carried"])
+            assert {message_id(ids, FORCE), message_id(ids, TABS_LIFT)} <= carried, carried
+        elif n == 3:
+            offered = [m for m in script.calls[0].offered if m.carried]
+            assert {message_id(ids, FORCE), message_id(ids, TABS_LIFT)} <= {m.id for m in offered}
+            assert comp.state["carried"] == []
+            expected.rules.update(R3=(FORCE, FORCE), R4=(COMMITS_72, COMMITS_72))
+            expected.lifted["R2"] = TABS_LIFT
+        elif n == 4:
+            assert [c.kind for c in script.calls] == ["first", "retry"]
+            expected.rules["R5"] = (STAGING, STAGING)
+        elif n == 5:
+            assert [c.kind for c in script.calls] == ["first", "retry"], "FAIL-4: one retry, then unverified"
+            assert message_id(ids, STAGING_LIFT) in comp.state["carried"]
+        elif n == 6:
+            assert [c.kind for c in script.calls] == ["first"], script.calls[-1].last_user
+            expected.lifted["R5"] = STAGING_LIFT
+        elif n == 7:
+            assert len(script.calls) == 2 and [c.kind for c in script.calls] == ["first", "first"]
+            expected.rules["R6"] = (DRY_WORDS, "Every dry-run line")
+        elif n == 8:
+            assert [c.kind for c in script.calls] == ["first", "retry"]
+            assert [c.max_tokens for c in script.calls] == [4096, 4096]
+            expected.rules["R7"] = (ENGLISH, ENGLISH)
+            turn = message_id(ids, PORT_A)
+            assert section(comp.summary, "Values") == f"- dev server port: 5173 (turn {turn})"
+        elif n == 9:
+            assert [c.kind for c in script.calls] == ["first", "retry"], (
+                "LIFT-5: the refused lift is sent back"
+            )
+        check_rules(n, comp, first_seen, expected)
+        found.append(comp)
+        sizes.append(len(comp.summary))
+
+    assert pi.extension_errors() == [], pi.diagnostics()
+    print(f"\nsummary characters in the failing chain, compactions 1..10: {sizes}")
+    rest = [without(c.summary, "Work log", "Recent commands", "Standing rules", "Values") for c in found]
+    for n, r in enumerate(rest, start=1):
+        assert r == rest[0], f"compaction {n}: the summary changed beyond its logs, rules and values:\n{r}"
+
+
+def test_summary_size_plateaus_once_the_logs_reach_their_caps(
+    daemon: Daemon, model_server: ModelServer, start_pi: Callable[[], PiRpc]
+) -> None:
+    """PASS-8, issue 4 (bounded summary): 34 compactions of the same work. The work log (30 lines) and the
+    recent commands (20) are the only sections that grow with the number of spans, and both are capped, so
+    from the 31st compaction on the summary size changes only by the digits of growing span and C ids."""
+    pi = start_pi()
+    script = DiffScript(then=answer([Lab(DEPS, "rule")])).install(model_server)
+    pi.prompt(DEPS)
+    sizes: list[int] = []
+    last: LonghaulCompaction | None = None
+    for n in range(1, 35):
+        model_server.enqueue(*bash(f"echo round-{n}"))
+        pi.prompt("Please run the build again.")
+        wrap_up(pi, f"plateau {n}")
+        response = pi.compact()
+        assert response.get("success") is True, f"compact #{n} failed: {response}\n{pi.diagnostics()}"
+        last = expect_longhaul(pi.session_file(), n, span=n)
+        assert last.span_record["data"]["closedAs"] == "whole"
+        sizes.append(len(last.summary))
+    assert last is not None and script.calls
+    print(f"\nsummary characters over 34 compactions: {sizes}")
+    assert list(standing_rules(last.state)) == ["R1"]
+    assert len(section(last.summary, "Work log").splitlines()) == 31  # 30 lines and the "left out" note
+    assert len(section(last.summary, "Recent commands").splitlines()) == 21
+    plateau = sizes[30:]
+    assert max(plateau) - min(plateau) <= 8, f"sizes after compaction 31: {plateau}"
+    assert max(sizes) == max(plateau), sizes
+
+
+# ---- restarts in the middle of a chain ---------------------------------------------------------------------
+
+
+def test_rules_survive_pi_and_daemon_restarts_mid_chain(
+    sandbox: Sandbox, daemon: Daemon, model_server: ModelServer
+) -> None:
+    """FOLD, LABEL-14, LIFT-9: the state lives in the transcript, not in the daemon or pi. Six compactions
+    with pi restarted (``-c``) and the daemon restarted between them: rule ids, words and lifts carry over
+    and a lifted rule never comes back."""
+    labels = [
+        Lab(DEPS, "rule"),
+        Lab(TABS, "rule"),
+        Lab(TABS_LIFT, lifts(TABS)),
+        Lab(COMMITS_72, "rule"),
+        Lab(FORCE, "rule"),
+    ]
+    DiffScript(then=answer(labels)).install(model_server)
+    plan = [[DEPS, TABS], [TABS_LIFT], [COMMITS_72], ["Please run the build again."], [FORCE], ["Done."]]
+    expected = Expected()
+    first_seen: dict[str, dict[str, Any]] = {}
+    pi = PiRpc(sandbox)
+    try:
+        for n, prompts in enumerate(plan, start=1):
+            if n in (3, 5):  # pi restarts and continues the same session; the daemon restarts too
+                pi.close()
+                daemon.stop()
+                daemon.start(sandbox.daemon_env())
+                pi = PiRpc(sandbox, extra_args=("-c",))
+            for prompt in prompts:
+                pi.prompt(prompt)
+            wrap_up(pi, f"restart chain {n}")
+            response = pi.compact()
+            assert response.get("success") is True, f"compact #{n} failed: {response}\n{pi.diagnostics()}"
+            comp = expect_longhaul(pi.session_file(), n, span=n)
+            assert comp.span_record["data"]["closedAs"] == "whole", comp.span_record["data"]
+            if n == 1:
+                expected.rules.update(R1=(DEPS, DEPS), R2=(TABS, TABS))
+            elif n == 2:
+                expected.lifted["R2"] = TABS_LIFT
+            elif n == 3:
+                expected.rules["R3"] = (COMMITS_72, COMMITS_72)
+            elif n == 5:
+                expected.rules["R4"] = (FORCE, FORCE)
+            check_rules(n, comp, first_seen, expected)
+        assert pi.extension_errors() == [], pi.diagnostics()
+    finally:
+        pi.close()
