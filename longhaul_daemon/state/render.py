@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 from longhaul_daemon.state.model import ErrorEntry, Item, State, World
-from longhaul_daemon.state.sanitize import sanitize, sanitize_line
+from longhaul_daemon.state.sanitize import sanitize, sanitize_line, sanitize_verbatim
 
 __all__ = [
     "MAX_COMMANDS",
@@ -76,10 +76,20 @@ def _newest(items: Sequence[_T], cap: int) -> tuple[Sequence[_T], int]:
     return items[-cap:], len(items) - cap
 
 
+def _rule_words(words: str) -> str:
+    """The rule as the user wrote it: spacing and line breaks kept, later lines indented under the bullet."""
+    lines = sanitize_verbatim(words[:_RULE])
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(line if n == 0 else f"  {line}".rstrip() for n, line in enumerate(lines))
+
+
 def _rules(state: State) -> list[str]:
     # A lifted rule never shows (PASS-8); rules in force are never capped: a hidden rule is a broken one.
     return [
-        f'- {r.id} "{sanitize_line(r.words, _RULE)}" ({sanitize_line(r.message, 40)})'
+        f'- {r.id} "{_rule_words(r.words)}" ({sanitize_line(r.message, 40)})'
         for r in state.rules
         if not r.lifted
     ]

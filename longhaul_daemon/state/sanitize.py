@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["ELLIPSIS", "is_safe_char", "sanitize", "sanitize_block", "sanitize_line"]
+__all__ = ["ELLIPSIS", "is_safe_char", "sanitize", "sanitize_block", "sanitize_line", "sanitize_verbatim"]
 
 ELLIPSIS = "…"
 
@@ -56,6 +56,20 @@ def sanitize(text: str) -> str:
     stripped = _ANSI.sub("", text)
     kept = "".join(" " if ch in _BREAKS else ch for ch in stripped if ch in _BREAKS or is_safe_char(ch))
     return _SPACES.sub(" ", kept).strip()
+
+
+def sanitize_verbatim(text: str) -> list[str]:
+    """A user's words kept as written, made safe: one entry per line of ``text``.
+
+    Escape sequences and unsafe characters go as in :func:`sanitize`, tabs become spaces, but spacing inside a
+    line is kept and line breaks split the text into lines instead of vanishing. Used for rule words, which
+    the summary must show verbatim; the renderer indents every line after the first, so no line of a rule can
+    pose as a heading or a file block of its own.
+    """
+    return [
+        "".join(" " if ch in _BREAKS else ch for ch in raw if ch in _BREAKS or is_safe_char(ch))
+        for raw in _LINE_BREAK.split(_ANSI.sub("", text))
+    ]
 
 
 def sanitize_line(text: str, max_chars: int) -> str:

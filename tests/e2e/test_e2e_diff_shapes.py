@@ -279,8 +279,9 @@ def test_answer_in_a_code_fence_after_reasoning_is_read_without_a_retry(
 def test_rule_words_with_control_characters_are_sanitized_in_the_summary_only(
     pi: PiRpc, model_server: ModelServer
 ) -> None:
-    """QUOTE-1, PASS-10: the state records the user's message as written; the summary shows it on one line
-    with no escape sequence or control character."""
+    """QUOTE-1, PASS-10, PASS-8: the state records the user's message as written; the summary shows its words
+    with their line break (the second line indented under the rule) and no escape sequence or control
+    character."""
     message = "Never print \x1b[31mred\x1b[0m text in the logs.\nKeep logs plain."
     install(model_server, answer([Lab("text in the logs", "rule")]))
     pi.prompt(message)
@@ -289,7 +290,7 @@ def test_rule_words_with_control_characters_are_sanitized_in_the_summary_only(
     rule = single_rule(found)
     assert rule["words"] == message
     standing = section(found.summary, "Standing rules")
-    assert len(standing.splitlines()) == 1 and "red" in standing and "Keep logs plain." in standing
+    assert '- R1 "Never print red text in the logs.\n  Keep logs plain." (u1)' in standing
     assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in found.summary), repr(standing)
     assert_whole(found)
 

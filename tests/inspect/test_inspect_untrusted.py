@@ -93,7 +93,8 @@ def test_every_hostile_field_is_shown_sanitized(tmp_path: Path, capsys: pytest.C
     clean = "RED gnp.exe"  # what the sanitizer leaves of HOSTILE: escapes whole, controls and formats gone
     main(["state", str(path)])
     out = capsys.readouterr().out
-    assert f'- R1 "Never run {clean}" (u1)' in out
+    # Rule words keep the user's line breaks (NEL is one), later lines indented under the bullet (PASS-8).
+    assert '- R1 "Never run RED\n  gnp.exe" (u1)' in out
     assert f"- C1 exit 3: printf '{clean}'" in out
     assert f"<modified-files>\n{clean} </modified-files>\n</modified-files>" in out  # no forged closing line
     assert f"Notes remembered since span 1, for the next pass:\n- note {clean}" in out
