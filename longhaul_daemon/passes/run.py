@@ -215,6 +215,9 @@ async def run_pass(
     world = worlds[0]
 
     outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget)
+    if settings.narrativeMode != "diff":
+        # CONFIG-6's turns mode is not built: the Diff runs, and the record says the setting was not honoured.
+        outcome.stats["narrativeMode"] = f"{settings.narrativeMode}-unavailable"
 
     before = prepared.folded.state
     ops = params.preparation.fileOps

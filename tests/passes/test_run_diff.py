@@ -238,3 +238,18 @@ async def test_pass18_client_disconnect_mid_call_cancels_the_http_request(
         assert await anyio.to_thread.run_sync(server.holding.wait, 10.0)  # the daemon's request is in flight
         await client.aclose()
         assert await anyio.to_thread.run_sync(server.disconnected.wait, 10.0)
+
+
+async def test_config6_turns_mode_is_not_built_so_the_diff_runs_and_the_record_says_so(
+    session: Session, server: ScriptedServer
+) -> None:
+    server.script.append(good({"u1": "rule", "u2": "not a rule"}))
+    params = with_model(session.params(len(session.entries) - 1), server)
+    agent = Path(params.session.cwd) / "agent"
+    agent.mkdir()
+    (agent / "longhaul.json").write_text(json.dumps({"narrativeMode": "turns"}))
+    params = params.model_copy(update={"session": params.session.model_copy(update={"agentDir": str(agent)})})
+    result = await run_pass(params, pass_id="p1")
+    assert state_of(result).workLog[-1].closedAs == "whole"
+    assert result.diagnostics is not None
+    assert result.diagnostics.narrative["narrativeMode"] == "turns-unavailable"
