@@ -215,6 +215,7 @@ def _read_labels(
             continue
         merged[msg] = (entries[0][0], next(iter(words), None))  # LABEL-2: identical duplicates merge
     new_rules = {msg for msg, (label, _) in merged.items() if label.records_rule}
+    new_rules |= {msg for msg in optional if msg not in merged}  # TAKEOVER-20: an unlabeled pick is a rule
     accepted: list[LabeledMessage] = []
     replaced: list[tuple[str, str]] = []
     for msg in dict.fromkeys(offered_ids):

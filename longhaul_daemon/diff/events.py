@@ -45,6 +45,9 @@ class ChunkContext:
     turns: tuple[Turn, ...] = ()
     label_optional: frozenset[str] = frozenset()
     retry_note_chars: int = 2000
+    # TAKEOVER-4, TAKEOVER-22: earlier messages the standing-rule reading picked, with the range code records
+    # when the model leaves them unlabeled (the whole message, or the qualifying stretch of a long one).
+    picked: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

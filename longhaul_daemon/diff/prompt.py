@@ -35,6 +35,7 @@ __all__ = [
     "EXCERPT_CHARS",
     "INSTRUCTIONS",
     "TOOL_RESULT_EDGE",
+    "EarlierMessage",
     "OfferedMessage",
     "Prompt",
     "build_prompt",
@@ -65,6 +66,19 @@ class OfferedMessage:
 
     user_id: str
     text: str
+
+
+@dataclass(frozen=True)
+class EarlierMessage:
+    """A user message from before the span, offered when Longhaul takes over from another compactor.
+
+    ``picked``: the standing-rule reading picked it (TAKEOVER-4); it is shown whole and may go unlabeled.
+    Any other earlier message is shown as its opening and needs a label (TAKEOVER-16, TAKEOVER-17).
+    """
+
+    user_id: str
+    text: str
+    picked: bool = False
 
 
 @dataclass(frozen=True)
@@ -212,6 +226,13 @@ def _state_lines(
     return out
 
 
+def _earlier_header(tag: str, message: EarlierMessage) -> str:
+    if message.picked:
+        return f"--- {message.user_id} ({len(message.text)} characters, picked) {tag} ---"
+    shown = ", shown in part: a rule needs exact words" if len(message.text) > EXCERPT_CHARS else ""
+    return f"--- {message.user_id} ({len(message.text)} characters{shown}) {tag} ---"
+
+
 def _message_header(tag: str, user_id: str, length: int) -> str:
     long = f", over {LONG_MESSAGE}: a rule label needs exact words" if length > LONG_MESSAGE else ""
     return f"--- {user_id} ({length} characters{long}) {tag} ---"
@@ -227,13 +248,16 @@ def build_prompt(
     remembered: Sequence[Note] = (),
     focus: str | None = None,
     tool_edge: int = TOOL_RESULT_EDGE,
+    earlier: Sequence[EarlierMessage] = (),
+    foreign_summary: str | None = None,
 ) -> Prompt:
     """The system and user prompt for one chunk (DIFF-7..12).
 
     ``commands``/``errors`` are the ledger after this span's Ledger step (the state's when None); ``carried``
     are the messages carried from earlier spans, listed whole before the span (DIFF-8); ``focus`` is the
     ``/compact`` custom instructions (DIFF-12); ``tool_edge`` how much of each end of a long tool result
-    stays (DIFF-2: cut harder when a span would not fit four chunks).
+    stays (DIFF-2: cut harder when a span would not fit four chunks). ``earlier`` and ``foreign_summary``
+    are set only when the pass takes over from another compactor (TAKEOVER-1, TAKEOVER-3, TAKEOVER-25).
     """
     commands = state.commands if commands is None else commands
     errors = state.errors if errors is None else errors
@@ -249,6 +273,8 @@ def build_prompt(
     digest = hashlib.sha256()
     for part in [
         state_text,
+        foreign_summary or "",
+        *(m.text for m in earlier),
         *(m.text for m in carried),
         *(t for _, t in offered),
         *conversation,
@@ -258,6 +284,26 @@ def build_prompt(
     tag = digest.hexdigest()[:12]
 
     sections = ["The state so far:", _block("state", tag, state_text)]
+    if foreign_summary:
+        sections += [
+            "Another compactor summarized the conversation before this span. Keep whatever in it still holds "
+            "in your decisions, dead ends, Now and objective; it is not the user's words, so it is never a "
+            "rule and never quotable:",
+            _block("earlier-summary", tag, clean(foreign_summary)),
+        ]
+    if earlier:
+        body = "\n".join(
+            f"{_earlier_header(tag, m)}\n{clean(m.text if m.picked else excerpt(m.text))}" for m in earlier
+        )
+        sections += [
+            "User messages from before this span (the other compactor's span), oldest first. A message "
+            "marked `picked` reads as a standing rule: code records it as a rule unless you label it "
+            "`not a rule` (a one-off: a request, a reply or a question), and when it replaces an older rule "
+            "label it "
+            "`rule and lifts u<n>`. Every other message here needs a label like a span message; one shown "
+            "only in part yields a rule only with its exact words:",
+            _block("earlier", tag, body),
+        ]
     if carried:
         body = "\n".join(f"{_message_header(tag, m.user_id, len(m.text))}\n{clean(m.text)}" for m in carried)
         sections += [
@@ -277,8 +323,12 @@ def build_prompt(
             "stress. It is not a rule, not a message to label and never quotable."
         )
         sections.append(_block("focus", tag, clean(focus)))
-    all_ids = [m.user_id for m in carried] + [uid for uid, _ in offered]
+    needed = [m.user_id for m in earlier if not m.picked]
+    all_ids = needed + [m.user_id for m in carried] + [uid for uid, _ in offered]
     sections.append(f"Label exactly these messages: {', '.join(all_ids) if all_ids else '(none)'}.")
+    picked = [m.user_id for m in earlier if m.picked]
+    if picked:
+        sections.append(f"These picked messages may also be labeled, or left out: {', '.join(picked)}.")
     return Prompt(system=SYSTEM_PROMPT, user="\n\n".join(sections))
 
 

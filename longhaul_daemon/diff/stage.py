@@ -24,9 +24,17 @@ from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
 from longhaul_daemon.diff.apply import pending_rules
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN, plan_chunks
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
-from longhaul_daemon.diff.prompt import OfferedMessage, Prompt, build_prompt, retry_note
+from longhaul_daemon.diff.prompt import (
+    EXCERPT_CHARS,
+    EarlierMessage,
+    OfferedMessage,
+    Prompt,
+    build_prompt,
+    retry_note,
+)
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
+from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.diff.turns import span_turns
 from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
@@ -74,6 +82,7 @@ class DiffInputs:
     remembered: Sequence[Note] = ()
     focus: str | None = None
     retry_note_chars: int = 2000
+    takeover: Takeover | None = None  # TAKEOVER-1: set when the newest compaction is another compactor's
 
 
 @dataclass(frozen=True)
@@ -96,15 +105,25 @@ class _ChunkRun:
     failure: str | None = None
 
 
-def _offered(carried: Sequence[OfferedMessage], chunk: Sequence[SpanMessage]) -> tuple[QuotableMessage, ...]:
+def _offered(
+    carried: Sequence[OfferedMessage], chunk: Sequence[SpanMessage], earlier: Sequence[EarlierMessage] = ()
+) -> tuple[QuotableMessage, ...]:
+    """Every message the chunk offers, oldest first: takeover-earlier ones, carried ones, then its own."""
     own = [
         QuotableMessage(id=m.user_id, text=user_text(m.message))
         for m in chunk
         if m.role == "user" and m.user_id is not None
     ]
     seen = {m.id for m in own}
-    earlier = [QuotableMessage(id=m.user_id, text=m.text) for m in carried if m.user_id not in seen]
-    return tuple(earlier + own)
+    before = [
+        # QUOTE-16: an earlier message shown only as its opening yields a rule only with exact words
+        QuotableMessage(id=m.user_id, text=m.text, excerpt_only=not m.picked and len(m.text) > EXCERPT_CHARS)
+        for m in earlier
+        if m.user_id not in seen
+    ]
+    seen |= {m.id for m in before}
+    kept = [QuotableMessage(id=m.user_id, text=m.text) for m in carried if m.user_id not in seen]
+    return tuple(before + kept + own)
 
 
 def _failure_code(error: ModelCallError) -> str:
@@ -230,27 +249,30 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     ledger_ids = frozenset([c.id for c in inputs.commands] + [e.id for e in inputs.errors])
     budget_chars = model.input_tokens(model.first_budget()) * CHARS_PER_TOKEN
 
-    def prompt_for(
-        state: State, chunk: Sequence[SpanMessage], carried: Sequence[OfferedMessage], edge: int
-    ) -> Prompt:
+    takeover = inputs.takeover
+
+    def prompt_for(state: State, chunk: Sequence[SpanMessage], first: bool, edge: int) -> Prompt:
+        # Carried and takeover-earlier messages all go with the first chunk (DIFF-8, TAKEOVER-25).
         return build_prompt(
             state,
             chunk,
-            carried=carried,
+            carried=inputs.carried if first else (),
             commands=inputs.commands,
             errors=inputs.errors,
             remembered=inputs.remembered,
             focus=inputs.focus,
             tool_edge=edge,
+            earlier=takeover.earlier if first and takeover else (),
+            foreign_summary=takeover.summary if first and takeover else None,
         )
 
     empty_state = inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
 
     def measure(messages: Sequence[SpanMessage], edge: int) -> int:
-        return len(prompt_for(empty_state, messages, (), edge).user)
+        return len(prompt_for(empty_state, messages, False, edge).user)
 
     def overhead(edge: int) -> int:
-        base = prompt_for(inputs.state, [], inputs.carried, edge)
+        base = prompt_for(inputs.state, [], True, edge)
         return len(base.system) + len(base.user)
 
     plan = plan_chunks(span, input_chars=budget_chars, measure=measure, overhead=overhead)
@@ -258,17 +280,22 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     failures: list[str] = []
     state = inputs.state
     for index, chunk in enumerate(plan.chunks):
-        carried = inputs.carried if index == 0 else ()
+        first = index == 0
+        carried = inputs.carried if first else ()
+        earlier = takeover.earlier if first and takeover else ()
+        picked = takeover.picked if first and takeover else {}
         rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
         chunk_state = state.model_copy(update={"rules": list(rules)})
         ctx = ChunkContext(
-            offered=_offered(carried, chunk),
+            offered=_offered(carried, chunk, earlier),
             rules=rules,
             ledger_ids=ledger_ids,
-            turns=span_turns(chunk, carried),
+            turns=span_turns(chunk, carried) + (takeover.turns if first and takeover else ()),
+            label_optional=frozenset(picked),
             retry_note_chars=inputs.retry_note_chars,
+            picked=picked,
         )
-        outcome = await _Chunk(model, prompt_for(chunk_state, chunk, carried, plan.tool_edge), ctx).run()
+        outcome = await _Chunk(model, prompt_for(chunk_state, chunk, first, plan.tool_edge), ctx).run()
         if outcome.events is None:
             failures.append(outcome.failure or "unverified")
         else:

@@ -39,7 +39,7 @@ from longhaul_daemon.diff.events import (
     NewRule,
     Question,
 )
-from longhaul_daemon.diff.labels import id_number
+from longhaul_daemon.diff.labels import Label, id_number
 from longhaul_daemon.diff.lifts import check_lift, passes_question_check
 from longhaul_daemon.diff.quotes import (
     LONG_MESSAGE,
@@ -150,6 +150,20 @@ class _Run:
         if known or any(r.message == rule.message and r.words == rule.words for r in self.held):
             return  # FAIL-18, QUOTE-7: never a second identical rule for one holder
         self.rules[label.msg] = rule
+        self.held.append(rule)
+
+    def record_picked(self, msg: str) -> None:
+        """TAKEOVER-20, TAKEOVER-22: a picked earlier message left unlabeled becomes a rule by code."""
+        start, end = self.ctx.picked[msg]
+        text = self.offered[msg].text
+        if not 0 <= start < end <= len(text):
+            self.dropped["rules"] += 1
+            return
+        rule = NewRule(msg, text[start:end], start, end)
+        held = [(r.message, r.words) for r in self.ctx.rules] + [(r.message, r.words) for r in self.held]
+        if (msg, rule.words) in held:
+            return  # FAIL-18: already held
+        self.rules[msg] = rule
         self.held.append(rule)
 
     # --- lifts (LIFT-*) ---
@@ -324,14 +338,23 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
     ordered = sorted(
         (label for label in labels if label.msg in run.offered), key=lambda label: run.order[label.msg]
     )
+    labeled = {label.msg for label in ordered}
+    unlabeled_picks = [
+        LabeledMessage(msg, Label("rule", ()), None)
+        for msg in ctx.picked
+        if msg in run.offered and msg not in labeled
+    ]
     for label in ordered:
         run.judged.add(label.msg)
         if label.label.records_rule:
             run.record_rule(label)
+    for pick in unlabeled_picks:
+        run.record_picked(pick.msg)
+    ordered = sorted([*ordered, *unlabeled_picks], key=lambda label: run.order[label.msg])
     for label in ordered:
         for name in label.label.targets:
             run.judge_lift(label, name)
-    run.rule_questions(ordered)
+    run.rule_questions(ordered)  # LIFT-10: an unlabeled pick may replace an older rule too (TAKEOVER-20)
 
     checked = check_values(candidates, ctx.turns)
     if checked.dropped:

@@ -20,6 +20,7 @@ from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
+from longhaul_daemon.diff.takeover import Takeover, plan_takeover
 from longhaul_daemon.diff.turns import carried_messages
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
@@ -60,6 +61,7 @@ class _Prepared:
     user_ids: list[str]
     ledger: LedgerResult
     carried: list[OfferedMessage]
+    takeover: Takeover | None
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,10 @@ def _prepare(params: CompactParams) -> _Prepared:
     )  # LEDGER-5: counters from the fold
     user_ids = list(dict.fromkeys(m.user_id for m in span if m.user_id is not None))
     carried = carried_messages(branch, folded.state.carried, span)  # FAIL-11: offered whole, first
-    return _Prepared(folded=folded, span=span, user_ids=user_ids, ledger=ledger, carried=carried)
+    takeover = plan_takeover(branch, folded, span, folded.state.carried)  # TAKEOVER-1: a foreign newest
+    return _Prepared(
+        folded=folded, span=span, user_ids=user_ids, ledger=ledger, carried=carried, takeover=takeover
+    )
 
 
 def diff_budget_s(pass_budget_s: float) -> float:
@@ -115,6 +120,7 @@ async def _diff(
         remembered=prepared.folded.remembered,
         focus=params.customInstructions,
         retry_note_chars=settings.retryNoteChars,
+        takeover=prepared.takeover,
     )
     if not prepared.span:
         return _DiffOutcome(closed_as="empty", reason=None, route=RouteChoice(configured=plan.configured))
@@ -215,6 +221,14 @@ async def run_pass(
     world = worlds[0]
 
     outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget)
+    if prepared.takeover is not None:
+        takeover = prepared.takeover
+        picked = sum(1 for m in takeover.earlier if m.picked)
+        outcome.stats["takeover"] = {
+            "earlier": len(takeover.earlier),
+            "picked": picked,
+            "leftOut": takeover.left_out,
+        }
     if settings.narrativeMode != "diff":
         # CONFIG-6's turns mode is not built: the Diff runs, and the record says the setting was not honoured.
         outcome.stats["narrativeMode"] = f"{settings.narrativeMode}-unavailable"

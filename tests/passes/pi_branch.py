@@ -106,6 +106,22 @@ class Session:
             session=session, reason="threshold", preparation=prep, branchEntries=self.entries
         )
 
+    def foreign_compaction(
+        self, keep_from: int, summary: str = "## Goal\nShip the export."
+    ) -> dict[str, Any]:
+        """A compaction pi wrote itself (no hook answered): a foreign one for Longhaul (TAKEOVER-2)."""
+        entry = self._add(
+            {
+                "type": "compaction",
+                "summary": summary,
+                "firstKeptEntryId": self.entries[keep_from]["id"],
+                "tokensBefore": 5000,
+                "fromHook": False,
+            }
+        )
+        self.first_kept = keep_from
+        return entry
+
     def store(self, result: CompactResult, keep_from: int) -> dict[str, Any]:
         """What pi and the shim write after the hook returns: compaction entry, span record, line."""
         assert result.compaction is not None and result.after is not None

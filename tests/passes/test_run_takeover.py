@@ -1,0 +1,184 @@
+"""Taking over from pi's own compaction: earlier messages, picked rules and one-offs (TAKEOVER-, EX-4/5/11).
+
+The branch holds a compaction pi wrote itself (no hook answered), so the next Longhaul pass takes over. The
+model is a scripted OpenAI-compatible server on loopback; the tests read the state pi would store and the
+prompt the daemon sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from models.scripted import Reply, ScriptedServer, scripted_server
+from models.wires import KEY, OPENAI_COMPLETIONS
+from pydantic import SecretStr
+
+from longhaul_daemon.passes.run import run_pass
+from longhaul_daemon.protocol import CompactParams, CompactResult, ModelCredentials, ModelFacts
+from longhaul_daemon.state.model import State
+
+from .pi_branch import Session
+
+pytestmark = pytest.mark.anyio
+
+FOREIGN_SUMMARY = "## Goal\nShip the export.\n## Progress\nPI-OWN-SUMMARY of the earlier work."
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with scripted_server([]) as running:
+        yield running
+
+
+def reply(labels: dict[str, str], **fields: Any) -> Reply:
+    items = [{"msg": msg, "label": label} for msg, label in labels.items()]
+    body = {"labels": items, "narrative": "Took over the session.", "now": "Continue.", **fields}
+    return OPENAI_COMPLETIONS.stream_reply([json.dumps(body)])
+
+
+def taken_over(tmp_path: Path, *earlier: str) -> tuple[Session, CompactParams]:
+    """Earlier messages, a kept one, pi's own compaction, one more message: the hook's input for the pass."""
+    s = Session(tmp_path)
+    for text in earlier:
+        s.user(text)
+    kept = len(s.entries)
+    s.user("Keep going with the export.")
+    s.foreign_compaction(kept, FOREIGN_SUMMARY)
+    s.user("Now write the docs.")
+    return s, s.params(len(s.entries) - 1)
+
+
+def with_model(params: CompactParams, server: ScriptedServer) -> CompactParams:
+    facts = ModelFacts(provider="test", id="m", api="openai-completions", baseUrl=server.url + "/v1")
+    session = params.session.model_copy(update={"model": facts})
+    creds = ModelCredentials(apiKey=SecretStr(KEY))
+    return params.model_copy(update={"session": session, "credentials": creds})
+
+
+def state_of(result: CompactResult) -> State:
+    assert result.compaction is not None
+    return State.model_validate(result.compaction.details["state"])
+
+
+def prompt_of(server: ScriptedServer, n: int = 0) -> str:
+    messages = server.requests[n].body["messages"]
+    return "\n".join(m["content"] for m in messages if m["role"] == "user")
+
+
+def in_force(state: State) -> list[tuple[str, str, str]]:
+    return [(r.id, r.message, r.words) for r in state.rules if not r.lifted]
+
+
+async def test_ex4_takeover4_a_picked_message_left_unlabeled_is_recorded_by_code(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    _, params = taken_over(
+        tmp_path, "never deploy on a Friday, not even this time", "don't deploy yet, the tests are red"
+    )
+    server.script.append(reply({"u2": "not a rule", "u3": "not a rule"}))
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    assert in_force(state_of(result)) == [("R1", "u1", "never deploy on a Friday, not even this time")]
+    prompt = prompt_of(server)
+    assert "PI-OWN-SUMMARY of the earlier work." in prompt  # TAKEOVER-1, TAKEOVER-3
+    assert "--- u1 (44 characters, picked)" in prompt
+    assert (
+        "Label exactly these messages: u2, u3." in prompt
+        and "may also be labeled, or left out: u1." in prompt
+    )
+    assert result.diagnostics is not None
+    assert result.diagnostics.narrative["takeover"] == {"earlier": 2, "picked": 1, "leftOut": 0}
+
+
+async def test_ex4_takeover5_a_one_off_mark_removes_only_that_rule(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    _, params = taken_over(
+        tmp_path, "never deploy on a Friday, not even this time", "don't deploy yet, the tests are red"
+    )
+    server.script.append(reply({"u1": "not a rule", "u2": "not a rule", "u3": "not a rule"}))
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    assert state_of(result).rules == []
+    assert len(server.requests) == 1
+
+
+async def test_ex4_takeover18_an_earlier_message_without_a_label_costs_a_retry(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    _, params = taken_over(
+        tmp_path, "never deploy on a Friday, not even this time", "don't deploy yet, the tests are red"
+    )
+    server.script.extend([reply({"u3": "not a rule"}), reply({"u2": "not a rule", "u3": "not a rule"})])
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    assert len(server.requests) == 2
+    assert "u2 has no label" in prompt_of(server, 1)
+    assert in_force(state_of(result)) == [("R1", "u1", "never deploy on a Friday, not even this time")]
+
+
+async def test_ex11_takeover17_earlier_rules_in_message_order_and_a_lift_of_a_picked_rule(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    _, params = taken_over(
+        tmp_path,
+        "tests go under tests/",
+        "every dry-run line must start with DRY:",
+        "add an option that keeps only lines that match",
+        "the DRY: prefix rule is lifted",
+    )
+    server.script.append(reply({"u1": "rule", "u3": "not a rule", "u4": "lifts u2", "u5": "not a rule"}))
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    state = state_of(result)
+    assert [(r.id, r.message, r.lifted, r.liftedBy) for r in state.rules] == [
+        ("R1", "u1", False, None),
+        ("R2", "u2", True, "u4"),
+    ]
+    assert result.compaction is not None and "DRY:" not in result.compaction.summary.split("## Now")[0]
+
+
+async def test_ex5_lift5_forget_it_is_no_withdrawal_so_the_picked_rule_stays(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    changelog = "Add a changelog entry for every user-facing change. Don't forget it."
+    _, params = taken_over(tmp_path, changelog, "Forget it, leave the changelog alone.")
+    insisting = reply({"u2": "lifts u1", "u3": "not a rule"})
+    server.script.extend([insisting, insisting])
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    assert len(server.requests) == 2 and "was refused" in prompt_of(server, 1)
+    assert in_force(state_of(result)) == [("R1", "u1", changelog)]
+
+
+async def test_ex5_a_retry_that_calls_it_not_a_rule_is_accepted(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    changelog = "Add a changelog entry for every user-facing change. Don't forget it."
+    _, params = taken_over(tmp_path, changelog, "Forget it, leave the changelog alone.")
+    server.script.extend(
+        [reply({"u2": "lifts u1", "u3": "not a rule"}), reply({"u2": "not a rule", "u3": "not a rule"})]
+    )
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    assert in_force(state_of(result)) == [("R1", "u1", changelog)]
+    assert state_of(result).workLog[-1].closedAs == "whole"
+
+
+async def test_takeover_is_not_offered_when_the_newest_compaction_is_longhauls(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    s = Session(tmp_path)
+    s.user("never deploy on a Friday")
+    keep = len(s.entries)
+    s.user("Keep going.")
+    server.script.append(reply({"u1": "rule"}))
+    first = await run_pass(with_model(s.params(keep), server), pass_id="p1")
+    s.store(first, keep)
+    s.user("Next.")
+    server.script.append(reply({"u2": "not a rule"}))
+    await run_pass(with_model(s.params(len(s.entries) - 1), server), pass_id="p2")
+    assert "picked" not in prompt_of(server, 1) and "Another compactor" not in prompt_of(server, 1)
