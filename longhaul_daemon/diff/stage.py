@@ -177,8 +177,7 @@ class _Chunk:
         first = evaluate(parsed, self._ctx, final=False)
         settled, threw = parsed, False
         if not parsed.parsed or first.defects:
-            defects = first.defects or parsed.defects
-            note = retry_note(defects, self._ctx.retry_note_chars)
+            note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
             shown = reply.text[:_REPLY_SHOWN] or "(empty reply)"
             retry_messages = (*first_messages, Message("assistant", shown), Message("user", note))
             try:

@@ -108,8 +108,8 @@ class PassModel:
     ) -> CompletionResult:
         while True:
             candidate = self.current
-            if candidate is None:
-                raise BudgetExceeded() if self._budget.remaining() <= 0 else _no_model()
+            if candidate is None:  # the pass checks for a model before the Diff; this guards misuse
+                raise FatalError(code="no-model")
             cap = candidate.target.max_tokens
             request = ModelRequest(
                 target=candidate.target,
@@ -161,10 +161,6 @@ class PassModel:
 
     def tokens(self) -> int:
         return sum(t.usage.input + t.usage.output for t in self.traces)
-
-
-def _no_model() -> ModelCallError:
-    return FatalError(code="no-model")
 
 
 def context_windows(entries: Collection[tuple[str, int | None]]) -> dict[str, int | None]:
