@@ -145,11 +145,14 @@ class _Run:
         if verdict.outcome == "dropped" or verdict.message is None or verdict.text is None:
             self.dropped["rules"] += 1
             return
-        rule = NewRule(verdict.message, verdict.text, verdict.start, verdict.end)
-        known = any(r.message == rule.message and r.words == rule.words for r in self.ctx.rules)
-        if known or any(r.message == rule.message and r.words == rule.words for r in self.held):
-            return  # FAIL-18, QUOTE-7: never a second identical rule for one holder
-        self.rules[label.msg] = rule
+        self.keep_rule(label.msg, NewRule(verdict.message, verdict.text, verdict.start, verdict.end))
+
+    def keep_rule(self, msg: str, rule: NewRule) -> None:
+        """FAIL-18, QUOTE-7: ``msg``'s label gave ``rule``, unless its holder already has those very words."""
+        held = [(r.message, r.words) for r in self.ctx.rules] + [(r.message, r.words) for r in self.held]
+        if (rule.message, rule.words) in held:
+            return
+        self.rules[msg] = rule
         self.held.append(rule)
 
     def record_picked(self, msg: str) -> None:
@@ -159,12 +162,7 @@ class _Run:
         if not 0 <= start < end <= len(text):
             self.dropped["rules"] += 1
             return
-        rule = NewRule(msg, text[start:end], start, end)
-        held = [(r.message, r.words) for r in self.ctx.rules] + [(r.message, r.words) for r in self.held]
-        if (msg, rule.words) in held:
-            return  # FAIL-18: already held
-        self.rules[msg] = rule
-        self.held.append(rule)
+        self.keep_rule(msg, NewRule(msg, text[start:end], start, end))
 
     # --- lifts (LIFT-*) ---
 

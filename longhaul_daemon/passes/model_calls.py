@@ -9,7 +9,7 @@ Every call's trace (counts only) is kept for the record (FAIL-17) and feeds the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from longhaul_daemon.diff.stage import DiffResult
@@ -161,11 +161,3 @@ class PassModel:
 
     def tokens(self) -> int:
         return sum(t.usage.input + t.usage.output for t in self.traces)
-
-
-def context_windows(entries: Collection[tuple[str, int | None]]) -> dict[str, int | None]:
-    """Spec → context window, first seen wins (the summarizer's facts before the session's)."""
-    windows: dict[str, int | None] = {}
-    for spec, window in entries:
-        windows.setdefault(spec, window)
-    return windows

@@ -19,7 +19,7 @@ import anyio.to_thread
 from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.diff.prompt import OfferedMessage
-from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
+from longhaul_daemon.diff.stage import DiffInputs, run_diff
 from longhaul_daemon.diff.takeover import Takeover, plan_takeover
 from longhaul_daemon.diff.turns import carried_messages
 from longhaul_daemon.models.access import ModelAccess
@@ -28,7 +28,7 @@ from longhaul_daemon.models.http import make_client
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
 from longhaul_daemon.passes.close import close_span, merge_file_lists
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
-from longhaul_daemon.passes.model_calls import PassModel, context_windows
+from longhaul_daemon.passes.model_calls import PassModel
 from longhaul_daemon.passes.world import take_world
 from longhaul_daemon.protocol import (
     AfterEntries,
@@ -102,15 +102,17 @@ def diff_budget_s(pass_budget_s: float) -> float:
     return max(0.1, pass_budget_s - min(15.0, pass_budget_s * 0.2))
 
 
-def _stats_without_model(result: DiffResult) -> dict[str, Any]:
-    return {"kind": result.closed_as, "reason": result.reason, "calls": 0, "accepted": 0, "dropped": 0}
-
-
 async def _diff(
     prepared: _Prepared, params: CompactParams, settings: Settings, access: ModelAccess, budget: Budget
 ) -> _DiffOutcome:
     """The Diff stage over the routed model (DIFF-20), under the pass's budget."""
     plan: RoutePlan = plan_routes(params, settings)
+    if not prepared.span:
+        return _DiffOutcome(closed_as="empty", reason=None, route=RouteChoice(configured=plan.configured))
+    if not plan.candidates:
+        stats = {"kind": "narrative-less", "reason": NO_MODEL, "calls": 0, "accepted": 0, "dropped": 0}
+        route = RouteChoice(configured=plan.configured, used=None, why=plan.why)
+        return _DiffOutcome(closed_as="narrative-less", reason=NO_MODEL, stats=stats, route=route)
     inputs = DiffInputs(
         state=prepared.folded.state,
         span=prepared.span,
@@ -122,23 +124,11 @@ async def _diff(
         retry_note_chars=settings.retryNoteChars,
         takeover=prepared.takeover,
     )
-    if not prepared.span:
-        return _DiffOutcome(closed_as="empty", reason=None, route=RouteChoice(configured=plan.configured))
-    if not plan.candidates:
-        no_model = DiffResult(closed_as="narrative-less", reason=NO_MODEL)
-        return _DiffOutcome(
-            closed_as="narrative-less",
-            reason=NO_MODEL,
-            stats=_stats_without_model(no_model),
-            route=RouteChoice(configured=plan.configured, used=None, why=plan.why),
-        )
-    windows = context_windows(
-        [(params.summarizer.spec, params.summarizer.model.contextWindow)]
-        if params.summarizer is not None and params.summarizer.model is not None
-        else []
-    )
-    if params.session.model is not None:
-        windows.setdefault(params.session.model.spec, params.session.model.contextWindow)
+    # Each candidate's context window sizes its chunks; the summarizer's facts win over the session's.
+    windows: dict[str, int | None] = {}
+    for facts in (params.summarizer.model if params.summarizer else None, params.session.model):
+        if facts is not None:
+            windows.setdefault(facts.spec, facts.contextWindow)
     started = time.monotonic()
     async with make_client() as client:
         model = PassModel(

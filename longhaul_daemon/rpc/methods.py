@@ -99,7 +99,7 @@ class Services:
         return ModelAccess(
             limits=self.provider_limits,
             health=self.route_health,
-            via_pi_apis=frozenset(getattr(self, "via_pi_apis", frozenset())),
+            via_pi_apis=self.via_pi_apis,
         )
 
     def status(self) -> StatusResult:
