@@ -10,34 +10,29 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
 from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
-from models.wires import KEY, OPENAI_COMPLETIONS
+from models.wires import KEY
 from pydantic import SecretStr
 from server.harness import connect, running_daemon
 
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.passes.run import diff_budget_s, run_pass
 from longhaul_daemon.protocol import (
-    CompactParams,
-    CompactResult,
     ModelCredentials,
     ModelFacts,
     SummarizerRoute,
 )
 from longhaul_daemon.rpc.methods import Services
 from longhaul_daemon.rpc.recording import compaction_fields
-from longhaul_daemon.state.model import State
 
+from .model_steps import SPEC, answer_reply, state_of, with_model, with_settings
 from .pi_branch import Session
 
 pytestmark = pytest.mark.anyio
-
-SPEC = "test/session-model"
 
 
 @pytest.fixture
@@ -45,38 +40,8 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def good(labels: dict[str, Any], **fields: Any) -> Reply:
-    items = [
-        {"msg": msg, "label": label[0], "words": label[1]}
-        if isinstance(label, tuple)
-        else {"msg": msg, "label": label}
-        for msg, label in labels.items()
-    ]
-    body = {"labels": items, "narrative": "Set up the export.", "now": "Write the header row next.", **fields}
-    return OPENAI_COMPLETIONS.stream_reply([json.dumps(body)])
-
-
 def failing(status: int = 500) -> Reply:
     return json_reply({"error": {"message": "boom", "type": "server_error"}}, status=status)
-
-
-def with_model(params: CompactParams, server: ScriptedServer, **extra: Any) -> CompactParams:
-    facts = ModelFacts(
-        provider="test",
-        id="session-model",
-        api="openai-completions",
-        baseUrl=server.url + "/v1",
-        maxTokens=16_384,
-        contextWindow=128_000,
-    )
-    session = params.session.model_copy(update={"model": facts})
-    update: dict[str, Any] = {"session": session, "credentials": ModelCredentials(apiKey=SecretStr(KEY))}
-    return params.model_copy(update={**update, **extra})
-
-
-def state_of(result: CompactResult) -> State:
-    assert result.compaction is not None
-    return State.model_validate(result.compaction.details["state"])
 
 
 @pytest.fixture
@@ -104,7 +69,9 @@ def server(server_script: list[Reply]) -> Iterator[ScriptedServer]:
 async def test_diff_pass7_a_good_answer_closes_whole_and_the_rule_is_rendered_verbatim(
     session: Session, server: ScriptedServer
 ) -> None:
-    server.script.append(good({"u1": ("rule", "never add dependencies"), "u2": "not a rule"}, values=[]))
+    server.script.append(
+        answer_reply({"u1": ("rule", "never add dependencies"), "u2": "not a rule"}, values=[])
+    )
     params = with_model(session.params(len(session.entries) - 1), server)
     result = await run_pass(params, pass_id="p1")
     state = state_of(result)
@@ -141,7 +108,7 @@ async def test_fail10_fail11_a_failing_model_closes_narrative_less_then_the_next
     assert first.notice is not None and "model-error" in first.notice
     session.store(first, keep)
     session.user("Now add the header row.")
-    server.script.append(good({"u1": "rule", "u2": "not a rule", "u3": "not a rule"}))
+    server.script.append(answer_reply({"u1": "rule", "u2": "not a rule", "u3": "not a rule"}))
     second = await run_pass(with_model(session.params(len(session.entries) - 1), server), pass_id="p2")
     prompt = server.requests[-1].body["messages"][-1]["content"]
     assert "Never add new dependencies without asking me first." in prompt
@@ -165,13 +132,10 @@ async def test_fail10_a_model_slower_than_the_budget_is_cancelled_and_the_span_c
 async def test_fail9_an_unknown_summarizer_route_falls_back_to_the_session_model(
     session: Session, server: ScriptedServer
 ) -> None:
-    server.script.append(good({"u1": "rule", "u2": "not a rule"}))
+    server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
     route = SummarizerRoute(spec="other/cheap", problem="unknown-model")
     params = with_model(session.params(len(session.entries) - 1), server, summarizer=route)
-    agent = Path(params.session.cwd) / "agent"
-    agent.mkdir()
-    (agent / "longhaul.json").write_text(json.dumps({"summarizer": "other/cheap"}))
-    params = params.model_copy(update={"session": params.session.model_copy(update={"agentDir": str(agent)})})
+    params = with_settings(params, {"summarizer": "other/cheap"})
     result = await run_pass(params, pass_id="p1")
     assert result.diagnostics is not None
     assert result.diagnostics.route.model_dump() == {
@@ -185,19 +149,14 @@ async def test_fail9_an_unknown_summarizer_route_falls_back_to_the_session_model
 async def test_fail9_a_summarizer_that_fails_fatally_hands_the_pass_to_the_session_model(
     session: Session, server: ScriptedServer
 ) -> None:
-    server.script.append(good({"u1": "rule", "u2": "not a rule"}))
+    server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
     with scripted_server([failing(401)]) as routed:
         facts = ModelFacts(provider="other", id="cheap", api="openai-completions", baseUrl=routed.url + "/v1")
         route = SummarizerRoute(
             spec="other/cheap", model=facts, credentials=ModelCredentials(apiKey=SecretStr("k2"))
         )
         params = with_model(session.params(len(session.entries) - 1), server, summarizer=route)
-        agent = Path(params.session.cwd) / "agent"
-        agent.mkdir()
-        (agent / "longhaul.json").write_text(json.dumps({"summarizer": "other/cheap"}))
-        params = params.model_copy(
-            update={"session": params.session.model_copy(update={"agentDir": str(agent)})}
-        )
+        params = with_settings(params, {"summarizer": "other/cheap"})
         access = ModelAccess()
         result = await run_pass(params, pass_id="p1", access=access)
         assert len(routed.requests) == 1  # a 401 is not retried
@@ -211,7 +170,7 @@ async def test_fail9_a_summarizer_that_fails_fatally_hands_the_pass_to_the_sessi
 async def test_diff13_fail13_a_verifier_that_raises_leaves_no_state_and_the_pass_falls_back(
     session: Session, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server.script.append(good({"u1": "rule", "u2": "not a rule"}))
+    server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
 
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("verifier bug")
@@ -243,12 +202,10 @@ async def test_pass18_client_disconnect_mid_call_cancels_the_http_request(
 async def test_config6_turns_mode_is_not_built_so_the_diff_runs_and_the_record_says_so(
     session: Session, server: ScriptedServer
 ) -> None:
-    server.script.append(good({"u1": "rule", "u2": "not a rule"}))
-    params = with_model(session.params(len(session.entries) - 1), server)
-    agent = Path(params.session.cwd) / "agent"
-    agent.mkdir()
-    (agent / "longhaul.json").write_text(json.dumps({"narrativeMode": "turns"}))
-    params = params.model_copy(update={"session": params.session.model_copy(update={"agentDir": str(agent)})})
+    server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
+    params = with_settings(
+        with_model(session.params(len(session.entries) - 1), server), {"narrativeMode": "turns"}
+    )
     result = await run_pass(params, pass_id="p1")
     assert state_of(result).workLog[-1].closedAs == "whole"
     assert result.diagnostics is not None

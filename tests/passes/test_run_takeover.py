@@ -7,20 +7,18 @@ prompt the daemon sent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from models.scripted import Reply, ScriptedServer, scripted_server
-from models.wires import KEY, OPENAI_COMPLETIONS
-from pydantic import SecretStr
 
 from longhaul_daemon.passes.run import run_pass
-from longhaul_daemon.protocol import CompactParams, CompactResult, ModelCredentials, ModelFacts
+from longhaul_daemon.protocol import CompactParams
 from longhaul_daemon.state.model import State
 
+from .model_steps import answer_reply, state_of, with_model
 from .pi_branch import Session
 
 pytestmark = pytest.mark.anyio
@@ -39,10 +37,8 @@ def server() -> Iterator[ScriptedServer]:
         yield running
 
 
-def reply(labels: dict[str, str], **fields: Any) -> Reply:
-    items = [{"msg": msg, "label": label} for msg, label in labels.items()]
-    body = {"labels": items, "narrative": "Took over the session.", "now": "Continue.", **fields}
-    return OPENAI_COMPLETIONS.stream_reply([json.dumps(body)])
+def reply(labels: dict[str, str | tuple[str, str]], **fields: Any) -> Reply:
+    return answer_reply(labels, narrative="Took over the session.", now="Continue.", **fields)
 
 
 def taken_over(tmp_path: Path, *earlier: str) -> tuple[Session, CompactParams]:
@@ -55,18 +51,6 @@ def taken_over(tmp_path: Path, *earlier: str) -> tuple[Session, CompactParams]:
     s.foreign_compaction(kept, FOREIGN_SUMMARY)
     s.user("Now write the docs.")
     return s, s.params(len(s.entries) - 1)
-
-
-def with_model(params: CompactParams, server: ScriptedServer) -> CompactParams:
-    facts = ModelFacts(provider="test", id="m", api="openai-completions", baseUrl=server.url + "/v1")
-    session = params.session.model_copy(update={"model": facts})
-    creds = ModelCredentials(apiKey=SecretStr(KEY))
-    return params.model_copy(update={"session": session, "credentials": creds})
-
-
-def state_of(result: CompactResult) -> State:
-    assert result.compaction is not None
-    return State.model_validate(result.compaction.details["state"])
 
 
 def prompt_of(server: ScriptedServer, n: int = 0) -> str:
