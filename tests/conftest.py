@@ -1,13 +1,19 @@
-"""Shared pytest fixtures: the anyio backend (asyncio only: jsonrpcserver needs it) and short socket dirs."""
+"""Shared pytest fixtures: the anyio backend (asyncio only: jsonrpcserver needs it), short socket dirs and
+the daemon's operational log captured in memory."""
 
 from __future__ import annotations
 
+import io
+import logging
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
+
+from longhaul_daemon.server.lifecycle import configure_operational_log
 
 
 @pytest.fixture
@@ -23,3 +29,23 @@ def short_tmp() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def operational_log_level() -> int:
+    """The level :func:`operational_log` captures at; a test module overrides it to see more."""
+    return logging.INFO
+
+
+@pytest.fixture
+def operational_log(operational_log_level: int) -> Iterator[io.StringIO]:
+    """The daemon's operational log, written to a string for the test to read."""
+    out = io.StringIO()
+    configure_operational_log(out, level=operational_log_level)
+    # No logger may stay bound to this stream after the test (other tests capture structlog output).
+    structlog.configure(cache_logger_on_first_use=False)
+    try:
+        yield out
+    finally:
+        structlog.reset_defaults()
+        logging.getLogger().handlers = []

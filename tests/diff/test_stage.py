@@ -26,11 +26,6 @@ from longhaul_daemon.transcript.messages import SpanMessage
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class Call:
     kind: str

@@ -5,32 +5,21 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import structlog
 
 from longhaul_daemon.rpc.methods import Services, build_methods
-from longhaul_daemon.server.lifecycle import configure_operational_log
 
 MARKER = "QZOPSMARK"
 SECRET = "sk-QZSECRETKEY"
 
 
 @pytest.fixture
-def stream() -> Iterator[io.StringIO]:
-    out = io.StringIO()
-    configure_operational_log(out)
-    # No logger may stay bound to this stream after the test (other tests capture structlog output).
-    structlog.configure(cache_logger_on_first_use=False)
-    try:
-        yield out
-    finally:
-        structlog.reset_defaults()
-        logging.getLogger().handlers = []
+def stream(operational_log: io.StringIO) -> io.StringIO:
+    return operational_log
 
 
 def facts(tmp_path: Path) -> dict[str, Any]:

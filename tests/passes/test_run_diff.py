@@ -35,11 +35,6 @@ from .pi_branch import Session
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def failing(status: int = 500) -> Reply:
     return json_reply({"error": {"message": "boom", "type": "server_error"}}, status=status)
 

@@ -27,11 +27,6 @@ FOREIGN_SUMMARY = "## Goal\nShip the export.\n## Progress\nPI-OWN-SUMMARY of the
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def server() -> Iterator[ScriptedServer]:
     with scripted_server([]) as running:
         yield running
