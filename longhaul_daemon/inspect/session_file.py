@@ -9,13 +9,14 @@ all raises :class:`TranscriptError`.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from longhaul_daemon.transcript.jsonl import is_session_header, parse_line, walk_branch
 
 __all__ = [
     "AGENT_DIR_ENV",
@@ -30,7 +31,10 @@ __all__ = [
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 MAX_FILE_BYTES = 512 * 1024 * 1024  # a larger file is refused rather than read into memory
-_HEADER_TYPE = "session"
+_WALK_PROBLEMS = {
+    "missing-parent": "its parentId names no entry; branch cut",
+    "parent-cycle": "parentId links loop; branch cut",
+}
 
 
 class TranscriptError(Exception):
@@ -112,21 +116,11 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def _parse_line(raw: bytes) -> tuple[object, str | None]:
-    """The line's JSON value, or an error code; lines are split on b"\\n" only (JSON may hold U+2028)."""
-    try:
-        return json.loads(raw.decode("utf-8")), None
-    except UnicodeDecodeError:
-        return None, "not UTF-8"
-    except (json.JSONDecodeError, RecursionError):
-        return None, "not valid JSON"
-
-
 def _header(lines: list[tuple[int, bytes]], path: Path) -> dict[str, Any]:
     if not lines:
         raise TranscriptError(f"{path}: the file is empty, not a pi session file")
-    value, _ = _parse_line(lines[0][1])
-    if not isinstance(value, dict) or value.get("type") != _HEADER_TYPE:
+    value, _ = parse_line(lines[0][1])
+    if not is_session_header(value):
         raise TranscriptError(
             f'{path}: not a pi session file (the first line is not a {{"type": "session"}} header)'
         )
@@ -139,39 +133,23 @@ def _branch(
     """INSPECT-11: the path from the file's last entry to the root, root first, as pi resumes it."""
     if not entries:
         return [], None
-    by_id: dict[str, tuple[int, dict[str, Any]]] = {}
-    for line_no, entry in entries:
+    position_of: dict[str, int] = {}
+    for position, (_, entry) in enumerate(entries):
         entry_id = entry.get("id")
         if isinstance(entry_id, str):
-            by_id[entry_id] = (line_no, entry)  # a repeated id: the later line is the one a walk reaches
-    line_no, leaf = entries[-1]
+            position_of[entry_id] = position  # a repeated id: the later line is the one a walk reaches
+    leaf = entries[-1][1]
     leaf_id = leaf.get("id") if isinstance(leaf.get("id"), str) else None
     if leaf_id is None and all(not isinstance(e.get("id"), str) for _, e in entries):
         return [e for _, e in entries], None  # a v1 file: linear, no ids (pi-api.md §3.2)
-    path: list[dict[str, Any]] = [leaf]
-    seen: set[int] = {id(leaf)}
-    current = leaf
-    while True:
-        parent = current.get("parentId")
-        if parent is None:
-            break
-        found = by_id.get(parent) if isinstance(parent, str) else None
-        current_id = current.get("id") if isinstance(current.get("id"), str) else None
-        if found is None:
-            problems.append(
-                LineProblem(line_no, current_id, "missing-parent", "its parentId names no entry; branch cut")
-            )
-            break
-        if id(found[1]) in seen:
-            problems.append(
-                LineProblem(line_no, current_id, "parent-cycle", "parentId links loop; branch cut")
-            )
-            break
-        line_no, current = found
-        seen.add(id(current))
-        path.append(current)
-    path.reverse()
-    return path, leaf_id
+
+    walk = walk_branch(len(entries) - 1, lambda position: entries[position][1].get("parentId"), position_of)
+    if walk.broken_at is not None and walk.problem is not None:
+        line_no, broken = entries[walk.broken_at]
+        broken_id = broken.get("id") if isinstance(broken.get("id"), str) else None
+        detail = _WALK_PROBLEMS[walk.problem]
+        problems.append(LineProblem(line_no, broken_id, walk.problem, detail))
+    return [entries[p][1] for p in walk.positions], leaf_id
 
 
 def read_transcript(path: Path) -> Transcript:
@@ -182,7 +160,7 @@ def read_transcript(path: Path) -> Transcript:
     problems: list[LineProblem] = []
     entries: list[tuple[int, dict[str, Any]]] = []
     for line_no, raw in lines[1:]:
-        value, error = _parse_line(raw)
+        value, error = parse_line(raw)
         if error is not None:
             problems.append(LineProblem(line_no, None, "invalid-json", f"{error}; the rest was read"))
         elif not isinstance(value, dict):

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.state.fold import COMPACTOR, LINE_TYPE, SPAN_TYPE, SpanInfo
+from longhaul_daemon.state.entry_kinds import LINE_TYPE, SPAN_TYPE, is_custom, is_longhaul_compaction
+from longhaul_daemon.state.fold import SpanInfo
 
-__all__ = ["CompactionRow", "compaction_rows", "is_longhaul_compaction"]
+__all__ = ["CompactionRow", "compaction_rows"]
 
 _CLOSED_AS = frozenset({"whole", "narrative-less", "chunk-missing", "empty"})
 
@@ -34,20 +35,6 @@ class CompactionRow:
     @property
     def foreign(self) -> bool:
         return self.span is None
-
-
-def is_longhaul_compaction(entry: Mapping[str, Any]) -> bool:
-    """The fold's test: a compaction whose ``details`` name Longhaul as the compactor (FOLD-2)."""
-    details = entry.get("details")
-    return (
-        entry.get("type") == "compaction"
-        and isinstance(details, dict)
-        and details.get("compactor") == COMPACTOR
-    )
-
-
-def _is_custom(entry: Mapping[str, Any], custom_type: str) -> bool:
-    return entry.get("type") == "custom" and entry.get("customType") == custom_type
 
 
 def _usable_record(data: object, compaction_id: str) -> bool:
@@ -70,7 +57,7 @@ def _record(branch: Sequence[dict[str, Any]], compaction_id: str | None) -> dict
         return None
     for entry in branch:
         data = entry.get("data")
-        if _is_custom(entry, SPAN_TYPE) and _usable_record(data, compaction_id):
+        if is_custom(entry, SPAN_TYPE) and _usable_record(data, compaction_id):
             assert isinstance(data, dict)
             return data
     return None
@@ -91,7 +78,7 @@ def _line_after(branch: Sequence[dict[str, Any]], index: int) -> dict[str, Any] 
         if entry.get("type") == "compaction":
             return None
         data = entry.get("data")
-        if _is_custom(entry, LINE_TYPE) and isinstance(data, dict):
+        if is_custom(entry, LINE_TYPE) and isinstance(data, dict):
             return data
     return None
 

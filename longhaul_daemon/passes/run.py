@@ -40,7 +40,8 @@ from longhaul_daemon.protocol import (
 )
 from longhaul_daemon.server.peer import current_peer
 from longhaul_daemon.settings import Settings, load_settings
-from longhaul_daemon.state.fold import COMPACTOR, FoldResult, fold
+from longhaul_daemon.state.entry_kinds import COMPACTOR
+from longhaul_daemon.state.fold import FoldResult, fold
 from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, State, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span

@@ -15,24 +15,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from longhaul_daemon.state.entry_kinds import (
+    EVENT_TYPE,
+    SPAN_TYPE,
+    is_custom,
+    is_longhaul_compaction,
+)
 from longhaul_daemon.state.model import NOTE_KINDS, STATE_FORMAT, ClosedAs, Item, Note, Rule, State, Value
 
 __all__ = [
-    "COMPACTOR",
     "EVENT_KINDS",
-    "EVENT_TYPE",
-    "LINE_TYPE",
-    "SPAN_TYPE",
     "Anomaly",
     "FoldResult",
     "SpanInfo",
     "fold",
 ]
 
-COMPACTOR = "longhaul"
-EVENT_TYPE = "compaction-state.event"
-SPAN_TYPE = "compaction-state.span"
-LINE_TYPE = "compaction-state.line"
 EVENT_KINDS = frozenset({"rule", "lift", "decision", "deadEnd", "value", "remember", "objective", "now"})
 _DETAILS_KIND = "compaction details"
 _TEXT = 4000
@@ -122,19 +120,6 @@ _PAYLOADS: dict[str, type[_Payload]] = {
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _is_custom(entry: Mapping[str, Any], custom_type: str) -> bool:
-    return entry.get("type") == "custom" and entry.get("customType") == custom_type
-
-
-def _is_longhaul(entry: Mapping[str, Any]) -> bool:
-    details = entry.get("details")
-    return (
-        entry.get("type") == "compaction"
-        and isinstance(details, dict)
-        and details.get("compactor") == COMPACTOR
-    )
 
 
 def _format_problem(value: object, kind: str, entry_id: str | None) -> Anomaly | None:
@@ -255,7 +240,7 @@ def _span_infos(
     number_of = {_str(entries[i].get("id")): n for n, i in enumerate(longhaul, start=1)}
     records: dict[str, _SpanRecord] = {}
     for entry in entries:
-        if not _is_custom(entry, SPAN_TYPE):
+        if not is_custom(entry, SPAN_TYPE):
             continue
         entry_id = _str(entry.get("id"))
         data = entry.get("data")
@@ -304,7 +289,7 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
     entries = [e for e in branch if isinstance(e, dict)]
     anomalies: list[Anomaly] = []
     compactions = [i for i, e in enumerate(entries) if e.get("type") == "compaction"]
-    longhaul = [i for i in compactions if _is_longhaul(entries[i])]
+    longhaul = [i for i in compactions if is_longhaul_compaction(entries[i])]
     longhaul_set = set(longhaul)
     foreign = [_str(entries[i].get("id")) or "" for i in compactions if i not in longhaul_set]
 
@@ -333,7 +318,7 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
     events: list[tuple[_Event, int]] = []
     remembered: list[Note] = []
     for index in range(base_index + 1, end):
-        if _is_custom(entries[index], EVENT_TYPE):
+        if is_custom(entries[index], EVENT_TYPE):
             read = _read_event(entries[index], anomalies)
             if isinstance(read, Note):
                 remembered.append(read)

@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from longhaul_daemon.state.fold import SPAN_TYPE, FoldResult, SpanInfo, fold
+from longhaul_daemon.state.entry_kinds import SPAN_TYPE
+from longhaul_daemon.state.fold import FoldResult, SpanInfo, fold
 from longhaul_daemon.state.model import STATE_FORMAT, Command, ErrorEntry, Rule, State
 from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize_line
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.state.fold import EVENT_TYPE
+from longhaul_daemon.state.entry_kinds import EVENT_TYPE
 from longhaul_daemon.state.model import NOTE_KINDS, STATE_FORMAT
 from longhaul_daemon.state.sanitize import sanitize
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.state.fold import COMPACTOR
+from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
 
 __all__ = ["StripPlan", "WindowMemory", "has_thinking", "plan_strip"]
 
@@ -56,11 +56,6 @@ def _newest_compaction(entries: Sequence[Mapping[str, Any]]) -> int | None:
     return None
 
 
-def _is_longhaul(entry: Mapping[str, Any]) -> bool:
-    details = entry.get("details")
-    return isinstance(details, Mapping) and details.get("compactor") == COMPACTOR
-
-
 def _kept_assistant_stamps(entries: Sequence[Mapping[str, Any]], at: int) -> set[int]:
     """Timestamps of the assistant messages pi keeps from before the compaction at ``entries[at]``."""
     first_kept = entries[at].get("firstKeptEntryId")
@@ -87,7 +82,7 @@ def plan_strip(messages: list[dict[str, Any]], branch: list[dict[str, Any]]) -> 
     entries = [e for e in branch if isinstance(e, Mapping)]
     count = len(messages)
     at = _newest_compaction(entries)
-    if at is None or not _is_longhaul(entries[at]):
+    if at is None or not is_longhaul_compaction(entries[at]):
         return StripPlan(None, (), 0, 0, count)
     cutoff_id = entries[at].get("id")
     cutoff = cutoff_id if isinstance(cutoff_id, str) else None
