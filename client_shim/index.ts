@@ -8,6 +8,7 @@
 import type { CompactionResult, ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { AbortedError, call, DaemonUnavailableError, ProtocolError, RpcError, ShimTimeoutError, socketPath } from "./lib/rpc.ts";
 import {
+	type BranchMode,
 	type CompactResult,
 	charCount,
 	compactParams,
@@ -15,6 +16,7 @@ import {
 	parseCompactResult,
 	type SessionFacts,
 	sessionFacts,
+	sessionFileRefusal,
 	standsDown,
 } from "./lib/serialize.ts";
 import { piModels, resolveModels, summarizerSpec } from "./lib/models.ts";
@@ -150,14 +152,30 @@ export default function longhaul(pi: ExtensionAPI): void {
 		};
 
 		const timeoutMs = passDeadlineMs(helloDeadlineMs);
+		// FAIL-14: the wait counts from the hook, so resolving the route and credentials is inside it, not on top.
+		const left = () => Math.max(1, startedAt + timeoutMs - Date.now());
 		let raw: unknown;
 		try {
 			// PASS-22, CONFIG-8: which summarizer the daemon will plan with, then pi's credentials for it and the session model
 			const resolved = await resolveModels(models, await summarizerSpec(session, event.signal));
-			const params = compactParams(event, session, resolved);
 			// PASS-22: model.complete requests the daemon sends on this call run with pi's own provider code
 			const onRequest = models.registry ? daemonRequestHandler(models.registry) : undefined;
-			raw = await call("compact", params, { socketPath: socketPath(), timeoutMs, signal: event.signal, onRequest });
+			const send = (mode: BranchMode) =>
+				call("compact", compactParams(event, session, resolved, mode), {
+					socketPath: socketPath(),
+					timeoutMs: left(),
+					signal: event.signal,
+					onRequest,
+				});
+			try {
+				raw = await send({ inline: false });
+			} catch (err) {
+				// The daemon would not read the session file (symlink, another owner, not pi's file, not written yet):
+				// the same pass goes again with the entries inline, so the compaction is still Longhaul's.
+				const refused = sessionFileRefusal(err);
+				if (refused === null) throw err;
+				raw = await send({ inline: true, refused });
+			}
 		} catch (err) {
 			if (err instanceof AbortedError) {
 				// PASS-18: neither Longhaul's nor pi's summary; the socket is already closed, so the daemon cancels.

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "SPAN_REF",
     "AfterEntries",
     "CompactFailedParams",
     "CompactParams",
@@ -49,7 +50,7 @@ __all__ = [
     "SummarizerRoute",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 _SHORT = 4096  # ids, paths, versions: generous but bounded
 _TEXT = 200_000  # custom instructions, previous summary
@@ -158,8 +159,17 @@ class FileOps(_Params):
     edited: list[str] = Field(default_factory=list)
 
 
+SPAN_REF = "entryRef"
+"""A span message the branch holds is sent as ``{"entryRef": "<entry id>"}`` instead of its content."""
+
+
 class Preparation(BaseModel):
-    """pi's ``CompactionPreparation`` with the fileOps Sets already turned into arrays by the shim."""
+    """pi's ``CompactionPreparation`` with the fileOps Sets already turned into arrays by the shim.
+
+    Each of ``messagesToSummarize`` and ``turnPrefixMessages`` is a message as pi built it, or, for a message
+    a branch entry holds, ``{"entryRef": id}``: the daemon takes its content from the branch, so the request
+    carries each message once (protocol 2).
+    """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -172,15 +182,30 @@ class Preparation(BaseModel):
     fileOps: FileOps = FileOps()
 
 
+_CODE = r"^[a-z][a-z0-9-]{0,63}$"
+
+
 class CompactParams(_Params):
+    """The pass. The branch comes from pi's session file (``session.sessionFile`` read from ``leafId`` back to
+    the root) or, when pi has none or the daemon refused it, inline as ``branchEntries``."""
+
     session: SessionFacts
     reason: Literal["manual", "threshold", "overflow"] | None = None
     customInstructions: str | None = Field(default=None, max_length=_TEXT)
     preparation: Preparation
-    branchEntries: list[dict[str, Any]] = Field(default_factory=list)
+    leafId: str | None = Field(default=None, max_length=_SHORT)
+    branchEntries: list[dict[str, Any]] | None = None
+    # The reason code of the daemon's refusal of the session file, when these entries replace it.
+    sessionFileRefused: str | None = Field(default=None, pattern=_CODE)
     # PASS-22: the session model's credentials and the routed summarizer, resolved by the shim for this pass.
     credentials: ModelCredentials | None = None
     summarizer: SummarizerRoute | None = None
+
+    @model_validator(mode="after")
+    def _has_a_branch(self) -> CompactParams:
+        if self.branchEntries is None and (self.leafId is None or self.session.sessionFile is None):
+            raise ValueError("give branchEntries, or leafId with session.sessionFile")
+        return self
 
 
 class Compaction(_Result):
@@ -216,6 +241,7 @@ class PassDiagnostics(_Result):
 
     narrative: dict[str, Any] = Field(default_factory=dict)
     route: RouteChoice = RouteChoice()
+    branch: dict[str, Any] = Field(default_factory=dict)  # where the branch came from, what reading it cost
 
 
 class CompactResult(_Result):
@@ -359,7 +385,14 @@ class RecallParams(_Params):
     session: SessionFacts
     ref: str | None = Field(default=None, max_length=256)
     query: str | None = Field(default=None, max_length=_SHORT)
-    branchEntries: list[dict[str, Any]] = Field(default_factory=list)
+    leafId: str | None = Field(default=None, max_length=_SHORT)
+    branchEntries: list[dict[str, Any]] | None = None  # inline only when there is no session file to read
+
+    @model_validator(mode="after")
+    def _has_a_branch(self) -> RecallParams:
+        if self.branchEntries is None and (self.leafId is None or self.session.sessionFile is None):
+            raise ValueError("give branchEntries, or leafId with session.sessionFile")
+        return self
 
 
 class RecallResult(_Result):

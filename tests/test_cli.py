@@ -16,6 +16,7 @@ from server.harness import WAIT_S, daemon_command, running_daemon
 
 from longhaul_daemon import __version__
 from longhaul_daemon.cli import main
+from longhaul_daemon.protocol import PROTOCOL_VERSION
 from longhaul_daemon.status_client import EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_RUNNING
 
 
@@ -37,7 +38,7 @@ async def test_status_prints_a_table_and_exits_0(short_tmp: Path, capsys: pytest
             code = await anyio.to_thread.run_sync(main, ["status", "--socket", str(handle.socket_path)])
     assert code == EXIT_RUNNING
     out = capsys.readouterr().out
-    assert f"longhaul-daemon {__version__} (protocol 1)" in out
+    assert f"longhaul-daemon {__version__} (protocol {PROTOCOL_VERSION})" in out
     assert f"pid        {os.getpid()}" in out
     assert "whole 0, narrative-less 0, fallback 0, aborted 0" in out
     assert str(handle.socket_path) in out

@@ -30,6 +30,7 @@ export class RpcError extends Error {
 	constructor(
 		readonly code: number,
 		message: string,
+		readonly data: unknown = undefined,
 	) {
 		super(`${code}: ${message}`);
 	}
@@ -122,7 +123,7 @@ export function call(method: string, params: object, opts: CallOptions): Promise
 			if (m.error && typeof m.error === "object") {
 				const e = m.error as Record<string, unknown>;
 				const code = typeof e.code === "number" ? e.code : 0;
-				return finish(new RpcError(code, typeof e.message === "string" ? e.message : "unknown error"));
+				return finish(new RpcError(code, typeof e.message === "string" ? e.message : "unknown error", e.data));
 			}
 			if (!("result" in m)) return finish(new ProtocolError(`reply to ${method} has neither result nor error`));
 			finish(undefined, m.result);

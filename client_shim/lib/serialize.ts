@@ -7,6 +7,7 @@
 import type { ExtensionAPI, ExtensionContext, SessionBeforeCompactEvent } from "@mariozechner/pi-coding-agent";
 import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
 import { cutError } from "./recordlog.ts"; // LOG-7: home as ~ first, then 200 characters
+import { RpcError } from "./rpc.ts";
 
 /** Env vars the daemon must take from the pi process, never from its own environment (CONFIG-10). */
 export const ENV_KEYS = [
@@ -124,24 +125,64 @@ export function sessionFacts(pi: ExtensionAPI, ctx: ExtensionContext): SessionFa
 
 const sortedArray = (s: Iterable<string> | undefined): string[] => [...(s ?? [])].map(String).sort();
 
+/** The daemon's JSON-RPC code for a session file it will not read; `data.reason` says why (docs/protocol.md). */
+export const SESSION_FILE_REFUSED = -32004;
+
+/** The refusal's reason code, or null when `err` is something else. */
+export function sessionFileRefusal(err: unknown): string | null {
+	if (!(err instanceof RpcError) || err.code !== SESSION_FILE_REFUSED) return null;
+	const reason = isObj(err.data) ? err.data.reason : undefined;
+	return typeof reason === "string" && /^[a-z][a-z0-9-]{0,63}$/.test(reason) ? reason : "unknown";
+}
+
+/** How the branch travels: named by the session file and its leaf, or inline (no file, or the file was refused). */
+export type BranchMode = { inline: false } | { inline: true; refused: string | null };
+
+/**
+ * pi builds `messagesToSummarize` from the branch's entries, and a `message` entry's message is the very same object
+ * (compaction.js getMessageFromEntry). Such a message goes as `{entryRef: id}`, so the request carries it once;
+ * a message pi built afresh (from a custom_message entry) goes whole.
+ */
+function spanItems(messages: readonly unknown[], refs: Map<unknown, string>): unknown[] {
+	return messages.map((m) => {
+		const id = refs.get(m);
+		return id === undefined ? m : { entryRef: id };
+	});
+}
+
+function messageRefs(entries: readonly unknown[]): Map<unknown, string> {
+	const refs = new Map<unknown, string>();
+	for (const e of entries) {
+		if (isObj(e) && e.type === "message" && isObj(e.message) && typeof e.id === "string") refs.set(e.message, e.id);
+	}
+	return refs;
+}
+
 /**
  * CompactParams. `reason` is null: pi 0.73.1 passes the reason ("manual" | "threshold" | "overflow") only to its
- * own compaction_start/compaction_end session events, which extensions never receive.
+ * own compaction_start/compaction_end session events, which extensions never receive. With a session file the
+ * daemon reads the branch itself from `leafId` back (its size grows with the span, not the session).
  */
 export function compactParams(
 	event: SessionBeforeCompactEvent,
 	session: SessionFacts,
 	models: { credentials: object | null; summarizer: object | null } = { credentials: null, summarizer: null },
+	mode: BranchMode = { inline: false },
 ): object {
 	const p = event.preparation;
+	const entries: readonly unknown[] = event.branchEntries ?? [];
+	const refs = messageRefs(entries);
+	const leaf = entries.at(-1);
+	const leafId = isObj(leaf) && typeof leaf.id === "string" ? leaf.id : null;
+	const fromFile = !mode.inline && session.sessionFile !== null && leafId !== null;
 	return {
 		session,
 		reason: null,
 		customInstructions: event.customInstructions ?? null,
 		preparation: {
 			firstKeptEntryId: p.firstKeptEntryId,
-			messagesToSummarize: p.messagesToSummarize ?? [],
-			turnPrefixMessages: p.turnPrefixMessages ?? [],
+			messagesToSummarize: spanItems(p.messagesToSummarize ?? [], refs),
+			turnPrefixMessages: spanItems(p.turnPrefixMessages ?? [], refs),
 			isSplitTurn: !!p.isSplitTurn,
 			tokensBefore: Number.isInteger(p.tokensBefore) ? p.tokensBefore : Math.max(0, Math.round(p.tokensBefore || 0)),
 			previousSummary: p.previousSummary ?? null,
@@ -152,7 +193,9 @@ export function compactParams(
 				edited: sortedArray(p.fileOps?.edited),
 			},
 		},
-		branchEntries: event.branchEntries ?? [],
+		leafId,
+		branchEntries: fromFile ? null : entries,
+		sessionFileRefused: mode.inline ? mode.refused : null,
 		// PASS-22: resolved with pi's registry for this pass only (lib/models.ts)
 		credentials: models.credentials,
 		summarizer: models.summarizer,

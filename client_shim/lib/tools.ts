@@ -9,7 +9,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 import { AbortedError, call, DaemonUnavailableError, RpcError, ShimTimeoutError, socketPath } from "./rpc.ts";
-import type { SessionFacts } from "./serialize.ts";
+import { type SessionFacts, sessionFileRefusal } from "./serialize.ts";
 import { registerKeptWindowStrip } from "./strip.ts";
 
 export const REMEMBER_TOOL = "longhaul_remember";
@@ -99,18 +99,27 @@ export function registerLonghaulTools(pi: ExtensionAPI, facts: Facts): void {
 		async execute(_toolCallId, params, signal, _onUpdate, ctx): Promise<ToolResult> {
 			let session: SessionFacts | undefined;
 			let branch: unknown[];
+			let leafId: string | null = null;
 			try {
 				session = facts(ctx);
 				branch = ctx.sessionManager.getBranch();
+				leafId = ctx.sessionManager.getLeafId() ?? null;
 			} catch {
 				session = undefined;
 				branch = [];
 			}
 			if (!session) return failed(`${RECALL_TOOL}: the session is not readable right now.`);
 			let answer: Record<string, unknown>;
+			const query = { session, ref: params.ref ?? null, query: params.query ?? null, leafId };
 			try {
-				const p = { session, ref: params.ref ?? null, query: params.query ?? null, branchEntries: branch };
-				answer = await ask("recall", p, signal);
+				// With a session file the daemon reads the branch itself; inline only without one, or when it refused the file.
+				const fromFile = session.sessionFile !== null && leafId !== null;
+				try {
+					answer = await ask("recall", { ...query, branchEntries: fromFile ? null : branch }, signal);
+				} catch (err) {
+					if (!fromFile || sessionFileRefusal(err) === null) throw err;
+					answer = await ask("recall", { ...query, branchEntries: branch }, signal);
+				}
 			} catch (err) {
 				return failed(unreachableText(RECALL_TOOL, err));
 			}

@@ -24,7 +24,7 @@ const ALLOWED = {
 	model: ["provider", "id", "api", "baseUrl", "reasoning", "contextWindow", "maxTokens", "compat", "thinkingLevelMap"],
 	env: ["PI_COMPACTOR", "PI_COMPACT_STATE_DEBUG", "PI_COMPACT_STATE_DEBUG_EXCERPTS", "PI_COMPACT_STATE_DEBUG_STACK"],
 	hello: ["session", "reason"],
-	compact: ["session", "reason", "customInstructions", "preparation", "branchEntries", "credentials", "summarizer"],
+	compact: ["session", "reason", "customInstructions", "preparation", "leafId", "branchEntries", "sessionFileRefused", "credentials", "summarizer"],
 	route: ["session"],
 	preparation: ["firstKeptEntryId", "messagesToSummarize", "turnPrefixMessages", "isSplitTurn", "tokensBefore", "previousSummary", "fileOps"],
 	fileOps: ["read", "written", "edited"],

@@ -104,9 +104,53 @@ test("compact: fileOps Sets become sorted arrays; the daemon's compaction is ret
 	assert.equal(req.params.reason, null);
 	assert.equal(req.params.preparation.previousSummary, null);
 	assert.equal(req.params.preparation.tokensBefore, 1234);
-	assert.equal(req.params.branchEntries[0].id, "cccc0001");
 	assert.equal("settings" in req.params.preparation, false);
 	assert.deepEqual(ctx.notices, []);
+});
+
+test("compact names the session file and its leaf; a span message an entry holds goes as a reference", async () => {
+	daemon = await startDaemon();
+	const { pi, ctx } = setup();
+	const event = beforeCompactEvent();
+	const fresh = { role: "custom", customType: "note", content: "built by pi", display: true, timestamp: 2 };
+	event.preparation.messagesToSummarize.push(fresh);
+	await pi.handlers.session_before_compact(event, ctx);
+	const [req] = daemon.byMethod("compact");
+	assert.equal(req.params.session.sessionFile, "/tmp/agent/sessions/--tmp-proj--/s.jsonl");
+	assert.equal(req.params.leafId, "cccc0001"); // the last entry of the branch pi prepared
+	assert.equal(req.params.branchEntries, null); // the daemon reads the branch from the file
+	assert.equal(req.params.sessionFileRefused, null);
+	assert.deepEqual(req.params.preparation.messagesToSummarize, [{ entryRef: "cccc0001" }, fresh]);
+});
+
+test("compact without a session file (--no-session) sends the entries inline, each message once", async () => {
+	daemon = await startDaemon();
+	const { pi } = setup();
+	const ctx = fakeCtx();
+	ctx.sessionManager.getSessionFile = () => undefined;
+	const event = beforeCompactEvent();
+	await pi.handlers.session_before_compact(event, ctx);
+	const [req] = daemon.byMethod("compact");
+	assert.equal(req.params.session.sessionFile, null);
+	assert.deepEqual(req.params.branchEntries, JSON.parse(JSON.stringify(event.branchEntries)));
+	assert.deepEqual(req.params.preparation.messagesToSummarize, [{ entryRef: "cccc0001" }]);
+});
+
+test("a refused session file (-32004) sends the same pass again inline, naming the refusal", async () => {
+	daemon = await startDaemon((req, dflt) =>
+		req.method === "compact" && req.params.branchEntries === null
+			? { jsonrpc: "2.0", id: req.id, error: { code: -32004, message: "Session file refused: symlink", data: { reason: "symlink" } } }
+			: dflt(req),
+	);
+	const { pi, ctx } = setup();
+	const ret = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	assert.deepEqual(ret, { compaction: okCompactResult().compaction });
+	const [first, second] = daemon.byMethod("compact");
+	assert.equal(first.params.branchEntries, null);
+	assert.equal(second.params.branchEntries[0].id, "cccc0001");
+	assert.equal(second.params.sessionFileRefused, "symlink");
+	assert.deepEqual(ctx.notices, []);
+	assert.equal(daemon.byMethod("incident").length, 0);
 });
 
 test("daemon absent: undefined, exactly one warning notice, no throw", async () => {

@@ -131,12 +131,30 @@ test("recall sends the branch, ref and query and returns the daemon's bounded te
 	assert.deepEqual(res.details, { spans: [1] });
 	assert.equal(isErrorFor(pi, "longhaul_recall", res), undefined);
 	const req = daemon.byMethod("recall")[0];
-	assert.deepEqual(req.params.branchEntries, branch);
+	assert.equal(req.params.branchEntries, null); // the daemon reads the session file from the leaf
+	assert.equal(req.params.leafId, "cccc0003");
 	assert.equal(req.params.ref, "span:1");
 	assert.equal(req.params.query, null);
 	const bad = await pi.tools.longhaul_recall.execute("c", { ref: "C99", query: "x" }, undefined, undefined, ctx);
 	assert.deepEqual(isErrorFor(pi, "longhaul_recall", bad), { isError: true });
 	assert.match(text(bad), /C99 is not in the state/);
+});
+
+test("recall sends the branch inline when the daemon refuses the session file (-32004)", async () => {
+	daemon = await startDaemon((req, dflt) => {
+		if (req.method !== "recall") return dflt(req);
+		if (req.params.branchEntries === null) {
+			return { jsonrpc: "2.0", id: req.id, error: { code: -32004, message: "Session file refused: missing", data: { reason: "missing" } } };
+		}
+		return reply(req, { ok: true, text: "Span 1: closed whole", spans: [1] });
+	});
+	const branch = [{ type: "message", id: "a1", parentId: null, message: { role: "user", content: "hi", timestamp: 1 } }];
+	const { pi, ctx } = setup({ branch });
+	const res = await pi.tools.longhaul_recall.execute("c", { ref: "span:1" }, undefined, undefined, ctx);
+	assert.match(text(res), /Span 1: closed whole/);
+	const [first, second] = daemon.byMethod("recall");
+	assert.equal(first.params.branchEntries, null);
+	assert.deepEqual(second.params.branchEntries, branch);
 });
 
 // ---- kept-window strip --------------------------------------------------------------------------------------------

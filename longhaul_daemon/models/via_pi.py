@@ -9,6 +9,7 @@ as it does for the daemon's own HTTP calls. Nothing here keeps the shim's error 
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
@@ -22,7 +23,9 @@ __all__ = [
     "PiPeer",
     "ShimConnectionLost",
     "ShimErrorReply",
+    "bind_peer",
     "complete_params",
+    "current_peer",
     "error_from_reply",
     "exchange_via_pi",
     "recorded_reasoning",
@@ -46,6 +49,19 @@ class PiPeer(Protocol):
     """
 
     async def request(self, method: str, params: dict[str, Any]) -> Any: ...
+
+
+_current: contextvars.ContextVar[PiPeer | None] = contextvars.ContextVar("longhaul_shim_peer", default=None)
+
+
+def bind_peer(peer: PiPeer) -> contextvars.Token[PiPeer | None]:
+    """Make ``peer`` the current one for this task and the tasks it starts (the connection's handlers)."""
+    return _current.set(peer)
+
+
+def current_peer() -> PiPeer | None:
+    """The shim of the connection whose request is being handled, or None outside a connection."""
+    return _current.get()
 
 
 class ShimErrorReply(LonghaulError):

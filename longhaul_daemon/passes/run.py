@@ -10,6 +10,7 @@ anything the span closes narrative-less (FAIL-10), and an empty span closes with
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.http import make_client
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
+from longhaul_daemon.models.via_pi import current_peer
 from longhaul_daemon.passes.close import close_span, merge_file_lists
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
 from longhaul_daemon.passes.model_calls import PassModel
@@ -38,7 +40,6 @@ from longhaul_daemon.protocol import (
     PassDiagnostics,
     RouteChoice,
 )
-from longhaul_daemon.server.peer import current_peer
 from longhaul_daemon.settings import Settings, load_settings
 from longhaul_daemon.state.entry_kinds import COMPACTOR
 from longhaul_daemon.state.fold import FoldResult, fold
@@ -79,9 +80,8 @@ class _DiffOutcome:
     route: RouteChoice = field(default_factory=RouteChoice)
 
 
-def _prepare(params: CompactParams) -> _Prepared:
+def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
     """Fold, then the span and its ledger; pure, so it may run in a worker thread."""
-    branch = list(params.branchEntries)
     folded = fold(branch)
     span = select_span(params.preparation, branch)
     # Commands of a span that fell back to pi's compaction were never offered to a pass: recover them here.
@@ -195,10 +195,17 @@ async def run_pass(
     params: CompactParams,
     *,
     pass_id: str,
+    branch: Sequence[dict[str, Any]] | None = None,
+    branch_stats: Mapping[str, Any] | None = None,
     access: ModelAccess | None = None,
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S,
 ) -> CompactResult:
-    """One pass over ``params``; never raises for transcript content, only on bugs or cancellation."""
+    """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
+
+    ``branch`` is the branch read from the session file (:mod:`longhaul_daemon.sessionfile`); without it the
+    pass reads the entries the request carried inline.
+    """
+    entries = list(branch) if branch is not None else list(params.branchEntries or [])
     budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
     settings = load_settings(params.session.agentDir, params.session.cwd)  # CONFIG-5: re-read every pass
     worlds: list[World] = []
@@ -208,7 +215,7 @@ async def run_pass(
 
     async with anyio.create_task_group() as group:  # Ledger with the World, and the Fold (PASS-2)
         group.start_soon(snapshot)
-        prepared = await anyio.to_thread.run_sync(_prepare, params)
+        prepared = await anyio.to_thread.run_sync(_prepare, params, entries)
     world = worlds[0]
 
     outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget)
@@ -271,5 +278,9 @@ async def run_pass(
             line={"v": LINE_VERSION, "span": after.span, "calls": outcome.calls, "tokens": outcome.tokens},
         ),
         notice=_notice(after.span, outcome, len(after.carried)),
-        diagnostics=PassDiagnostics(narrative=outcome.stats, route=outcome.route),
+        diagnostics=PassDiagnostics(
+            narrative=outcome.stats,
+            route=outcome.route,
+            branch=dict(branch_stats) if branch_stats is not None else {"source": "inline"},
+        ),
     )

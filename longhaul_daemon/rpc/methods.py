@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,36 +39,33 @@ from longhaul_daemon.protocol import (
     ReportResult,
     RouteParams,
     RouteResult,
+    SessionFacts,
     StatusParams,
     StatusResult,
 )
 from longhaul_daemon.rpc.recording import Recorder, report_for_session
 from longhaul_daemon.rpc.registry import RpcMethod, rpc
 from longhaul_daemon.rpc.tool_methods import build_tool_methods
+from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles
 from longhaul_daemon.settings import load_settings
+from longhaul_daemon.transcript.messages import span_refs
 
 __all__ = ["RunPass", "Services", "build_methods", "new_pass_id"]
 
 _log = structlog.get_logger("longhaul.methods")
 
 RunPass = Callable[..., Awaitable[CompactResult]]
-"""``async def run_pass(params: CompactParams, *, pass_id: str) -> CompactResult``."""
+"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s)``: the pass."""
 
 _SAFETY_MARGIN_S = 5.0  # the outer -32001 net sits this far behind the pass budget's own fallback
 _MAX_CODE_LEN = 64
 
 
-async def _default_run_pass(
-    params: CompactParams, *, pass_id: str, services: Services | None = None
-) -> CompactResult:
+async def _default_run_pass(params: CompactParams, **context: Any) -> CompactResult:
     """The real pass, imported on first use so the RPC layer loads even where the pass is absent or broken."""
     from longhaul_daemon.passes.run import run_pass
 
-    if services is None:
-        return await run_pass(params, pass_id=pass_id)
-    return await run_pass(
-        params, pass_id=pass_id, access=services.model_access(), pass_budget_s=services.pass_budget_s
-    )
+    return await run_pass(params, **context)
 
 
 def new_pass_id() -> str:
@@ -93,6 +90,24 @@ class Services:
     route_health: RouteHealthBook = field(default_factory=RouteHealthBook)  # model calls, for status
     via_pi_apis: frozenset[str] = frozenset()  # apis whose calls go through the shim (serve --via-pi)
     provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
+    session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
+
+    async def read_branch(
+        self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
+    ) -> BranchRead:
+        """The branch from pi's session file, read in a worker thread; raises ``SessionFileRefused``."""
+        path = session.sessionFile
+        if path is None:
+            raise SessionFileRefused("missing")
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: self.session_files.read_branch(
+                    path, session_id=session.sessionId, leaf_id=leaf_id, span_ids=span_ids, whole=whole
+                )
+            )
+        except SessionFileRefused as refused:
+            _log.info("session_file_refused", session_id=session.sessionId, reason=refused.reason)
+            raise
 
     def model_access(self) -> ModelAccess:
         """What a pass needs to call models; shared limits and health, so status sees every pass's calls."""
@@ -148,15 +163,37 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
         log.info("compact_stand_down")
         return CompactResult(passId=pass_id, span=0, fallback="stand-down")
     services.busy_sessions.add(session_id)
-    services.passes_in_flight += 1
-    log.info("pass_started", reason=params.reason, messages=len(params.preparation.messagesToSummarize))
     try:
-        started = time.monotonic()
-        with anyio.move_on_after(services.pass_budget_s):
-            if services.run_pass is _default_run_pass:
-                result = await _default_run_pass(params, pass_id=pass_id, services=services)
-            else:
-                result = await services.run_pass(params, pass_id=pass_id)
+        return await _run_busy_compact(services, params, pass_id, log)
+    finally:
+        services.busy_sessions.discard(session_id)
+
+
+async def _run_busy_compact(
+    services: Services, params: CompactParams, pass_id: str, log: structlog.typing.FilteringBoundLogger
+) -> CompactResult:
+    """The pass itself, its session marked busy: read the branch, run, count, record."""
+    started = time.monotonic()
+    if params.branchEntries is not None:
+        branch: Sequence[dict[str, Any]] | None = None
+        branch_stats: dict[str, Any] = {"source": "inline", "refused": params.sessionFileRefused}
+    else:
+        assert params.leafId is not None  # CompactParams checks that a branch source is given
+        read = await services.read_branch(params.session, params.leafId, span_refs(params.preparation))
+        branch, branch_stats = read.entries, read.stats()
+    services.passes_in_flight += 1
+    log.info("pass_started", reason=params.reason, branch_entries=len(branch or params.branchEntries or []))
+    left_s = max(0.0, services.pass_budget_s - (time.monotonic() - started))  # reading the file counts too
+    try:
+        with anyio.move_on_after(left_s):
+            result = await services.run_pass(
+                params,
+                pass_id=pass_id,
+                branch=branch,
+                branch_stats=branch_stats,
+                access=services.model_access(),
+                pass_budget_s=left_s,
+            )
             services.count_result(result)
             log.info("pass_finished", span=result.span, fallback=_code(result.fallback))
             services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))
@@ -175,7 +212,6 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
         services.recorder.pass_fallback(params, pass_id, "pass-error", exc)
         return CompactResult(passId=pass_id, span=0, fallback="pass-error")
     finally:
-        services.busy_sessions.discard(session_id)
         services.passes_in_flight -= 1
 
 

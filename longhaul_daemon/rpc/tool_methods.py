@@ -58,7 +58,11 @@ def build_tool_methods(services: Services, *, windows: WindowMemory | None = Non
     @rpc("recall", RecallParams)
     async def recall_method(params: RecallParams) -> RecallResult:
         services.sessions_seen.add(params.session.sessionId)
-        branch = list(params.branchEntries)
+        if params.branchEntries is not None:
+            branch = list(params.branchEntries)
+        else:
+            assert params.leafId is not None  # RecallParams checks that a branch source is given
+            branch = (await services.read_branch(params.session, params.leafId, whole=False)).entries
         outcome = await anyio.to_thread.run_sync(lambda: recall(branch, ref=params.ref, query=params.query))
         _log.info(
             "recall",

@@ -26,10 +26,11 @@ from anyio.streams.buffered import BufferedByteStream
 
 from longhaul_daemon.config import DEFAULT_MAX_FRAME, MAX_IN_FLIGHT_PER_CONNECTION
 from longhaul_daemon.errors import INVALID_REQUEST
+from longhaul_daemon.models.via_pi import bind_peer
 from longhaul_daemon.rpc import Dispatcher, encode_message, error_response
 from longhaul_daemon.rpc.registry import internal_error
 from longhaul_daemon.server.framing import FrameReader, FrameTooLarge, line
-from longhaul_daemon.server.peer import ShimPeer, bind_peer, response_in
+from longhaul_daemon.server.peer import ShimPeer, response_in
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
 __all__ = ["ConnectionLimits", "RequestTracker", "serve_connection"]

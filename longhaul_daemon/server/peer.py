@@ -3,15 +3,14 @@
 PASS-22's ``model.complete`` runs inside a ``compact`` handler and must reach the very shim that asked: that
 shim's pi holds the model registry and credentials. So each connection has one :class:`ShimPeer`; the read
 loop hands it every inbound *response* (a frame with ``result`` or ``error`` and no ``method``), and a handler
-finds it through :func:`current_peer`. Our ids are strings ``d<n>``, so they can never be mistaken for the
-shim's own numeric ids. When the connection closes, every waiting call fails with a retryable
-:class:`~longhaul_daemon.models.via_pi.ShimConnectionLost`; a cancelled call just stops waiting (a reply
-arriving later is dropped).
+finds it through :func:`longhaul_daemon.models.via_pi.current_peer`. Our ids are strings ``d<n>``, so they
+can never be mistaken for the shim's own numeric ids. When the connection closes, every waiting call fails
+with a retryable :class:`~longhaul_daemon.models.via_pi.ShimConnectionLost`; a cancelled call just stops
+waiting (a reply arriving later is dropped).
 """
 
 from __future__ import annotations
 
-import contextvars
 import itertools
 import json
 from collections.abc import Awaitable, Callable, Mapping
@@ -23,10 +22,9 @@ import structlog
 from longhaul_daemon.models.via_pi import ShimConnectionLost, ShimErrorReply
 from longhaul_daemon.rpc import encode_message
 
-__all__ = ["ShimPeer", "bind_peer", "current_peer", "response_in"]
+__all__ = ["ShimPeer", "response_in"]
 
 _log = structlog.get_logger("longhaul.server")
-_current: contextvars.ContextVar[ShimPeer | None] = contextvars.ContextVar("longhaul_shim_peer", default=None)
 _MALFORMED_REPLY = -32600
 
 
@@ -121,13 +119,3 @@ def response_in(frame: bytes) -> dict[str, Any] | None:
     if "result" not in message and "error" not in message:
         return None
     return message
-
-
-def bind_peer(peer: ShimPeer) -> contextvars.Token[ShimPeer | None]:
-    """Make ``peer`` the current one for this task and the tasks it starts (the connection's handlers)."""
-    return _current.set(peer)
-
-
-def current_peer() -> ShimPeer | None:
-    """The shim of the connection whose request is being handled, or None outside a connection."""
-    return _current.get()

@@ -51,9 +51,7 @@ class BranchWalk:
     problem: str | None = None  # missing-parent or parent-cycle
 
 
-def walk_branch(
-    leaf: int, parent_of: Callable[[int], str | None], position_of: Mapping[str, int]
-) -> BranchWalk:
+def walk_branch(leaf: int, parent_of: Callable[[int], object], position_of: Mapping[str, int]) -> BranchWalk:
     """Follow ``parentId`` links from the entry at position ``leaf`` to the root; root first.
 
     ``parent_of(position)`` is that entry's raw ``parentId``: None at the root, and a value that is not a

@@ -11,14 +11,23 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.protocol import Preparation
+from longhaul_daemon.protocol import SPAN_REF, Preparation
 from longhaul_daemon.transcript.entries import parse_entry, parse_message
 
-__all__ = ["SpanMessage", "messages_before_span", "select_span", "span_messages", "user_ids", "user_text"]
+__all__ = [
+    "SpanMessage",
+    "messages_before_span",
+    "select_span",
+    "span_messages",
+    "span_refs",
+    "unseen_start",
+    "user_ids",
+    "user_text",
+]
 
 
 @dataclass(frozen=True)
@@ -115,12 +124,51 @@ def span_messages(messages: Iterable[object], branch: list[dict[str, Any]]) -> l
     return span
 
 
-def select_span(preparation: Preparation, branch: list[dict[str, Any]]) -> list[SpanMessage]:
-    """The span (PASS-4): ``messagesToSummarize``, then ``turnPrefixMessages`` when the turn was split."""
-    messages: list[object] = list(preparation.messagesToSummarize)
+def span_refs(preparation: Preparation) -> list[str]:
+    """The entry ids the span names by reference (``{"entryRef": id}``), in span order."""
+    items = list(preparation.messagesToSummarize)
     if preparation.isSplitTurn:
-        messages.extend(preparation.turnPrefixMessages)
-    return span_messages(messages, branch)
+        items.extend(preparation.turnPrefixMessages)
+    return [ref for item in items if isinstance(ref := item.get(SPAN_REF), str)]
+
+
+def select_span(preparation: Preparation, branch: list[dict[str, Any]]) -> list[SpanMessage]:
+    """The span (PASS-4): ``messagesToSummarize``, then ``turnPrefixMessages`` when the turn was split.
+
+    A message sent by reference is the message of the branch entry it names; one sent whole is tied to the
+    first identical branch message after the previous one. A reference the branch lacks, or that names no
+    message entry, is left out.
+    """
+    items: list[dict[str, Any]] = list(preparation.messagesToSummarize)
+    if preparation.isSplitTurn:
+        items.extend(preparation.turnPrefixMessages)
+    if not any(SPAN_REF in item for item in items):
+        return span_messages(items, branch)
+    by_id = {e.get("id"): e for e in branch if e.get("type") == "message"}
+    users = user_ids(branch)
+    span: list[SpanMessage] = []
+    for item in items:
+        ref = item.get(SPAN_REF)
+        if ref is None:
+            parsed = parse_message(item)
+            if parsed is not None:  # no entry holds it (pi built it from a custom_message entry)
+                span.append(SpanMessage(entry_id=None, role=parsed.role, message=item))
+            continue
+        entry = by_id.get(ref) if isinstance(ref, str) else None
+        message = entry.get("message") if entry is not None else None
+        if not isinstance(ref, str) or not isinstance(message, dict):
+            continue
+        role = parse_message(message)
+        role_name = role.role if role is not None else "unknown"
+        span.append(
+            SpanMessage(
+                entry_id=ref,
+                role=role_name,
+                message=message,
+                user_id=users.get(ref) if role_name == "user" else None,
+            )
+        )
+    return span
 
 
 def messages_before_span(
@@ -139,12 +187,7 @@ def messages_before_span(
     if first_span_entry not in ids:
         return []
     end = ids.index(first_span_entry)
-    start = 0
-    if base_compaction_id is not None and base_compaction_id in ids:
-        base_at = ids.index(base_compaction_id)
-        base = branch[base_at]
-        kept = base.get("firstKeptEntryId") if isinstance(base, dict) else None
-        start = ids.index(kept) if isinstance(kept, str) and kept in ids[:base_at] else base_at + 1
+    start = unseen_start(branch, base_compaction_id)
     users = user_ids(branch)
     found: list[SpanMessage] = []
     for raw in branch[start:end]:
@@ -159,6 +202,19 @@ def messages_before_span(
             SpanMessage(entry_id=entry.id, role=entry.message.role, message=message, user_id=user_id)
         )
     return found
+
+
+def unseen_start(branch: Sequence[Mapping[str, Any]], base_compaction_id: str | None) -> int:
+    """Where the messages no Longhaul pass judged begin: the base compaction's first kept entry when it lies
+    before the base on the branch, else the entry after the base; the root when there is no base."""
+    if base_compaction_id is None:
+        return 0
+    ids = [raw.get("id") for raw in branch]
+    if base_compaction_id not in ids:
+        return 0
+    base_at = ids.index(base_compaction_id)
+    kept = branch[base_at].get("firstKeptEntryId")
+    return ids.index(kept) if isinstance(kept, str) and kept in ids[:base_at] else base_at + 1
 
 
 def user_text(message: dict[str, Any]) -> str:

@@ -46,7 +46,7 @@ def fixed_result(pass_id: str) -> CompactResult:
     )
 
 
-async def fixed_pass(_params: CompactParams, *, pass_id: str) -> CompactResult:
+async def fixed_pass(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
     return fixed_result(pass_id)
 
 
@@ -60,6 +60,7 @@ def params(agent: Path, cwd: Path, **env: str) -> dict[str, Any]:
             "env": env,
         },
         "preparation": {"firstKeptEntryId": "e9", "tokensBefore": 1000},
+        "branchEntries": [],
     }
 
 

@@ -216,7 +216,7 @@ async def test_log22_log23_incidents_map_to_records(agent: Path, project: Path) 
 
 @pytest.mark.anyio
 async def test_fail13_pass_error_is_one_fallback_record_with_its_class(agent: Path, project: Path) -> None:
-    async def crash(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def crash(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         raise KeyError(f"{Path.home()}/boom")
 
     services = Services(socket_path="/s", run_pass=crash)
@@ -235,7 +235,7 @@ async def test_fail13_pass_error_is_one_fallback_record_with_its_class(agent: Pa
 
 @pytest.mark.anyio
 async def test_fail14_timeout_is_a_fallback_record(agent: Path, project: Path) -> None:
-    async def slow(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def slow(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         await anyio.sleep_forever()
         raise AssertionError
 

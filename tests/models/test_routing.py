@@ -40,6 +40,7 @@ def params(
         {
             "session": session,
             "preparation": {"firstKeptEntryId": "e1", "tokensBefore": 10},
+            "branchEntries": [],
             "credentials": {"apiKey": SESSION_KEY, "headers": {"x-org": "org-secret-header"}},
             "summarizer": summarizer,
         }

@@ -106,7 +106,9 @@ async def test_pass3_pass16_fail11_three_passes_keep_ids_stable_and_merged(repo:
     assert first.compaction is not None
     assert first.compaction.firstKeptEntryId == s.entries[keep1]["id"]
     assert (
-        first.compaction.tokensBefore == params1.preparation.tokensBefore == 4000 + len(params1.branchEntries)
+        first.compaction.tokensBefore
+        == params1.preparation.tokensBefore
+        == 4000 + len(params1.branchEntries or [])
     )
     assert (
         first.compaction.details["stateFormat"] == 1 and first.compaction.details["compactor"] == "longhaul"

@@ -13,7 +13,7 @@ import structlog
 
 from longhaul_daemon import __version__
 from longhaul_daemon.config import choose_compactor
-from longhaul_daemon.protocol import CompactParams, CompactResult
+from longhaul_daemon.protocol import PROTOCOL_VERSION, CompactParams, CompactResult
 from longhaul_daemon.rpc.methods import Services, build_methods
 from longhaul_daemon.rpc.registry import RpcFailure, RpcSuccess
 
@@ -24,7 +24,11 @@ def compact_params(session_id: str = "s1", compactor: str | None = None) -> dict
     session: dict[str, Any] = {**SESSION, "sessionId": session_id}
     if compactor is not None:
         session["env"] = {"PI_COMPACTOR": compactor}
-    return {"session": session, "preparation": {"firstKeptEntryId": "e1", "tokensBefore": 10}}
+    return {
+        "session": session,
+        "preparation": {"firstKeptEntryId": "e1", "tokensBefore": 10},
+        "branchEntries": [],
+    }
 
 
 def result_for(
@@ -70,7 +74,7 @@ async def test_hello_reports_versions_budget_and_compactor() -> None:
     assert outcome == RpcSuccess(
         {
             "daemonVersion": __version__,
-            "protocolVersion": 1,
+            "protocolVersion": PROTOCOL_VERSION,
             "compactor": "pi",
             "deadlineMs": 12500,
             "summarizer": None,
@@ -97,7 +101,7 @@ async def test_config5_config8_hello_names_the_summarizer_from_the_sessions_long
 
 @pytest.mark.anyio
 async def test_compact_stands_down_when_the_session_chose_pi() -> None:
-    async def never(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def never(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         raise AssertionError("the pass must not run")
 
     outcome = await call(
@@ -113,7 +117,7 @@ async def test_compact_stands_down_when_the_session_chose_pi() -> None:
 async def test_compact_counts_whole_narrative_less_and_fallback_results() -> None:
     kinds = iter([{"closed_as": "whole"}, {"closed_as": "narrative-less"}, {"fallback": "no-model"}])
 
-    async def fake(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def fake(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         return result_for(pass_id, **next(kinds))
 
     services = Services(socket_path="/s", run_pass=fake)
@@ -126,7 +130,7 @@ async def test_compact_counts_whole_narrative_less_and_fallback_results() -> Non
 
 @pytest.mark.anyio
 async def test_compact_past_its_budget_falls_back_with_timeout() -> None:
-    async def slow(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def slow(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
@@ -139,7 +143,7 @@ async def test_compact_past_its_budget_falls_back_with_timeout() -> None:
 
 @pytest.mark.anyio
 async def test_a_crashing_pass_falls_back_with_pass_error() -> None:
-    async def crash(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def crash(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         raise ValueError("MARKER-secret")
 
     services = Services(socket_path="/s", run_pass=crash)
@@ -156,7 +160,7 @@ async def test_a_second_compact_for_a_busy_session_is_refused_and_others_run() -
     release = anyio.Event()
     started = anyio.Event()
 
-    async def held(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def held(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         started.set()
         await release.wait()
         return result_for(pass_id)
@@ -189,7 +193,7 @@ async def test_a_second_compact_for_a_busy_session_is_refused_and_others_run() -
 async def test_a_cancelled_pass_counts_as_aborted_and_frees_the_session() -> None:
     started = anyio.Event()
 
-    async def hang(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def hang(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         started.set()
         await anyio.sleep_forever()
         raise AssertionError("unreachable")

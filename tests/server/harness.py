@@ -130,6 +130,7 @@ def compact_params(
     params: dict[str, Any] = {
         "session": session(session_id, extra.pop("compactor", None)),
         "preparation": {"firstKeptEntryId": "e9", "tokensBefore": 1000},
+        "branchEntries": [],
         **extra,
     }
     if instructions is not None:
@@ -149,7 +150,7 @@ def whole_result(pass_id: str, *, closed_as: str = "whole") -> CompactResult:
     )
 
 
-async def sleeping_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
+async def sleeping_pass(params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
     """A fake pass that sleeps for ``customInstructions`` seconds, then succeeds."""
     await anyio.sleep(float(params.customInstructions or "0"))
     return whole_result(pass_id)

@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from longhaul_daemon.models.via_pi import ShimConnectionLost, ShimErrorReply
+from longhaul_daemon.models.via_pi import ShimConnectionLost, ShimErrorReply, current_peer
 from longhaul_daemon.protocol import CompactParams, CompactResult
-from longhaul_daemon.server.peer import ShimPeer, current_peer, response_in
+from longhaul_daemon.server.peer import ShimPeer, response_in
 
 from .harness import compact_params, connect, eventually, running_daemon, whole_result
 
@@ -29,7 +29,7 @@ def result_with(pass_id: str, summary: str) -> CompactResult:
     return result.model_copy(update={"compaction": result.compaction.model_copy(update={"summary": summary})})
 
 
-async def asking_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
+async def asking_pass(params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
     """A pass that asks the shim once and reports the answer (or the error code) in its summary."""
     peer = current_peer()
     assert peer is not None
@@ -122,7 +122,7 @@ async def test_a_closed_peer_fails_the_waiting_call_and_refuses_new_ones_as_retr
 async def test_a_cancelled_call_stops_waiting_sends_nothing_more_and_drops_the_late_reply(
     short_tmp: Path,
 ) -> None:
-    async def impatient_pass(params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def impatient_pass(params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         peer = current_peer()
         assert peer is not None
         with anyio.move_on_after(0.2):

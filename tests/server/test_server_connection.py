@@ -70,7 +70,7 @@ async def test_invalid_params_give_field_paths_and_never_echo_the_input(short_tm
 
 @pytest.mark.anyio
 async def test_an_internal_error_gets_an_error_id_and_no_message_text(short_tmp: Path) -> None:
-    async def crash(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def crash(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         raise RuntimeError(MARKER)
 
     def crash_status() -> Any:
@@ -123,7 +123,7 @@ async def test_notifications_and_blank_lines_get_no_reply(short_tmp: Path) -> No
     calls: list[str] = []
     ran = anyio.Event()
 
-    async def counting(params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def counting(params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         calls.append(params.session.sessionId)
         ran.set()
         return whole_result(pass_id)
@@ -149,7 +149,7 @@ async def test_many_connections_with_pipelined_requests_run_concurrently(short_t
     running = 0
     all_running = anyio.Event()
 
-    async def rendezvous(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def rendezvous(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         nonlocal running
         running += 1
         if running == everyone:
@@ -180,7 +180,7 @@ async def test_closing_the_connection_cancels_its_in_flight_pass(short_tmp: Path
     started = anyio.Event()
     cancelled = anyio.Event()
 
-    async def hang(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def hang(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         started.set()
         try:
             await anyio.sleep_forever()

@@ -38,7 +38,7 @@ from longhaul_daemon.protocol import CompactResult
 from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log, run_daemon
 
 
-async def slow_pass(params, *, pass_id):
+async def slow_pass(params, *, pass_id, **_):
     await anyio.sleep(float(params.customInstructions))
     return CompactResult(passId=pass_id, span=1, fallback="slept")
 
@@ -110,7 +110,7 @@ async def test_stopping_waits_for_requests_not_for_idle_connections(short_tmp: P
     finish = anyio.Event()
     started = anyio.Event()
 
-    async def held(_params: CompactParams, *, pass_id: str) -> CompactResult:
+    async def held(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         started.set()
         await finish.wait()
         return CompactResult(passId=pass_id, span=1, fallback="held")

@@ -1,0 +1,193 @@
+"""An index of one pi session file, built once and then extended only by the bytes the file grew by.
+
+A pass on a long session needs the shape of the whole branch (every entry's id, parent and kind, every user
+message, every compaction and Longhaul entry) but the full text of only a small part of it. The index keeps
+exactly that: one :class:`Row` per line with its byte offset, and the parsed entry only for the *light*
+entries; a heavy entry (an assistant turn, a tool result, another extension's data) is read again from its
+offset when a pass needs it whole. pi only appends to the file, so a later pass parses just the new lines.
+A file that changed in any other way (rewritten, truncated, replaced) is indexed again from the start.
+
+This module does no opening or checking of paths: :mod:`longhaul_daemon.sessionfile.files` hands it a file
+descriptor it has already checked. Nothing here raises on the file's content.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from longhaul_daemon.state.entry_kinds import OWN_CUSTOM_PREFIX
+from longhaul_daemon.transcript.jsonl import is_session_header, parse_line
+
+__all__ = ["READ_BLOCK", "Row", "SessionIndex", "is_light", "skeleton"]
+
+READ_BLOCK = 4 * 1024 * 1024  # bytes read per syscall while indexing; memory holds one block plus one line
+_CHECK_BYTES = 4096  # how much of the indexed end is compared to tell an append from a rewrite
+_LIGHT_TYPES = frozenset(
+    {"compaction", "branch_summary", "model_change", "thinking_level_change", "label", "session_info"}
+)
+
+
+@dataclass(slots=True)
+class Row:
+    """One entry line: where it is, what links it, and the parsed entry when it is light."""
+
+    line: int  # 1-based line number in the file
+    offset: int
+    length: int  # bytes, without the newline
+    entry_id: str | None
+    parent_id: object  # as written: None at the root; anything but a string names no entry
+    kind: str  # the entry's type, "unknown" when it names none
+    role: str | None  # a message entry's role
+    custom_type: str | None
+    body: dict[str, Any] | None  # the whole entry, kept only for light entries
+
+
+def is_light(entry: dict[str, Any]) -> bool:
+    """Entries every pass reads whole: user messages, compactions, Longhaul's own entries, small metadata."""
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message")
+        return isinstance(message, dict) and message.get("role") == "user"
+    if kind == "custom":
+        custom_type = entry.get("customType")
+        return isinstance(custom_type, str) and custom_type.startswith(OWN_CUSTOM_PREFIX)
+    return kind in _LIGHT_TYPES
+
+
+def skeleton(row: Row) -> dict[str, Any]:
+    """A heavy entry without its content: enough for ids, roles and the branch's shape, nothing to quote."""
+    entry: dict[str, Any] = {"type": row.kind, "id": row.entry_id, "parentId": row.parent_id}
+    if row.role is not None:
+        entry["message"] = {"role": row.role}
+    if row.custom_type is not None:
+        entry["customType"] = row.custom_type
+    return entry
+
+
+def _row(line: int, offset: int, raw: bytes) -> Row | None:
+    value, problem = parse_line(raw)
+    if problem is not None or not isinstance(value, dict):
+        return None  # pi skips such a line too; it can hold no entry a branch reaches
+    kind = value.get("type")
+    entry_id = value.get("id")
+    message = value.get("message")
+    role = message.get("role") if kind == "message" and isinstance(message, dict) else None
+    custom_type = value.get("customType")
+    return Row(
+        line=line,
+        offset=offset,
+        length=len(raw),
+        entry_id=entry_id if isinstance(entry_id, str) else None,
+        parent_id=value.get("parentId"),
+        kind=kind if isinstance(kind, str) else "unknown",
+        role=role if isinstance(role, str) else ("unknown" if kind == "message" else None),
+        custom_type=custom_type if isinstance(custom_type, str) else None,
+        body=value if is_light(value) else None,
+    )
+
+
+def _lines(fd: int, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
+    """Complete lines (offset, bytes without the newline) between ``start`` and ``stop``; a last line
+    without its newline is not yielded, since pi may be writing it."""
+    pending = b""
+    pending_at = start
+    at = start
+    while at < stop:
+        block = os.pread(fd, min(READ_BLOCK, stop - at), at)
+        if not block:
+            break
+        at += len(block)
+        data = pending + block if pending else block
+        cut = 0
+        while True:
+            newline = data.find(b"\n", cut)
+            if newline < 0:
+                break
+            yield pending_at + cut, data[cut:newline]
+            cut = newline + 1
+        pending = data[cut:]
+        pending_at += cut
+
+
+class SessionIndex:
+    """The rows of one session file, valid for the file identity and byte length it was last read at."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # one reader at a time: a pass and a recall may share a session
+        self.rows: list[Row] = []
+        self.position_of: dict[str, int] = {}
+        self.header: dict[str, Any] | None = None
+        self.end = 0  # bytes indexed: everything before this offset is in ``rows``
+        self.lines = 0
+        self.bad_lines = 0
+        self._identity: tuple[int, int] | None = None
+        self._head = b""  # the header line as read, newline included
+        self._tail = b""  # the last bytes before ``end`` as read
+        self.last_read_bytes = 0  # what the latest refresh read
+        self.last_refresh_cold = False
+
+    def refresh(self, fd: int, identity: tuple[int, int], size: int) -> None:
+        """Bring the index up to ``size`` bytes of ``fd``: only the new lines when the file just grew."""
+        if not self._still_valid(fd, identity, size):
+            self._reset()
+            self._identity = identity
+            self.last_refresh_cold = True
+        else:
+            self.last_refresh_cold = False
+        start = self.end
+        for offset, raw in _lines(fd, start, size):
+            self.lines += 1
+            if self.lines == 1:
+                self._read_header(raw)
+            else:
+                self._add(self.lines, offset, raw)
+            self.end = offset + len(raw) + 1
+        self.last_read_bytes = size - start
+        if self.end:
+            check_from = max(0, self.end - _CHECK_BYTES)
+            self._tail = os.pread(fd, self.end - check_from, check_from)
+
+    def _still_valid(self, fd: int, identity: tuple[int, int], size: int) -> bool:
+        if self._identity != identity or size < self.end or not self.end:
+            return False
+        if os.pread(fd, len(self._head), 0) != self._head:
+            return False
+        return os.pread(fd, len(self._tail), self.end - len(self._tail)) == self._tail
+
+    def _reset(self) -> None:
+        self.rows = []
+        self.position_of = {}
+        self.header = None
+        self.end = 0
+        self.lines = 0
+        self.bad_lines = 0
+        self._head = b""
+        self._tail = b""
+
+    def _read_header(self, raw: bytes) -> None:
+        self._head = raw + b"\n"
+        value, _ = parse_line(raw)
+        self.header = value if is_session_header(value) else None
+
+    def _add(self, line: int, offset: int, raw: bytes) -> None:
+        row = _row(line, offset, raw)
+        if row is None:
+            self.bad_lines += 1
+            return
+        if row.entry_id is not None:
+            self.position_of[row.entry_id] = len(self.rows)  # a repeated id: the later line wins
+        self.rows.append(row)
+
+    def entry(self, fd: int, position: int) -> dict[str, Any] | None:
+        """The whole entry at ``position``: the kept body, or its line read again from the file."""
+        row = self.rows[position]
+        if row.body is not None:
+            return row.body
+        value, problem = parse_line(os.pread(fd, row.length, row.offset))
+        if problem is not None or not isinstance(value, dict) or value.get("id") != row.entry_id:
+            return None  # the file changed under the pass: never hand over some other line
+        return value
