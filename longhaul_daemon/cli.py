@@ -1,24 +1,28 @@
-"""The ``longhaul-daemon`` command: ``serve`` runs the daemon, ``status`` asks a running one how it is."""
+"""The ``longhaul-daemon`` command: ``serve`` runs the daemon, ``status`` asks a running one how it is.
+
+Building the parser loads only the standard library and a few small modules; each subcommand imports what it
+runs on (anyio and the server for ``serve``, the fold and pydantic for ``state``) once it is chosen, so
+``status`` and ``--help`` answer without paying for the daemon's dependencies.
+"""
 
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import os
 import sys
 from collections.abc import Mapping, Sequence
-
-import anyio
+from typing import TYPE_CHECKING
 
 from longhaul_daemon import __version__
 from longhaul_daemon.config import DEFAULT_GRACE_S, DEFAULT_MAX_FRAME, DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.errors import StartupError
-from longhaul_daemon.inspect.command import add_state_parser, run_state
-from longhaul_daemon.log.report import add_report_parser, run_report
-from longhaul_daemon.ops.install import add_install_commands, run_install_command
-from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log, run_daemon
+from longhaul_daemon.inspect.state_args import add_state_parser
+from longhaul_daemon.log.report_args import add_report_parser
+from longhaul_daemon.ops.install_args import add_install_commands
 from longhaul_daemon.server.paths import SOCKET_ENV, resolve_socket_path
-from longhaul_daemon.status_client import run_status
+
+if TYPE_CHECKING:
+    from longhaul_daemon.server.lifecycle import ServeOptions
 
 VIA_PI_ENV = "LONGHAUL_VIA_PI_APIS"
 
@@ -131,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import faulthandler
+
+    import anyio
+
+    from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log
+
     faulthandler.enable()
     configure_operational_log()
     explicit = bool(args.socket) or bool(os.environ.get(SOCKET_ENV))
@@ -156,18 +166,29 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 async def _run(options: ServeOptions) -> None:
+    from longhaul_daemon.server.lifecycle import run_daemon
+
     await run_daemon(options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Each branch imports its own command, so one subcommand never loads another's dependencies.
     if args.command == "serve":
         return _serve(args)
     if args.command in {"install", "uninstall"}:
+        from longhaul_daemon.ops.install import run_install_command
+
         return run_install_command(args, out=sys.stdout)
     if args.command == "state":
+        from longhaul_daemon.inspect.command import run_state
+
         return run_state(args, out=sys.stdout, err=sys.stderr)
     if args.command == "report":
+        from longhaul_daemon.log.report import run_report
+
         return run_report(args, out=sys.stdout)
+    from longhaul_daemon.status_client import run_status
+
     socket_path = resolve_socket_path(args.socket, os.environ, os.getuid())
     return run_status(socket_path, as_json=args.json, out=sys.stdout, err=sys.stderr)

@@ -4,6 +4,10 @@ Exit codes follow the LSB convention for status actions: 0 the daemon answered, 
 socket, connection refused), 1 anything else (a timeout, a foreign daemon, a garbled answer), with a message
 on stderr. Before trusting an answer, the server's uid is checked with SO_PEERCRED, so a socket squatted by
 another user is reported instead of believed.
+
+Only the standard library is imported up front, so that asking when no daemon runs costs little more than the
+interpreter's start. The protocol's pydantic model, which checks an answer and feeds the table, is imported
+once a daemon has answered.
 """
 
 from __future__ import annotations
@@ -14,10 +18,6 @@ import socket
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import ValidationError
-
-from longhaul_daemon.ops.status_view import format_status
-from longhaul_daemon.protocol import StatusResult
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "EXIT_RUNNING",
     "DaemonNotRunning",
     "StatusQueryFailed",
-    "format_status",
     "query_status",
     "run_status",
 ]
@@ -111,6 +110,10 @@ def _parse_reply(reply: bytes) -> dict[str, Any]:
     result = message.get("result")
     if not isinstance(result, dict):
         raise StatusQueryFailed("the daemon's answer has no result object")
+    from pydantic import ValidationError
+
+    from longhaul_daemon.protocol import StatusResult
+
     try:
         StatusResult.model_validate(result)
     except ValidationError:
@@ -133,5 +136,8 @@ def run_status(
     if as_json:
         print(json.dumps(result, indent=2, sort_keys=True), file=out)
     else:
+        from longhaul_daemon.ops.status_view import format_status
+        from longhaul_daemon.protocol import StatusResult
+
         print(format_status(StatusResult.model_validate(result)), file=out)
     return EXIT_RUNNING

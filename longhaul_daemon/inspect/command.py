@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from longhaul_daemon.inspect.session_file import (
-    AGENT_DIR_ENV,
     Transcript,
     TranscriptError,
     agent_dir,
@@ -37,52 +36,13 @@ from longhaul_daemon.inspect.views import (
 from longhaul_daemon.state.fold import FoldResult, fold
 from longhaul_daemon.state.sanitize import sanitize
 
-__all__ = ["EXIT_NO_TRANSCRIPT", "EXIT_OK", "EXIT_USAGE", "add_state_parser", "run_state"]
+__all__ = ["EXIT_NO_TRANSCRIPT", "EXIT_OK", "EXIT_USAGE", "run_state"]
 
 EXIT_OK = 0
 EXIT_NO_TRANSCRIPT = (
     1  # INSPECT-10: missing, unreadable, empty, or not a pi session file; none in the agent dir
 )
 EXIT_USAGE = 2  # INSPECT-5: --span N names no span on the branch (argparse uses 2 for bad arguments too)
-
-_EPILOG = f"""\
-Reads the transcript only: no daemon, no model, no network, no git, and the file is never written.
-Without FILE it reads the most recently modified sessions/*/*.jsonl in pi's agent directory
-(${AGENT_DIR_ENV}, else ~/.pi/agent). The branch shown ends at the file's last entry, as pi resumes it.
-Everything printed from the transcript is sanitized (text) or JSON-escaped with ensure_ascii (--json).
-
-exit status:
-  0  the state (or the spans, or the anomalies) was printed
-  1  no transcript could be read: a missing, unreadable or empty file, a directory, a file that is not a
-     pi session (no session header line), or no transcript in the agent directory
-  2  usage error: bad arguments, or --span N where the branch has no Longhaul span N
-"""
-
-
-def add_state_parser(commands: Any) -> None:
-    """Register ``state`` on the CLI's subparsers object (``argparse._SubParsersAction``)."""
-    parser: argparse.ArgumentParser = commands.add_parser(
-        "state",
-        help="print the Longhaul state carried in a pi transcript (no daemon, no model)",
-        description="Print the Longhaul state a pi session file carries, as the next pass would fold it.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "file", nargs="?", metavar="FILE.jsonl", help="a pi session file (default: the newest one)"
-    )
-    parser.add_argument(
-        "--spans",
-        action="store_true",
-        help="every span: compaction entry, events, commands, errors, narrative, how it closed",
-    )
-    parser.add_argument(
-        "--anomalies", action="store_true", help="what the fold could not use, and why (entry id and code)"
-    )
-    parser.add_argument("--span", type=int, metavar="N", help="the state as it was at span N (from 1)")
-    parser.add_argument(
-        "--json", action="store_true", help="print JSON (combines with --span, --spans and --anomalies)"
-    )
 
 
 def _locate(file: str | None, env: Mapping[str, str]) -> Path:

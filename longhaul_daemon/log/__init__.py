@@ -1,5 +1,4 @@
-"""The record log (``compaction-state.jsonl``) and its shareable digest; separate from the operational log."""
+"""The record log (``compaction-state.jsonl``) and its shareable digest; separate from the operational log.
 
-from longhaul_daemon.log.records import LogFile, log_files, write_record
-
-__all__ = ["LogFile", "log_files", "write_record"]
+Nothing is re-exported here, so that importing one submodule (the CLI's ``report`` arguments) loads no other.
+"""

@@ -15,10 +15,12 @@ import traceback
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from longhaul_daemon.log.sink import LogSink
-from longhaul_daemon.protocol import SessionFacts
+
+if TYPE_CHECKING:  # annotations only: `longhaul-daemon report` reads the log without loading pydantic
+    from longhaul_daemon.protocol import SessionFacts
 
 __all__ = [
     "ERROR_CHARS",

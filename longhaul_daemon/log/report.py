@@ -174,16 +174,6 @@ def build_report(agent_dir: str, cwd: str, debug: str | None) -> Report:
     return Report(digest(records), len(records))
 
 
-def add_report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``longhaul-daemon report [--agent-dir DIR]`` on the CLI's subcommand table."""
-    report = commands.add_parser("report", help="print a digest of the newest log records, safe to share")
-    report.add_argument(
-        "--agent-dir",
-        metavar="DIR",
-        help="pi's agent directory (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent)",
-    )
-
-
 def run_report(
     args: argparse.Namespace, *, out: TextIO, env: Mapping[str, str] | None = None, cwd: str | None = None
 ) -> int:

@@ -20,8 +20,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import structlog
-
 __all__ = ["BACKUP_SUFFIX", "DIR_MODE", "FILE_MODE", "ROTATE_BYTES", "LogSink", "SinkRefused"]
 
 ROTATE_BYTES = 5 * 1024 * 1024  # LOG-9: 5 MB = 5,242,880 bytes
@@ -30,8 +28,6 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 _NOTE_EVERY_S = 60.0
 NO_PARENT = "no-parent-directory"  # no agent directory: nothing in the way, just nowhere to log; not noted
-
-_log = structlog.get_logger("longhaul.recordlog")
 
 
 class SinkRefused(Exception):
@@ -92,7 +88,12 @@ class LogSink:
         if self.last_refusal != NO_PARENT and now - self._last_note >= _NOTE_EVERY_S:
             self._last_note = now
             with contextlib.suppress(Exception):
-                _log.warning("record_dropped", why=self.last_refusal, dropped=self.dropped)
+                # imported here: `longhaul-daemon report` reads this module's constants without structlog
+                import structlog
+
+                structlog.get_logger("longhaul.recordlog").warning(
+                    "record_dropped", why=self.last_refusal, dropped=self.dropped
+                )
 
     def _open_dir(self) -> int:
         directory = self.path.parent

@@ -32,7 +32,7 @@ from longhaul_daemon.ops.units import (
     unit_dir,
 )
 
-__all__ = ["add_install_commands", "default_shim_dir", "run_install", "run_install_command", "run_uninstall"]
+__all__ = ["default_shim_dir", "run_install", "run_install_command", "run_uninstall"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -295,24 +295,6 @@ def run_uninstall(*, dry_run: bool, env: Mapping[str, str], out: TextIO, shim: P
         _systemctl(session, live=[["daemon-reload"]], offline=[], later=[])
     _pi(session, "remove", shim, may_fail=True)
     return _finish(session, "Done. The record logs under <agent dir>/logs/ are left in place.")
-
-
-def add_install_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``install`` and ``uninstall`` on the CLI's subcommand table."""
-    install = commands.add_parser(
-        "install", help="install the daemon as a systemd user service, and the shim"
-    )
-    install.add_argument(
-        "--dry-run", action="store_true", help="print every file and command; change nothing"
-    )
-    install.add_argument(
-        "--sandbox",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="install the namespaced sandbox drop-in (default: unless user namespaces are blocked)",
-    )
-    uninstall = commands.add_parser("uninstall", help="remove the systemd user service and the shim")
-    uninstall.add_argument("--dry-run", action="store_true", help="print every step; change nothing")
 
 
 def run_install_command(args: argparse.Namespace, *, out: TextIO) -> int:

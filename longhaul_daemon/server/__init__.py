@@ -1,27 +1,5 @@
-"""The daemon's transport: a private Unix socket, NDJSON connections, and the process lifecycle around it."""
+"""The daemon's transport: a private Unix socket, NDJSON connections, and the process lifecycle around it.
 
-from longhaul_daemon.server.connection import ConnectionLimits, RequestTracker, serve_connection
-from longhaul_daemon.server.lifecycle import DaemonHandle, ServeOptions, configure_operational_log, run_daemon
-from longhaul_daemon.server.listener import OpenedListener, open_listener
-from longhaul_daemon.server.paths import (
-    SOCKET_ENV,
-    default_socket_path,
-    ensure_private_dir,
-    resolve_socket_path,
-)
-
-__all__ = [
-    "SOCKET_ENV",
-    "ConnectionLimits",
-    "DaemonHandle",
-    "OpenedListener",
-    "RequestTracker",
-    "ServeOptions",
-    "configure_operational_log",
-    "default_socket_path",
-    "ensure_private_dir",
-    "open_listener",
-    "resolve_socket_path",
-    "run_daemon",
-    "serve_connection",
-]
+Nothing is re-exported here: importing ``longhaul_daemon.server.paths`` (as ``status`` does) must not load the
+connection and RPC layers, so callers import from the submodules.
+"""
