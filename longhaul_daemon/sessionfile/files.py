@@ -40,6 +40,7 @@ __all__ = [
 MAX_CACHED_SESSIONS = 32  # indexes kept; the least recently used one is dropped past this
 UNSEEN_BYTES = 8 * 1024 * 1024  # of a stretch no pass saw, the newest this many bytes are read whole
 SESSION_VERSION = 3  # the header version pi 0.73.1 writes (older files are migrated by pi when opened)
+_NOT_PIS = frozenset({"not-a-session", "other-session", "unknown-version"})
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
 
@@ -139,8 +140,9 @@ class SessionFiles:
             with index.lock:
                 index.refresh(fd, (info.st_dev, info.st_ino), info.st_size)
                 return self._read(index, fd, session_id, leaf_id, span_ids, whole)
-        except SessionFileRefused:
-            self.forget(path)
+        except SessionFileRefused as refused:
+            if refused.reason in _NOT_PIS:
+                self.forget(path)  # not this session's file: keep no index of it
             raise
         finally:
             os.close(fd)

@@ -106,6 +106,27 @@ class Session:
             session=session, reason="threshold", preparation=prep, branchEntries=self.entries
         )
 
+    def write(self, path: Path, session_id: str = "s1") -> Path:
+        """The session file pi would have written for this branch: its header, then one entry per line."""
+        header = {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-12-02T14:00:00.000Z"}
+        lines = [header, *self.entries]
+        path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in lines), encoding="utf-8")
+        return path
+
+    def file_params(self, keep_from: int, path: Path, *, extra: int = 0) -> CompactParams:
+        """The hook's input as the shim sends it with a session file: span messages by reference, the leaf."""
+        inline = self.params(keep_from, extra=extra)
+        start = max(self.first_kept - extra, 0)
+        refs = [{"entryRef": e["id"]} for e in self.entries[start:keep_from] if e["type"] == "message"]
+        prep = inline.preparation.model_copy(update={"messagesToSummarize": refs})
+        session = inline.session.model_copy(update={"sessionFile": str(path)})
+        return CompactParams(
+            session=session,
+            reason="threshold",
+            preparation=prep,
+            leafId=self.entries[-1]["id"],
+        )
+
     def foreign_compaction(
         self, keep_from: int, summary: str = "## Goal\nShip the export."
     ) -> dict[str, Any]:
