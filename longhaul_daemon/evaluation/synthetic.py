@@ -148,7 +148,7 @@ def _turn(w: _Writer, rng: random.Random, n: int, output_bytes: int) -> str:
 
 def _compaction(w: _Writer, compactor: Compactor, first_kept: str, span: int, tokens: int) -> str:
     if compactor == "pi":
-        summary = f"## Goal\nKeep the tests green.\n\n## Progress\nRan {span} stretches of tests (pi summary {span})."
+        summary = f"## Goal\nKeep the tests green.\n\n## Progress\nRan {span} stretches of tests."
         return w.entry(
             "compaction", summary=summary, firstKeptEntryId=first_kept, tokensBefore=tokens, fromHook=False
         )
@@ -187,10 +187,9 @@ def write_session(
     one leaves a current span of about ``span_bytes`` (default: an equal share) after it.
     """
     rng = random.Random(seed)
-    session_id = "-".join(
-        (f"0198{rng.getrandbits(16):04x}", f"{rng.getrandbits(16):04x}", f"7{rng.getrandbits(12):03x}")
-        + (f"8{rng.getrandbits(12):03x}", f"{rng.getrandbits(48):012x}")
-    )
+    parts = [f"0198{rng.getrandbits(16):04x}", f"{rng.getrandbits(16):04x}", f"7{rng.getrandbits(12):03x}"]
+    parts += [f"8{rng.getrandbits(12):03x}", f"{rng.getrandbits(48):012x}"]
+    session_id = "-".join(parts)  # shaped like pi's UUIDv7 ids
     info = SyntheticSession(path=path, session_id=session_id)
     per_turn = _turn_bytes(output_bytes)
     turns = max(1, total_bytes // per_turn)
@@ -220,7 +219,7 @@ def _numbers(turns: int) -> Iterator[int]:
 
 
 def _compaction_turns(turns: int, span_turns: int, count: int) -> set[int]:
-    """After which turns the compactions go: evenly over the history, the last ``span_turns`` before the end."""
+    """After which turns the compactions go: spread over the history, the last ``span_turns`` from the end."""
     if count <= 0 or turns <= span_turns:
         return set()
     last = turns - span_turns

@@ -139,6 +139,8 @@ def compaction_fields(params: CompactParams, result: CompactResult, duration_ms:
         "capFit": cap_fit(state),
         "world": world_fields(span_record.get("world")),
         "carried": len(carried) if isinstance(carried, list) else 0,
+        # where the branch came from (session file or inline, and why the file was refused) and what it cost
+        "branch": dict(result.diagnostics.branch) if result.diagnostics is not None else {},
         "durationMs": duration_ms,
     }
 

@@ -155,6 +155,7 @@ async def test_log5_log17_compaction_record_fields_and_no_text(agent: Path, proj
         "missing",
     }
     assert isinstance(compaction["carried"], int) and isinstance(compaction["durationMs"], int)
+    assert compaction["branch"] == {"source": "inline", "refused": None}  # the entries came with the request
 
 
 @pytest.mark.anyio
