@@ -14,6 +14,9 @@ never raises on transcript content. What counts and what an entry keeps follows 
 - an error (LEDGER-4) per tool result with ``isError: true`` (any tool; a failing bash call gives one error
   naming its ``C<n>``), per ``bashExecution`` with a non-zero exit code, and per assistant message with
   ``stopReason: "error"`` (tool ``model``, text from ``errorMessage``);
+- an error keeps one line (LEDGER-7): for a command's output the line that states the failure
+  (:mod:`longhaul_daemon.passes.failure_line`), since the first line of a failing run is rarely it; for any
+  other tool or the model, the first non-blank line;
 - ids continue the carried counters and are never reused (LEDGER-5); a source (entry id, tool-call id) already
   in the state is not added again (LEDGER-6); a carried ``no result`` command whose result arrives later keeps
   its id and takes the exit code;
@@ -25,6 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from longhaul_daemon.passes.failure_line import failure_line
 from longhaul_daemon.state.model import Command, ErrorEntry, ExitCode, State
 from longhaul_daemon.transcript.entries import Message, parse_message
 from longhaul_daemon.transcript.messages import SpanMessage
@@ -151,8 +155,9 @@ class _Builder:
         return cid
 
     def error(
-        self, tool: str, text: str, command: str | None, entry_id: str | None, call_id: str | None, ts: object
+        self, tool: str, line: str, command: str | None, entry_id: str | None, call_id: str | None, ts: object
     ) -> None:
+        """Record an error whose text is ``line`` (picked from its output) unless its source is known."""
         source = _source(entry_id, call_id, ts)
         if source is not None:
             if source in self.seen_errors:
@@ -162,7 +167,7 @@ class _Builder:
             ErrorEntry(
                 id=f"E{self.next_error}",
                 tool=cut(tool, ERROR_CHARS),
-                text=cut(_first_line(text), ERROR_CHARS),
+                text=cut(line, ERROR_CHARS),
                 command=command or None,
                 span=self.span_no,
                 entryId=entry_id,
@@ -230,20 +235,22 @@ def _walk(builder: _Builder, span: list[SpanMessage]) -> None:
                 if paired is not None:
                     builder.command_by_result[paired[0]] = cid
             if message.stopReason == "error":
-                builder.error("model", message.errorMessage or "error", None, item.entry_id, None, ts)
+                line = _first_line(message.errorMessage or "error")
+                builder.error("model", line, None, item.entry_id, None, ts)
         elif message.role == "toolResult" and message.isError is True:
             call_id = message.toolCallId
             command = builder.command_by_result.get(at)
             if command is None and call_id is not None and message.toolName == "bash":
                 command = builder.command_by_call.get(call_id)  # its call closed in an earlier span
             tool = message.toolName or "unknown"
-            builder.error(tool, message.text, command, item.entry_id, call_id, ts)
+            line = failure_line(message.text) if message.toolName == "bash" else _first_line(message.text)
+            builder.error(tool, line, command, item.entry_id, call_id, ts)
         elif message.role == "bashExecution" and message.excludeFromContext is not True:
             exit_code = _bash_exit(message)
             cid = builder.command(message.command or "", exit_code, item.entry_id, None, ts)
             if isinstance(exit_code, int) and exit_code != 0:
-                text = _first_line(message.output or "") or f"exit code {exit_code}"
-                builder.error("bash", text, cid, item.entry_id, None, ts)
+                line = failure_line(message.output or "") or f"exit code {exit_code}"
+                builder.error("bash", line, cid, item.entry_id, None, ts)
 
 
 def apply_ledger(state: State, span: list[SpanMessage], span_no: int) -> LedgerResult:
