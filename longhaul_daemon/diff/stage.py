@@ -22,25 +22,18 @@ from typing import Protocol
 
 from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
 from longhaul_daemon.diff.apply import pending_rules
-from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN, plan_chunks
+from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
-from longhaul_daemon.diff.prompt import (
-    EXCERPT_CHARS,
-    EarlierMessage,
-    OfferedMessage,
-    Prompt,
-    build_prompt,
-    retry_note,
-)
+from longhaul_daemon.diff.planning import DiffInputs, chunk_prompt, plan_diff
+from longhaul_daemon.diff.prompt import EXCERPT_CHARS, EarlierMessage, OfferedMessage, Prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
-from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.diff.turns import span_turns
 from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult
-from longhaul_daemon.state.model import ClosedAs, Command, ErrorEntry, Note, State
+from longhaul_daemon.state.model import ClosedAs
 from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
 __all__ = ["DiffInputs", "DiffModel", "DiffResult", "run_diff"]
@@ -68,21 +61,6 @@ class DiffModel(Protocol):
     ) -> CompletionResult:
         """One logical call; raises ``ModelCallError`` when it gives up."""
         ...
-
-
-@dataclass(frozen=True)
-class DiffInputs:
-    """What the pass hands the Diff: the folded state, the span, the ledger after it, and the settings."""
-
-    state: State
-    span: Sequence[SpanMessage]
-    commands: Sequence[Command]
-    errors: Sequence[ErrorEntry]
-    carried: Sequence[OfferedMessage] = ()
-    remembered: Sequence[Note] = ()
-    focus: str | None = None
-    retry_note_chars: int = 2000
-    takeover: Takeover | None = None  # TAKEOVER-1: set when the newest compaction is another compactor's
 
 
 @dataclass(frozen=True)
@@ -249,32 +227,7 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     budget_chars = model.input_tokens(model.first_budget()) * CHARS_PER_TOKEN
 
     takeover = inputs.takeover
-
-    def prompt_for(state: State, chunk: Sequence[SpanMessage], first: bool, edge: int) -> Prompt:
-        # Carried and takeover-earlier messages all go with the first chunk (DIFF-8, TAKEOVER-25).
-        return build_prompt(
-            state,
-            chunk,
-            carried=inputs.carried if first else (),
-            commands=inputs.commands,
-            errors=inputs.errors,
-            remembered=inputs.remembered,
-            focus=inputs.focus,
-            tool_edge=edge,
-            earlier=takeover.earlier if first and takeover else (),
-            foreign_summary=takeover.summary if first and takeover else None,
-        )
-
-    empty_state = inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
-
-    def measure(messages: Sequence[SpanMessage], edge: int) -> int:
-        return len(prompt_for(empty_state, messages, False, edge).user)
-
-    def overhead(edge: int) -> int:
-        base = prompt_for(inputs.state, [], True, edge)
-        return len(base.system) + len(base.user)
-
-    plan = plan_chunks(span, input_chars=budget_chars, measure=measure, overhead=overhead)
+    plan = plan_diff(inputs, budget_chars)
     accepted: list[ChunkEvents] = []
     failures: list[str] = []
     state = inputs.state
@@ -294,7 +247,8 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
             retry_note_chars=inputs.retry_note_chars,
             picked=picked,
         )
-        outcome = await _Chunk(model, prompt_for(chunk_state, chunk, first, plan.tool_edge), ctx).run()
+        prompt = chunk_prompt(inputs, chunk_state, chunk, first=first, edge=plan.tool_edge)
+        outcome = await _Chunk(model, prompt, ctx).run()
         if outcome.events is None:
             failures.append(outcome.failure or "unverified")
         else:
