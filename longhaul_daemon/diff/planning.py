@@ -1,7 +1,15 @@
 """The Diff's pure preparation: which chunks a span is cut into, at which tool edge, and each chunk's prompt.
 
 Kept apart from :mod:`longhaul_daemon.diff.stage` (the calls) so that everything here is a plain function of
-the pass's inputs: no model, no clock, no I/O.
+the pass's inputs: no model, no clock, no I/O, safe to run in a worker thread.
+
+A chunk is weighed by the length of the prompt it would get as a later chunk (no carried or earlier
+messages), with the state's decisions and dead ends left out; its budget is the input budget less the
+length of the first chunk's prompt without a span (DIFF-1, DIFF-2). The weighed prompt is the same text for
+every chunk but for the span's own parts, so :class:`PromptSizer` builds it once without a span and adds
+each message's parts (:func:`~longhaul_daemon.diff.conversation.message_size`), rendered once per tool
+edge. The sizes are exact, not estimates: the chunks and edge are the ones building a prompt for every
+candidate would choose. Whole prompts are built only for the chunks that are sent.
 """
 
 from __future__ import annotations
@@ -9,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from longhaul_daemon.diff.chunks import ChunkPlan, plan_chunks
+from longhaul_daemon.diff.chunks import TOOL_EDGES, ChunkPlan, plan_chunks
+from longhaul_daemon.diff.conversation import SpanSize, ledger_index, message_size, span_chars
 from longhaul_daemon.diff.prompt import OfferedMessage, Prompt, build_prompt
 from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.state.model import Command, ErrorEntry, Note, State
 from longhaul_daemon.transcript.messages import SpanMessage
 
-__all__ = ["DiffInputs", "chunk_prompt", "plan_diff"]
+__all__ = ["DiffInputs", "PromptSizer", "chunk_prompt", "plan_diff"]
 
 
 @dataclass(frozen=True)
@@ -53,15 +62,28 @@ def chunk_prompt(
     )
 
 
+class PromptSizer:
+    """Exact prompt lengths for :func:`plan_chunks`, from two span-less prompts and per-message parts."""
+
+    def __init__(self, inputs: DiffInputs) -> None:
+        # The edge only cuts span messages, so neither span-less prompt depends on it.
+        first = chunk_prompt(inputs, inputs.state, [], first=True, edge=TOOL_EDGES[0])
+        self._overhead = len(first.system) + len(first.user)
+        weighed = inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
+        bare = chunk_prompt(inputs, weighed, [], first=False, edge=TOOL_EDGES[0])
+        self._fixed = len(bare.user) - span_chars(SpanSize())
+        self._ledger = ledger_index(inputs.commands, inputs.errors)
+
+    def overhead(self, edge: int) -> int:
+        return self._overhead
+
+    def parts(self, group: Sequence[SpanMessage], edge: int) -> SpanSize:
+        return sum((message_size(m, self._ledger, edge) for m in group), SpanSize())
+
+    def chars(self, parts: Sequence[SpanSize]) -> int:
+        return self._fixed + span_chars(sum(parts, SpanSize()))
+
+
 def plan_diff(inputs: DiffInputs, input_chars: int) -> ChunkPlan:
     """DIFF-1..3: the chunks of ``inputs.span`` for prompts of at most ``input_chars`` characters."""
-    empty_state = inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
-
-    def measure(messages: Sequence[SpanMessage], edge: int) -> int:
-        return len(chunk_prompt(inputs, empty_state, messages, first=False, edge=edge).user)
-
-    def overhead(edge: int) -> int:
-        base = chunk_prompt(inputs, inputs.state, [], first=True, edge=edge)
-        return len(base.system) + len(base.user)
-
-    return plan_chunks(inputs.span, input_chars=input_chars, measure=measure, overhead=overhead)
+    return plan_chunks(inputs.span, input_chars=input_chars, sizer=PromptSizer(inputs))
