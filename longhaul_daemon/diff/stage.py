@@ -10,7 +10,9 @@ user messages are carried (FAIL-12). When no chunk verifies the span closes narr
 
 Model errors end a chunk, never the pass: only a bug (or cancellation) leaves this module as an exception,
 which the RPC layer turns into pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`,
-so this module does no I/O of its own.
+so this module does no I/O of its own. Planning, each chunk's prompt and every verification are pure CPU that
+grows with the span; they run in a worker thread so the event loop keeps serving ``status`` and other
+sessions' passes meanwhile (PASS-21). Model calls stay on the loop.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
+
+import anyio.to_thread
 
 from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
 from longhaul_daemon.diff.apply import pending_rules
@@ -104,6 +109,39 @@ def _offered(
     return tuple(before + kept + own)
 
 
+def _prepare_chunk(
+    inputs: DiffInputs,
+    accepted: Sequence[ChunkEvents],
+    chunk: Sequence[SpanMessage],
+    *,
+    first: bool,
+    edge: int,
+    ledger_ids: frozenset[str],
+) -> tuple[Prompt, ChunkContext]:
+    """One chunk's prompt and the context its answer is checked in; run in a worker thread."""
+    takeover = inputs.takeover if first else None
+    carried = inputs.carried if first else ()
+    picked = takeover.picked if takeover else {}
+    rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
+    chunk_state = inputs.state.model_copy(update={"rules": list(rules)})
+    ctx = ChunkContext(
+        offered=_offered(carried, chunk, takeover.earlier if takeover else ()),
+        rules=rules,
+        ledger_ids=ledger_ids,
+        turns=span_turns(chunk, carried) + (takeover.turns if takeover else ()),
+        label_optional=frozenset(picked),
+        retry_note_chars=inputs.retry_note_chars,
+        picked=picked,
+    )
+    return chunk_prompt(inputs, chunk_state, chunk, first=first, edge=edge), ctx
+
+
+async def _off_loop(evaluation: partial[Evaluation]) -> Evaluation:
+    # Cancellation waits for the thread: verification is bounded by the chunk, and abandoning it would
+    # leave a thread computing for nobody.
+    return await anyio.to_thread.run_sync(evaluation)
+
+
 def _failure_code(error: ModelCallError) -> str:
     return "budget-exhausted" if isinstance(error, BudgetExceeded) else "model-error"
 
@@ -152,7 +190,7 @@ class _Chunk:
             reply, parsed = await self._ask(first_messages, "first")
         except ModelCallError as error:
             return _ChunkRun(failure=_failure_code(error))
-        first = evaluate(parsed, self._ctx, final=False)
+        first = await _off_loop(partial(evaluate, parsed, self._ctx, final=False))
         settled, threw = parsed, False
         if not parsed.parsed or first.defects:
             note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
@@ -165,23 +203,23 @@ class _Chunk:
                 if not parsed.parsed:
                     return _ChunkRun(failure=_failure_code(error))
             else:
-                settled = self._choose(parsed, first, retried)
+                settled = await self._choose(parsed, first, retried)
         if not settled.parsed:
             return _ChunkRun(failure="unparsable-answer")
-        final = evaluate(settled, self._ctx, final=True)
+        final = await _off_loop(partial(evaluate, settled, self._ctx, final=True))
         if final.unlabeled:
             return _ChunkRun(failure="unlabeled-messages")  # FAIL-4
         if final.questions and not threw:
             final = await self._question_round(settled, final)
         return _ChunkRun(events=final.events)
 
-    def _choose(self, kept: ParsedAnswer, kept_eval: Evaluation, retried: ParsedAnswer) -> ParsedAnswer:
+    async def _choose(self, kept: ParsedAnswer, kept_eval: Evaluation, retried: ParsedAnswer) -> ParsedAnswer:
         """FAIL-2: the parsed answer with fewer defects; the retry wins a tie; an unparsed retry loses."""
         if not retried.parsed:
             return kept
         if not kept.parsed:
             return retried
-        retried_eval = evaluate(retried, self._ctx, final=False)
+        retried_eval = await _off_loop(partial(evaluate, retried, self._ctx, final=False))
         return kept if len(kept_eval.defects) < len(retried_eval.defects) else retried
 
     async def _question_round(self, settled: ParsedAnswer, final: Evaluation) -> Evaluation:
@@ -199,7 +237,7 @@ class _Chunk:
         additions = read_question_reply(result.text, asked)
         if not additions:
             return final
-        return evaluate(with_additions(settled, additions), self._ctx, final=True)
+        return await _off_loop(partial(evaluate, with_additions(settled, additions), self._ctx, final=True))
 
 
 def _merge_users(messages: Sequence[Message]) -> tuple[Message, ...]:
@@ -226,28 +264,20 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     ledger_ids = frozenset([c.id for c in inputs.commands] + [e.id for e in inputs.errors])
     budget_chars = model.input_tokens(model.first_budget()) * CHARS_PER_TOKEN
 
-    takeover = inputs.takeover
-    plan = plan_diff(inputs, budget_chars)
+    plan = await anyio.to_thread.run_sync(plan_diff, inputs, budget_chars)
     accepted: list[ChunkEvents] = []
     failures: list[str] = []
-    state = inputs.state
     for index, chunk in enumerate(plan.chunks):
-        first = index == 0
-        carried = inputs.carried if first else ()
-        earlier = takeover.earlier if first and takeover else ()
-        picked = takeover.picked if first and takeover else {}
-        rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
-        chunk_state = state.model_copy(update={"rules": list(rules)})
-        ctx = ChunkContext(
-            offered=_offered(carried, chunk, earlier),
-            rules=rules,
+        prepare = partial(
+            _prepare_chunk,
+            inputs,
+            tuple(accepted),
+            chunk,
+            first=index == 0,  # carried and takeover-earlier messages all go with the first (DIFF-8)
+            edge=plan.tool_edge,
             ledger_ids=ledger_ids,
-            turns=span_turns(chunk, carried) + (takeover.turns if first and takeover else ()),
-            label_optional=frozenset(picked),
-            retry_note_chars=inputs.retry_note_chars,
-            picked=picked,
         )
-        prompt = chunk_prompt(inputs, chunk_state, chunk, first=first, edge=plan.tool_edge)
+        prompt, ctx = await anyio.to_thread.run_sync(prepare)
         outcome = await _Chunk(model, prompt, ctx).run()
         if outcome.events is None:
             failures.append(outcome.failure or "unverified")

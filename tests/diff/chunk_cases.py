@@ -1,4 +1,4 @@
-"""Spans of every shape chunk planning meets, shared by the plan snapshots and the size checks.
+"""Spans of every shape chunk planning meets, and a model that labels them, for the chunk and stage tests.
 
 Each case is a whole :class:`DiffInputs` with a state, a ledger whose ids tag the conversation, remembered
 notes and a focus, plus the input budget (in tokens) that sends its planning down one path: one chunk, several
@@ -9,7 +9,9 @@ the control characters the prompt drops.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,8 @@ from longhaul_daemon.diff.planning import DiffInputs
 from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
 from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.diff.values import Turn
+from longhaul_daemon.models.request import Message
+from longhaul_daemon.models.result import CompletionResult, Usage
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, Rule, State, Value
 from longhaul_daemon.transcript.messages import SpanMessage
 
@@ -242,3 +246,30 @@ CASES: dict[str, Callable[[], Case]] = {
     "split-turn": split_turn,
     "unicode": unicode,
 }
+
+
+class RecordingModel:
+    """Labels every listed message (``rule`` for the case's rule ids) and records each call it gets."""
+
+    def __init__(self, case: Case) -> None:
+        self._case = case
+        self.calls: list[tuple[str, str, tuple[Message, ...]]] = []
+
+    def first_budget(self) -> int:
+        return 4096
+
+    def raised_budget(self, previous: int) -> int | None:
+        return None
+
+    def input_tokens(self, output_budget: int) -> int:
+        return self._case.input_tokens
+
+    async def call(
+        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
+    ) -> CompletionResult:
+        self.calls.append((kind, system, tuple(messages)))
+        listed = re.findall(r"Label exactly these messages: ([^\n]*)\.", messages[0].text)
+        ids = [part.strip() for part in listed[-1].split(",")] if listed and listed[-1] != "(none)" else []
+        labels = [{"msg": uid, "label": "rule" if uid in self._case.rules else "not a rule"} for uid in ids]
+        text = json.dumps({"labels": labels, "narrative": "Worked through the checks.", "now": "Continue."})
+        return CompletionResult(text=text, stop_reason="stop", raw_stop=None, usage=Usage(10, 5))

@@ -8,9 +8,7 @@ them; do that only for an intended change of the prompt or of the plan.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,11 +17,9 @@ import pytest
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN, ChunkPlan
 from longhaul_daemon.diff.planning import plan_diff
 from longhaul_daemon.diff.stage import DiffResult, run_diff
-from longhaul_daemon.models.request import Message
-from longhaul_daemon.models.result import CompletionResult, Usage
 from longhaul_daemon.transcript.messages import SpanMessage
 
-from .chunk_cases import CASES, Case
+from .chunk_cases import CASES, Case, RecordingModel
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "chunks"
 
@@ -38,33 +34,6 @@ PATHS = {
     "split-turn": (1000, 3),
     "unicode": (400, 4),
 }
-
-
-class RecordingModel:
-    """Labels every listed message (``rule`` for the case's rule ids) and records each call it gets."""
-
-    def __init__(self, case: Case) -> None:
-        self._case = case
-        self.calls: list[tuple[str, str, tuple[Message, ...]]] = []
-
-    def first_budget(self) -> int:
-        return 4096
-
-    def raised_budget(self, previous: int) -> int | None:
-        return None
-
-    def input_tokens(self, output_budget: int) -> int:
-        return self._case.input_tokens
-
-    async def call(
-        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
-    ) -> CompletionResult:
-        self.calls.append((kind, system, tuple(messages)))
-        listed = re.findall(r"Label exactly these messages: ([^\n]*)\.", messages[0].text)
-        ids = [part.strip() for part in listed[-1].split(",")] if listed and listed[-1] != "(none)" else []
-        labels = [{"msg": uid, "label": "rule" if uid in self._case.rules else "not a rule"} for uid in ids]
-        text = json.dumps({"labels": labels, "narrative": "Worked through the checks.", "now": "Continue."})
-        return CompletionResult(text=text, stop_reason="stop", raw_stop=None, usage=Usage(10, 5))
 
 
 def _ranges(span: Sequence[SpanMessage], plan: ChunkPlan) -> str:
