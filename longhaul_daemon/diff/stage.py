@@ -26,20 +26,16 @@ from typing import Protocol
 import anyio.to_thread
 
 from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
-from longhaul_daemon.diff.apply import pending_rules
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
-from longhaul_daemon.diff.planning import DiffInputs, chunk_prompt, plan_diff
-from longhaul_daemon.diff.prompt import EXCERPT_CHARS, EarlierMessage, OfferedMessage, Prompt, retry_note
+from longhaul_daemon.diff.planning import DiffInputs, plan_diff, prepare_chunk
+from longhaul_daemon.diff.prompt import Prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
-from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
-from longhaul_daemon.diff.turns import span_turns
 from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult
 from longhaul_daemon.state.model import ClosedAs
-from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
 __all__ = ["DiffInputs", "DiffModel", "DiffResult", "run_diff"]
 
@@ -86,54 +82,6 @@ class _ChunkRun:
 
     events: ChunkEvents | None = None
     failure: str | None = None
-
-
-def _offered(
-    carried: Sequence[OfferedMessage], chunk: Sequence[SpanMessage], earlier: Sequence[EarlierMessage] = ()
-) -> tuple[QuotableMessage, ...]:
-    """Every message the chunk offers, oldest first: takeover-earlier ones, carried ones, then its own."""
-    own = [
-        QuotableMessage(id=m.user_id, text=user_text(m.message))
-        for m in chunk
-        if m.role == "user" and m.user_id is not None
-    ]
-    seen = {m.id for m in own}
-    before = [
-        # QUOTE-16: an earlier message shown only as its opening yields a rule only with exact words
-        QuotableMessage(id=m.user_id, text=m.text, excerpt_only=not m.picked and len(m.text) > EXCERPT_CHARS)
-        for m in earlier
-        if m.user_id not in seen
-    ]
-    seen |= {m.id for m in before}
-    kept = [QuotableMessage(id=m.user_id, text=m.text) for m in carried if m.user_id not in seen]
-    return tuple(before + kept + own)
-
-
-def _prepare_chunk(
-    inputs: DiffInputs,
-    accepted: Sequence[ChunkEvents],
-    chunk: Sequence[SpanMessage],
-    *,
-    first: bool,
-    edge: int,
-    ledger_ids: frozenset[str],
-) -> tuple[Prompt, ChunkContext]:
-    """One chunk's prompt and the context its answer is checked in; run in a worker thread."""
-    takeover = inputs.takeover if first else None
-    carried = inputs.carried if first else ()
-    picked = takeover.picked if takeover else {}
-    rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
-    chunk_state = inputs.state.model_copy(update={"rules": list(rules)})
-    ctx = ChunkContext(
-        offered=_offered(carried, chunk, takeover.earlier if takeover else ()),
-        rules=rules,
-        ledger_ids=ledger_ids,
-        turns=span_turns(chunk, carried) + (takeover.turns if takeover else ()),
-        label_optional=frozenset(picked),
-        retry_note_chars=inputs.retry_note_chars,
-        picked=picked,
-    )
-    return chunk_prompt(inputs, chunk_state, chunk, first=first, edge=edge), ctx
 
 
 async def _off_loop(evaluation: partial[Evaluation]) -> Evaluation:
@@ -269,7 +217,7 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     failures: list[str] = []
     for index, chunk in enumerate(plan.chunks):
         prepare = partial(
-            _prepare_chunk,
+            prepare_chunk,
             inputs,
             tuple(accepted),
             chunk,
