@@ -7,22 +7,51 @@ even four chunks would not fit, the prompt cuts tool output harder (``tool_edge`
 nothing fits at the smallest edge, the span is still cut into four balanced chunks and the model sees them
 as they are: user messages are never dropped from a chunk.
 
-Sizes are estimated in characters from the prompt the chunk would produce, so the estimate includes the
-state, the carried messages and the instructions the call really sends.
+Sizes are in characters of the prompt a chunk would produce, so they include the state, the carried
+messages and the instructions the call really sends. A :class:`ChunkSizer` gives each turn group's size as
+parts that add up, so planning weighs every group once per tool edge and a run of groups by adding parts:
+planning stays linear in the span however many groups and edges it tries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from longhaul_daemon.transcript.messages import SpanMessage
 
-__all__ = ["CHARS_PER_TOKEN", "MAX_CHUNKS", "TOOL_EDGES", "ChunkPlan", "plan_chunks", "turn_groups"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "MAX_CHUNKS",
+    "TOOL_EDGES",
+    "ChunkPlan",
+    "ChunkSizer",
+    "plan_chunks",
+    "turn_groups",
+]
 
 MAX_CHUNKS = 4  # DIFF-1
 TOOL_EDGES = (1000, 400, 150, 40)  # DIFF-2: each step keeps less of each end of a long tool result
 CHARS_PER_TOKEN = 3  # conservative: code and JSON tokenize denser than prose
+
+P = TypeVar("P")
+
+
+class ChunkSizer(Protocol[P]):
+    """How big a chunk's prompt would be, from parts of type ``P`` measured once per turn group and edge."""
+
+    def overhead(self, edge: int) -> int:
+        """What every chunk's budget loses to the first chunk's state, carried messages and instructions."""
+        ...
+
+    def parts(self, group: Sequence[SpanMessage], edge: int) -> P:
+        """The group's parts at ``edge``."""
+        ...
+
+    def chars(self, parts: Sequence[P]) -> int:
+        """The size of a prompt holding the groups whose parts these are, in order."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -50,66 +79,66 @@ def _has_user(group: Sequence[SpanMessage]) -> bool:
     return any(m.role == "user" and m.user_id is not None for m in group)
 
 
-def _pack(
-    groups: Sequence[Sequence[SpanMessage]], sizes: Sequence[int], limit: int
-) -> list[list[SpanMessage]]:
+def _pack(sizes: Sequence[int], limit: int) -> list[range]:
     """Greedy: whole groups fill a chunk up to ``limit``; an oversized group stands alone."""
-    chunks: list[list[SpanMessage]] = []
+    starts: list[int] = []
     used = 0
-    for group, size in zip(groups, sizes, strict=True):
-        if chunks and used + size <= limit:
-            chunks[-1].extend(group)
+    for index, size in enumerate(sizes):
+        if starts and used + size <= limit:
             used += size
         else:
-            chunks.append(list(group))
+            starts.append(index)
             used = size
-    return chunks
+    return [range(start, end) for start, end in zip(starts, [*starts[1:], len(sizes)], strict=True)]
 
 
-def _balanced(
-    groups: Sequence[Sequence[SpanMessage]], sizes: Sequence[int], count: int
-) -> list[list[SpanMessage]]:
+def _balanced(sizes: Sequence[int], count: int) -> list[range]:
     """``count`` chunks (fewer when there are fewer groups) of roughly equal size, cut at group boundaries."""
     total = sum(sizes) or 1
-    chunks: list[list[SpanMessage]] = [[]]
+    starts = [0]
     seen = 0
-    for index, (group, size) in enumerate(zip(groups, sizes, strict=True)):
-        left_groups = len(groups) - index
-        left_chunks = count - len(chunks)
-        boundary = seen >= total * len(chunks) / count
-        if chunks[-1] and left_chunks > 0 and (boundary or left_groups <= left_chunks):
-            chunks.append([])
-        chunks[-1].extend(group)
+    for index, size in enumerate(sizes):
+        left_groups = len(sizes) - index
+        left_chunks = count - len(starts)
+        boundary = seen >= total * len(starts) / count
+        if index > starts[-1] and left_chunks > 0 and (boundary or left_groups <= left_chunks):
+            starts.append(index)
         seen += size
-    return chunks
+    return [range(start, end) for start, end in zip(starts, [*starts[1:], len(sizes)], strict=True)]
 
 
-def plan_chunks(
-    span: Sequence[SpanMessage],
-    *,
-    input_chars: int,
-    measure: Callable[[Sequence[SpanMessage], int], int],
-    overhead: Callable[[int], int],
-) -> ChunkPlan:
+def _chunks(
+    groups: Sequence[Sequence[SpanMessage]], cuts: Sequence[range]
+) -> tuple[tuple[SpanMessage, ...], ...]:
+    return tuple(tuple(m for index in cut for m in groups[index]) for cut in cuts)
+
+
+def plan_chunks(span: Sequence[SpanMessage], *, input_chars: int, sizer: ChunkSizer[P]) -> ChunkPlan:
     """Choose chunks for ``span`` so each prompt stays within ``input_chars`` where possible.
 
-    ``measure(messages, tool_edge)`` is the size of the conversation part of a prompt; ``overhead(tool_edge)``
-    the size of everything else (state, carried messages, instructions), counted once per chunk.
+    Every chunk's budget is ``input_chars`` less ``sizer.overhead(edge)``; a chunk's size is
+    ``sizer.chars`` of its groups' parts.
     """
     groups = turn_groups(span)
     if not groups:
         return ChunkPlan(chunks=((),), tool_edge=TOOL_EDGES[0])
+    measured: dict[int, list[int]] = {}
     for edge in TOOL_EDGES:
-        room = input_chars - overhead(edge)
+        room = input_chars - sizer.overhead(edge)
         if room <= 0:
             continue
-        sizes = [measure(group, edge) for group in groups]
+        parts = [sizer.parts(group, edge) for group in groups]
+        sizes = measured[edge] = [sizer.chars([p]) for p in parts]
         if sum(sizes) <= room:
             return ChunkPlan(chunks=(tuple(span),), tool_edge=edge)
-        packed = _pack(groups, sizes, room)
-        if len(packed) <= MAX_CHUNKS and all(measure(c, edge) <= room for c in packed):
-            return ChunkPlan(chunks=tuple(tuple(c) for c in packed), tool_edge=edge)
+        packed = _pack(sizes, room)
+        if len(packed) <= MAX_CHUNKS and all(
+            sizer.chars(parts[cut.start : cut.stop]) <= room for cut in packed
+        ):
+            return ChunkPlan(chunks=_chunks(groups, packed), tool_edge=edge)
     edge = TOOL_EDGES[-1]
-    sizes = [measure(group, edge) for group in groups]
-    balanced = _balanced(groups, sizes, MAX_CHUNKS)
-    return ChunkPlan(chunks=tuple(tuple(c) for c in balanced), tool_edge=edge)
+    if edge in measured:
+        sizes = measured[edge]
+    else:  # no room at all at this edge: the groups were never measured there
+        sizes = [sizer.chars([sizer.parts(group, edge)]) for group in groups]
+    return ChunkPlan(chunks=_chunks(groups, _balanced(sizes, MAX_CHUNKS)), tool_edge=edge)

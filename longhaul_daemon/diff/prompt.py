@@ -3,32 +3,35 @@
 Everything the transcript supplied (user messages, rule words, commands, tool output, notes, /compact focus)
 is placed inside delimited data blocks that the instructions say can never change the task (DIFF-9). The
 markers carry a tag derived from a hash of the data, so no transcript text can forge the end of a block.
-Text stays raw so the model can copy exact words, with one cleaning step (:func:`clean`, our documented
-choice): CRLF and lone CR become LF, other line or paragraph separators become LF, terminal escape sequences
-are removed whole, and every other control character (C0 but tab and LF, DEL, C1), every bidi control and
-every lone surrogate is dropped. Other format characters (zero-width joiners, soft hyphens) stay, since
-scripts and emoji need them.
-
-Decisions: DIFF-7 keeps the first 240 code points and appends "…"; DIFF-9 follows pi's serializer
-(``[User]:``, ``[Assistant]:``, ``[Tool call]:``, ``[Tool result]:``), names each user message's ``u<n>``
-and each command's and error's ledger id, leaves thinking out, leaves ``!!`` commands out (the agent never
-saw them), and cuts tool results, tool-call arguments, bash output and summaries to their first and last
-1,000 characters; DIFF-12 shows /compact instructions as focus text only.
+Transcript text stays raw, cleaned only as :func:`~longhaul_daemon.diff.conversation.clean` says, and each
+span message reads as :mod:`longhaul_daemon.diff.conversation` renders it (DIFF-7, DIFF-9). DIFF-12 shows
+/compact instructions as focus text only.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from longhaul_daemon.diff.answer import Defect
-from longhaul_daemon.diff.instructions import INSTRUCTIONS, LONG_MESSAGE, SYSTEM_PROMPT
+from longhaul_daemon.diff.conversation import (
+    EXCERPT_CHARS,
+    TAG_CHARS,
+    TOOL_RESULT_EDGE,
+    clean,
+    conversation_body,
+    excerpt,
+    id_list,
+    ledger_index,
+    listing_body,
+    listing_entry,
+    message_header,
+    serialize,
+)
+from longhaul_daemon.diff.instructions import INSTRUCTIONS, SYSTEM_PROMPT
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, State
 from longhaul_daemon.state.sanitize import sanitize
-from longhaul_daemon.transcript.entries import ImageBlock, Message, TextBlock, parse_message
 from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
 __all__ = [
@@ -44,20 +47,9 @@ __all__ = [
     "retry_note",
 ]
 
-EXCERPT_CHARS = 240  # DIFF-7
-TOOL_RESULT_EDGE = 1000  # DIFF-9: head and tail kept of a long tool result
 LEDGER_COMMANDS = 80  # newest commands shown; evidence may still cite any ledger id
 LEDGER_ERRORS = 40
 STATE_ITEMS = 30  # newest decisions and dead ends shown
-
-_ESCAPES = re.compile(
-    r"(?:\x1b\[|\x9b)[\x30-\x3f]{0,64}[\x20-\x2f]{0,16}[\x40-\x7e]"
-    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)"
-    r"|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]{0,4096}(?:\x1b\\|\x9c)"
-    r"|\x1b[\x20-\x2f]{0,16}[\x30-\x7e]"
-)
-_NEWLINES = re.compile(r"\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-_DROP = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -87,94 +79,12 @@ class Prompt:
     user: str
 
 
-def clean(text: str) -> str:
-    """Transcript text for a data block: raw words kept, escapes and confusing control characters removed."""
-    return _DROP.sub("", _NEWLINES.sub("\n", _ESCAPES.sub("", text)))
-
-
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """DIFF-7: the text whole up to ``limit`` code points, else its first ``limit`` followed by "…"."""
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _edges(text: str, edge: int = TOOL_RESULT_EDGE) -> str:
-    """DIFF-9: a long text cut to its first and last ``edge`` characters, the cut marked with its size."""
-    if len(text) <= 2 * edge:
-        return text
-    return f"{text[:edge]}\n[… {len(text) - 2 * edge} characters cut …]\n{text[-edge:]}"
-
-
 def _indent(text: str) -> str:
     return clean(text).replace("\n", "\n  ")
 
 
 def _block(name: str, tag: str, body: str) -> str:
     return f"=== BEGIN DATA {name} {tag} ===\n{body}\n=== END DATA {name} {tag} ==="
-
-
-_LedgerIds = dict[tuple[str, str], list[str]]
-
-
-def _ids(commands: Iterable[Command], errors: Iterable[ErrorEntry]) -> _LedgerIds:
-    """(``call`` or ``entry``, key) → the ledger ids a message produced, to annotate the conversation."""
-    ids: _LedgerIds = {}
-    pairs = [(c.id, c.toolCallId, c.entryId) for c in commands] + [
-        (e.id, e.toolCallId, e.entryId) for e in errors
-    ]
-    for ledger_id, call_id, entry_id in pairs:
-        if call_id:
-            ids.setdefault(("call", call_id), []).append(ledger_id)
-        elif entry_id:
-            ids.setdefault(("entry", entry_id), []).append(ledger_id)
-    return ids
-
-
-def _tag(ids: _LedgerIds, kind: str, key: str | None, prefixes: str = "CE") -> str:
-    found = [i for i in ids.get((kind, key), []) if i[:1] in prefixes] if key else []
-    return " " + ", ".join(found) if found else ""
-
-
-def _result_text(message: Message) -> str:
-    blocks = (b for b in message.blocks if isinstance(b, TextBlock | ImageBlock))
-    return "\n".join(b.text if isinstance(b, TextBlock) else "[image]" for b in blocks)
-
-
-def _serialize(item: SpanMessage, ids: _LedgerIds, edge: int = TOOL_RESULT_EDGE) -> list[str]:
-    message = parse_message(item.message)
-    if message is None:
-        return []
-    role = message.role
-    if role == "user":
-        who = f"User {item.user_id}" if item.user_id else "User"
-        return [f"[{who}]: {clean(message.text)}"]
-    if role == "assistant":
-        lines = [f"[Assistant]: {clean(message.text)}"] if message.text.strip() else []
-        for call in message.tool_calls:
-            args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items())
-            cid = _tag(ids, "call", call.id, "C")
-            lines.append(f"[Tool call{cid}]: {clean(_edges(f'{call.name}({args})', edge))}")
-        if message.stopReason == "error":
-            eid = _tag(ids, "entry", item.entry_id, "E")
-            lines.append(f"[Assistant error{eid}]: {clean(message.errorMessage or 'error')}")
-        return lines
-    if role == "toolResult":
-        ledger = _tag(ids, "call", message.toolCallId)
-        error = ", error" if message.isError else ""
-        head = f"[Tool result {message.toolName or 'unknown'}{error}{ledger}]"
-        return [f"{head}: {clean(_edges(_result_text(message), edge))}"]
-    if role == "bashExecution":
-        if message.excludeFromContext:
-            return []  # LEDGER-3: a !! command the agent never saw
-        ledger = _tag(ids, "entry", item.entry_id)
-        exit_text = "cancelled" if message.cancelled else f"exit {message.exitCode}"
-        return [
-            f"[User ran{ledger}]: !{clean(message.command or '')}",
-            f"[Command output, {exit_text}]: {clean(_edges(message.output or '', edge))}",
-        ]
-    if role in ("branchSummary", "compactionSummary"):
-        return [f"[Earlier summary]: {clean(_edges(message.summary or message.text, edge))}"]
-    name = f"{role} {message.customType}" if message.customType else role
-    return [f"[{clean(name)}]: {clean(_edges(message.text, edge))}"]
 
 
 def _newest(items: Sequence[str], limit: int, what: str) -> list[str]:
@@ -233,11 +143,6 @@ def _earlier_header(tag: str, message: EarlierMessage) -> str:
     return f"--- {message.user_id} ({len(message.text)} characters{shown}) {tag} ---"
 
 
-def _message_header(tag: str, user_id: str, length: int) -> str:
-    long = f", over {LONG_MESSAGE}: a rule label needs exact words" if length > LONG_MESSAGE else ""
-    return f"--- {user_id} ({length} characters{long}) {tag} ---"
-
-
 def build_prompt(
     state: State,
     span: Sequence[SpanMessage],
@@ -267,8 +172,8 @@ def build_prompt(
         for m in span
         if m.role == "user" and m.user_id is not None and m.user_id not in carried_ids
     ]
-    ledger_ids = _ids(commands, errors)
-    conversation = [line for m in span for line in _serialize(m, ledger_ids, tool_edge)]
+    ledger_ids = ledger_index(commands, errors)
+    conversation = [line for m in span for line in serialize(m, ledger_ids, tool_edge)]
     state_text = "\n".join(_state_lines(state, commands, errors, remembered))
     digest = hashlib.sha256()
     for part in [
@@ -281,7 +186,7 @@ def build_prompt(
         focus or "",
     ]:
         digest.update(clean(part).encode("utf-8", "replace"))
-    tag = digest.hexdigest()[:12]
+    tag = digest.hexdigest()[:TAG_CHARS]
 
     sections = ["The state so far:", _block("state", tag, state_text)]
     if foreign_summary:
@@ -305,17 +210,17 @@ def build_prompt(
             _block("earlier", tag, body),
         ]
     if carried:
-        body = "\n".join(f"{_message_header(tag, m.user_id, len(m.text))}\n{clean(m.text)}" for m in carried)
+        body = "\n".join(f"{message_header(tag, m.user_id, len(m.text))}\n{clean(m.text)}" for m in carried)
         sections += [
             "Messages carried from earlier spans, shown whole; label each:",
             _block("carried", tag, body),
         ]
-    listing = [f"{_message_header(tag, uid, len(text))}\n{clean(excerpt(text))}" for uid, text in offered]
+    listing = [listing_entry(tag, uid, text) for uid, text in offered]
     sections.append("User messages of this span to label (the conversation below shows them whole):")
-    sections.append(_block("messages", tag, "\n".join(listing) if listing else "(none)"))
+    sections.append(_block("messages", tag, listing_body(listing)))
     sections += [
         "The span's conversation:",
-        _block("conversation", tag, "\n\n".join(conversation) or "(empty)"),
+        _block("conversation", tag, conversation_body(conversation)),
     ]
     if focus and focus.strip():
         sections.append(
@@ -325,7 +230,7 @@ def build_prompt(
         sections.append(_block("focus", tag, clean(focus)))
     needed = [m.user_id for m in earlier if not m.picked]
     all_ids = needed + [m.user_id for m in carried] + [uid for uid, _ in offered]
-    sections.append(f"Label exactly these messages: {', '.join(all_ids) if all_ids else '(none)'}.")
+    sections.append(f"Label exactly these messages: {id_list(all_ids)}.")
     picked = [m.user_id for m in earlier if m.picked]
     if picked:
         sections.append(f"These picked messages may also be labeled, or left out: {', '.join(picked)}.")

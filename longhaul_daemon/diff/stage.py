@@ -10,7 +10,9 @@ user messages are carried (FAIL-12). When no chunk verifies the span closes narr
 
 Model errors end a chunk, never the pass: only a bug (or cancellation) leaves this module as an exception,
 which the RPC layer turns into pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`,
-so this module does no I/O of its own.
+so this module does no I/O of its own. Planning, each chunk's prompt and every verification are pure CPU that
+grows with the span; they run in a worker thread so the event loop keeps serving ``status`` and other
+sessions' passes meanwhile (PASS-21). Model calls stay on the loop.
 """
 
 from __future__ import annotations
@@ -18,30 +20,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
+import anyio.to_thread
+
 from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
-from longhaul_daemon.diff.apply import pending_rules
-from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN, plan_chunks
+from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
-from longhaul_daemon.diff.prompt import (
-    EXCERPT_CHARS,
-    EarlierMessage,
-    OfferedMessage,
-    Prompt,
-    build_prompt,
-    retry_note,
-)
+from longhaul_daemon.diff.planning import DiffInputs, plan_diff, prepare_chunk
+from longhaul_daemon.diff.prompt import Prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
-from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
-from longhaul_daemon.diff.takeover import Takeover
-from longhaul_daemon.diff.turns import span_turns
 from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult
-from longhaul_daemon.state.model import ClosedAs, Command, ErrorEntry, Note, State
-from longhaul_daemon.transcript.messages import SpanMessage, user_text
+from longhaul_daemon.state.model import ClosedAs
 
 __all__ = ["DiffInputs", "DiffModel", "DiffResult", "run_diff"]
 
@@ -71,21 +65,6 @@ class DiffModel(Protocol):
 
 
 @dataclass(frozen=True)
-class DiffInputs:
-    """What the pass hands the Diff: the folded state, the span, the ledger after it, and the settings."""
-
-    state: State
-    span: Sequence[SpanMessage]
-    commands: Sequence[Command]
-    errors: Sequence[ErrorEntry]
-    carried: Sequence[OfferedMessage] = ()
-    remembered: Sequence[Note] = ()
-    focus: str | None = None
-    retry_note_chars: int = 2000
-    takeover: Takeover | None = None  # TAKEOVER-1: set when the newest compaction is another compactor's
-
-
-@dataclass(frozen=True)
 class DiffResult:
     """How the span closes and the verified events of each chunk that verified, in chunk order."""
 
@@ -105,25 +84,10 @@ class _ChunkRun:
     failure: str | None = None
 
 
-def _offered(
-    carried: Sequence[OfferedMessage], chunk: Sequence[SpanMessage], earlier: Sequence[EarlierMessage] = ()
-) -> tuple[QuotableMessage, ...]:
-    """Every message the chunk offers, oldest first: takeover-earlier ones, carried ones, then its own."""
-    own = [
-        QuotableMessage(id=m.user_id, text=user_text(m.message))
-        for m in chunk
-        if m.role == "user" and m.user_id is not None
-    ]
-    seen = {m.id for m in own}
-    before = [
-        # QUOTE-16: an earlier message shown only as its opening yields a rule only with exact words
-        QuotableMessage(id=m.user_id, text=m.text, excerpt_only=not m.picked and len(m.text) > EXCERPT_CHARS)
-        for m in earlier
-        if m.user_id not in seen
-    ]
-    seen |= {m.id for m in before}
-    kept = [QuotableMessage(id=m.user_id, text=m.text) for m in carried if m.user_id not in seen]
-    return tuple(before + kept + own)
+async def _off_loop(evaluation: partial[Evaluation]) -> Evaluation:
+    # Cancellation waits for the thread: verification is bounded by the chunk, and abandoning it would
+    # leave a thread computing for nobody.
+    return await anyio.to_thread.run_sync(evaluation)
 
 
 def _failure_code(error: ModelCallError) -> str:
@@ -174,7 +138,7 @@ class _Chunk:
             reply, parsed = await self._ask(first_messages, "first")
         except ModelCallError as error:
             return _ChunkRun(failure=_failure_code(error))
-        first = evaluate(parsed, self._ctx, final=False)
+        first = await _off_loop(partial(evaluate, parsed, self._ctx, final=False))
         settled, threw = parsed, False
         if not parsed.parsed or first.defects:
             note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
@@ -187,23 +151,23 @@ class _Chunk:
                 if not parsed.parsed:
                     return _ChunkRun(failure=_failure_code(error))
             else:
-                settled = self._choose(parsed, first, retried)
+                settled = await self._choose(parsed, first, retried)
         if not settled.parsed:
             return _ChunkRun(failure="unparsable-answer")
-        final = evaluate(settled, self._ctx, final=True)
+        final = await _off_loop(partial(evaluate, settled, self._ctx, final=True))
         if final.unlabeled:
             return _ChunkRun(failure="unlabeled-messages")  # FAIL-4
         if final.questions and not threw:
             final = await self._question_round(settled, final)
         return _ChunkRun(events=final.events)
 
-    def _choose(self, kept: ParsedAnswer, kept_eval: Evaluation, retried: ParsedAnswer) -> ParsedAnswer:
+    async def _choose(self, kept: ParsedAnswer, kept_eval: Evaluation, retried: ParsedAnswer) -> ParsedAnswer:
         """FAIL-2: the parsed answer with fewer defects; the retry wins a tie; an unparsed retry loses."""
         if not retried.parsed:
             return kept
         if not kept.parsed:
             return retried
-        retried_eval = evaluate(retried, self._ctx, final=False)
+        retried_eval = await _off_loop(partial(evaluate, retried, self._ctx, final=False))
         return kept if len(kept_eval.defects) < len(retried_eval.defects) else retried
 
     async def _question_round(self, settled: ParsedAnswer, final: Evaluation) -> Evaluation:
@@ -221,7 +185,7 @@ class _Chunk:
         additions = read_question_reply(result.text, asked)
         if not additions:
             return final
-        return evaluate(with_additions(settled, additions), self._ctx, final=True)
+        return await _off_loop(partial(evaluate, with_additions(settled, additions), self._ctx, final=True))
 
 
 def _merge_users(messages: Sequence[Message]) -> tuple[Message, ...]:
@@ -248,53 +212,21 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     ledger_ids = frozenset([c.id for c in inputs.commands] + [e.id for e in inputs.errors])
     budget_chars = model.input_tokens(model.first_budget()) * CHARS_PER_TOKEN
 
-    takeover = inputs.takeover
-
-    def prompt_for(state: State, chunk: Sequence[SpanMessage], first: bool, edge: int) -> Prompt:
-        # Carried and takeover-earlier messages all go with the first chunk (DIFF-8, TAKEOVER-25).
-        return build_prompt(
-            state,
-            chunk,
-            carried=inputs.carried if first else (),
-            commands=inputs.commands,
-            errors=inputs.errors,
-            remembered=inputs.remembered,
-            focus=inputs.focus,
-            tool_edge=edge,
-            earlier=takeover.earlier if first and takeover else (),
-            foreign_summary=takeover.summary if first and takeover else None,
-        )
-
-    empty_state = inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
-
-    def measure(messages: Sequence[SpanMessage], edge: int) -> int:
-        return len(prompt_for(empty_state, messages, False, edge).user)
-
-    def overhead(edge: int) -> int:
-        base = prompt_for(inputs.state, [], True, edge)
-        return len(base.system) + len(base.user)
-
-    plan = plan_chunks(span, input_chars=budget_chars, measure=measure, overhead=overhead)
+    plan = await anyio.to_thread.run_sync(plan_diff, inputs, budget_chars)
     accepted: list[ChunkEvents] = []
     failures: list[str] = []
-    state = inputs.state
     for index, chunk in enumerate(plan.chunks):
-        first = index == 0
-        carried = inputs.carried if first else ()
-        earlier = takeover.earlier if first and takeover else ()
-        picked = takeover.picked if first and takeover else {}
-        rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
-        chunk_state = state.model_copy(update={"rules": list(rules)})
-        ctx = ChunkContext(
-            offered=_offered(carried, chunk, earlier),
-            rules=rules,
+        prepare = partial(
+            prepare_chunk,
+            inputs,
+            tuple(accepted),
+            chunk,
+            first=index == 0,  # carried and takeover-earlier messages all go with the first (DIFF-8)
+            edge=plan.tool_edge,
             ledger_ids=ledger_ids,
-            turns=span_turns(chunk, carried) + (takeover.turns if first and takeover else ()),
-            label_optional=frozenset(picked),
-            retry_note_chars=inputs.retry_note_chars,
-            picked=picked,
         )
-        outcome = await _Chunk(model, prompt_for(chunk_state, chunk, first, plan.tool_edge), ctx).run()
+        prompt, ctx = await anyio.to_thread.run_sync(prepare)
+        outcome = await _Chunk(model, prompt, ctx).run()
         if outcome.events is None:
             failures.append(outcome.failure or "unverified")
         else:

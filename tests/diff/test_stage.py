@@ -2,18 +2,27 @@
 
 The model is the edge of the world here: a scripted :class:`DiffModel` hands out replies in order and records
 each call's kind, output budget and messages, so the tests see exactly what the stage asked and when.
+
+The stage's CPU work (planning, each chunk's prompt, verification) runs off the event loop (PASS-21): each
+step is held mid-work on a large span until another task on the loop has run. Held in a worker thread, it
+waits while the loop serves that task; held on the loop, nothing else could run, so the wrapper records that
+instead of waiting. Those tests assert the order of events, never a duration.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import anyio.from_thread
 import pytest
 
+from longhaul_daemon.diff import stage
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RetryableError
@@ -23,7 +32,11 @@ from longhaul_daemon.passes.model_calls import raised_budget
 from longhaul_daemon.state.model import Rule, State
 from longhaul_daemon.transcript.messages import SpanMessage
 
+from . import chunk_cases
+
 pytestmark = pytest.mark.anyio
+
+WAIT_S = 30.0  # bounds a wait so a regression fails instead of hanging; never an assertion about speed
 
 
 @dataclass
@@ -300,3 +313,47 @@ async def test_fail12_a_chunk_that_never_verifies_marks_the_span_chunk_missing()
     assert result.closed_as == "chunk-missing"
     assert result.reason == "chunk-model-error"
     assert len(result.chunks) == 1
+
+
+def large_span() -> chunk_cases.Case:
+    """400 turns of tool output, cut into several chunks at a harder tool edge."""
+    span = chunk_cases.turns(range(4, 404), lines=40)
+    return chunk_cases.Case(chunk_cases.inputs(span, range(4, 404)), 40_000)
+
+
+@pytest.mark.parametrize("step", ["plan_diff", "prepare_chunk", "evaluate"])
+async def test_pass21_the_loop_serves_another_task_while_a_diff_step_works(
+    step: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PASS-21: while ``step`` works on a large span, a concurrent task on the loop runs, and the step
+    finishes only after it."""
+    loop_thread = threading.get_ident()
+    order: list[str] = []
+    working = anyio.Event()
+    served = threading.Event()
+    real = getattr(stage, step)
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == loop_thread:
+            order.append(f"{step} on the loop")  # waiting here would stop the very task it waits for
+        elif not served.is_set():
+            anyio.from_thread.run_sync(working.set)
+            assert served.wait(WAIT_S), "the loop never served the other task"
+        value = real(*args, **kwargs)
+        order.append(f"{step} finished")
+        return value
+
+    async def other_session() -> None:
+        await working.wait()
+        order.append("other task ran")
+        served.set()
+
+    monkeypatch.setattr(stage, step, held)
+    case = large_span()
+    model = chunk_cases.RecordingModel(case)
+    async with anyio.create_task_group() as group:
+        group.start_soon(other_session)
+        result = await run_diff(case.inputs, model)
+        group.cancel_scope.cancel()  # the other task never woke when the step ran on the loop
+    assert order[:2] == ["other task ran", f"{step} finished"], order
+    assert result.chunk_count > 1 and result.closed_as == "whole"  # a real multi-chunk pass went through

@@ -2,12 +2,14 @@
 
 The server speaks the real streaming wire format; nothing inside the daemon is faked. Each test runs the
 real pass and reads what pi would store: the summary, the state in ``details``, the span record and line,
-and the diagnostics the record log gets.
+and the diagnostics the record log gets. One holds chunk planning of a large span until ``status`` has been
+answered (PASS-21): it asserts the order of events, never a duration.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +19,11 @@ import pytest
 from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import KEY
 from pydantic import SecretStr
-from server.harness import connect, running_daemon
+from server.harness import WAIT_S, connect, running_daemon
 
+from longhaul_daemon.diff import stage
+from longhaul_daemon.diff.chunks import ChunkPlan
+from longhaul_daemon.diff.planning import DiffInputs, plan_diff
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.passes.run import diff_budget_s, run_pass
 from longhaul_daemon.protocol import (
@@ -205,3 +210,57 @@ async def test_config6_turns_mode_is_not_built_so_the_diff_runs_and_the_record_s
     assert state_of(result).workLog[-1].closedAs == "whole"
     assert result.diagnostics is not None
     assert result.diagnostics.narrative["narrativeMode"] == "turns-unavailable"
+
+
+def large_session(cwd: Path) -> Session:
+    """300 turns, each a bash call with 5 kB of output: a span of several chunks."""
+    session = Session(cwd)
+    for n in range(300):
+        session.user(f"Step {n}: run the checks and fix what fails.")
+        session.bash(f"make check-{n}", "".join(f"check {n}.{i}: ok\n" for i in range(400)))
+    session.user("Keep going.")
+    return session
+
+
+async def test_pass21_status_is_answered_while_a_large_pass_plans_its_chunks(
+    short_tmp: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PASS-21: ``status`` gets its answer while the pass is inside chunk planning, and the pass then closes
+    whole: planning runs in a worker thread and the daemon's loop keeps serving."""
+    loop_thread = threading.get_ident()
+    planning, answered = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def held_plan(inputs: DiffInputs, input_chars: int) -> ChunkPlan:
+        if threading.get_ident() == loop_thread:
+            order.append("planned on the loop")  # waiting here would keep status from ever being answered
+        else:
+            planning.set()
+            assert answered.wait(WAIT_S), "status was never answered"
+        plan = plan_diff(inputs, input_chars)
+        for chunk in plan.chunks:  # one answer per chunk, labeling the messages that chunk offers
+            server.script.append(answer_reply({m.user_id: "not a rule" for m in chunk if m.user_id}))
+        order.append("planned")
+        return plan
+
+    monkeypatch.setattr(stage, "plan_diff", held_plan)
+    session = large_session(short_tmp)
+    wire = with_model(session.params(len(session.entries) - 1), server).model_dump(mode="json")
+    wire["credentials"] = {"apiKey": KEY}
+    socket_path = short_tmp / "d.sock"
+    async with (
+        running_daemon(socket_path),
+        connect(socket_path) as pass_client,
+        connect(socket_path) as status_client,
+    ):
+        await pass_client.request("compact", wire)
+        assert await anyio.to_thread.run_sync(planning.wait, WAIT_S), order
+        status = await status_client.call("status")
+        order.append("status answered")
+        answered.set()
+        reply = await pass_client.receive()
+    assert order == ["status answered", "planned"]
+    assert status["result"]["inFlight"] == 1  # the pass was still running when status answered
+    record = reply["result"]["after"]["spanRecord"]
+    assert record["closedAs"] == "whole", json.dumps(record)[:500]
+    assert len(server.requests) > 1  # several chunks, one call each

@@ -1,0 +1,142 @@
+"""The Diff's pure preparation: which chunks a span is cut into, at which tool edge, and each chunk's prompt.
+
+Kept apart from :mod:`longhaul_daemon.diff.stage` (the calls) so that everything here is a plain function of
+the pass's inputs: no model, no clock, no I/O, safe to run in a worker thread. Each chunk gets its prompt and
+the context its answer is verified in (:func:`prepare_chunk`).
+
+A chunk is weighed by the length of the prompt it would get as a later chunk (no carried or earlier
+messages), with the state's decisions and dead ends left out; its budget is the input budget less the
+length of the first chunk's prompt without a span (DIFF-1, DIFF-2). The weighed prompt is the same text for
+every chunk but for the span's own parts, so :class:`PromptSizer` builds it once without a span and adds
+each message's parts (:func:`~longhaul_daemon.diff.conversation.message_size`), rendered once per tool
+edge. The sizes are exact, not estimates: the chunks and edge are the ones building a prompt for every
+candidate would choose. Whole prompts are built only for the chunks that are sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from longhaul_daemon.diff.apply import pending_rules
+from longhaul_daemon.diff.chunks import TOOL_EDGES, ChunkPlan, plan_chunks
+from longhaul_daemon.diff.conversation import EXCERPT_CHARS, SpanSize, ledger_index, message_size, span_chars
+from longhaul_daemon.diff.events import ChunkContext, ChunkEvents
+from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage, Prompt, build_prompt
+from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
+from longhaul_daemon.diff.takeover import Takeover
+from longhaul_daemon.diff.turns import span_turns
+from longhaul_daemon.state.model import Command, ErrorEntry, Note, State
+from longhaul_daemon.transcript.messages import SpanMessage, user_text
+
+__all__ = ["DiffInputs", "PromptSizer", "chunk_prompt", "plan_diff", "prepare_chunk"]
+
+
+@dataclass(frozen=True)
+class DiffInputs:
+    """What the pass hands the Diff: the folded state, the span, the ledger after it, and the settings."""
+
+    state: State
+    span: Sequence[SpanMessage]
+    commands: Sequence[Command]
+    errors: Sequence[ErrorEntry]
+    carried: Sequence[OfferedMessage] = ()
+    remembered: Sequence[Note] = ()
+    focus: str | None = None
+    retry_note_chars: int = 2000
+    takeover: Takeover | None = None  # TAKEOVER-1: set when the newest compaction is another compactor's
+
+
+def chunk_prompt(
+    inputs: DiffInputs, state: State, chunk: Sequence[SpanMessage], *, first: bool, edge: int
+) -> Prompt:
+    """The prompt of one chunk; carried and takeover-earlier messages all go with the first (DIFF-8,
+    TAKEOVER-25)."""
+    takeover = inputs.takeover
+    return build_prompt(
+        state,
+        chunk,
+        carried=inputs.carried if first else (),
+        commands=inputs.commands,
+        errors=inputs.errors,
+        remembered=inputs.remembered,
+        focus=inputs.focus,
+        tool_edge=edge,
+        earlier=takeover.earlier if first and takeover else (),
+        foreign_summary=takeover.summary if first and takeover else None,
+    )
+
+
+class PromptSizer:
+    """Exact prompt lengths for :func:`plan_chunks`, from two span-less prompts and per-message parts."""
+
+    def __init__(self, inputs: DiffInputs) -> None:
+        # The edge only cuts span messages, so neither span-less prompt depends on it.
+        first = chunk_prompt(inputs, inputs.state, [], first=True, edge=TOOL_EDGES[0])
+        self._overhead = len(first.system) + len(first.user)
+        weighed = inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
+        bare = chunk_prompt(inputs, weighed, [], first=False, edge=TOOL_EDGES[0])
+        self._fixed = len(bare.user) - span_chars(SpanSize())
+        self._ledger = ledger_index(inputs.commands, inputs.errors)
+
+    def overhead(self, edge: int) -> int:
+        return self._overhead
+
+    def parts(self, group: Sequence[SpanMessage], edge: int) -> SpanSize:
+        return sum((message_size(m, self._ledger, edge) for m in group), SpanSize())
+
+    def chars(self, parts: Sequence[SpanSize]) -> int:
+        return self._fixed + span_chars(sum(parts, SpanSize()))
+
+
+def plan_diff(inputs: DiffInputs, input_chars: int) -> ChunkPlan:
+    """DIFF-1..3: the chunks of ``inputs.span`` for prompts of at most ``input_chars`` characters."""
+    return plan_chunks(inputs.span, input_chars=input_chars, sizer=PromptSizer(inputs))
+
+
+def _offered(
+    carried: Sequence[OfferedMessage], chunk: Sequence[SpanMessage], earlier: Sequence[EarlierMessage] = ()
+) -> tuple[QuotableMessage, ...]:
+    """Every message the chunk offers, oldest first: takeover-earlier ones, carried ones, then its own."""
+    own = [
+        QuotableMessage(id=m.user_id, text=user_text(m.message))
+        for m in chunk
+        if m.role == "user" and m.user_id is not None
+    ]
+    seen = {m.id for m in own}
+    before = [
+        # QUOTE-16: an earlier message shown only as its opening yields a rule only with exact words
+        QuotableMessage(id=m.user_id, text=m.text, excerpt_only=not m.picked and len(m.text) > EXCERPT_CHARS)
+        for m in earlier
+        if m.user_id not in seen
+    ]
+    seen |= {m.id for m in before}
+    kept = [QuotableMessage(id=m.user_id, text=m.text) for m in carried if m.user_id not in seen]
+    return tuple(before + kept + own)
+
+
+def prepare_chunk(
+    inputs: DiffInputs,
+    accepted: Sequence[ChunkEvents],
+    chunk: Sequence[SpanMessage],
+    *,
+    first: bool,
+    edge: int,
+    ledger_ids: frozenset[str],
+) -> tuple[Prompt, ChunkContext]:
+    """One chunk's prompt and the context its answer is checked in, given the chunks ``accepted`` so far."""
+    takeover = inputs.takeover if first else None
+    carried = inputs.carried if first else ()
+    picked = takeover.picked if takeover else {}
+    rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
+    chunk_state = inputs.state.model_copy(update={"rules": list(rules)})
+    ctx = ChunkContext(
+        offered=_offered(carried, chunk, takeover.earlier if takeover else ()),
+        rules=rules,
+        ledger_ids=ledger_ids,
+        turns=span_turns(chunk, carried) + (takeover.turns if takeover else ()),
+        label_optional=frozenset(picked),
+        retry_note_chars=inputs.retry_note_chars,
+        picked=picked,
+    )
+    return chunk_prompt(inputs, chunk_state, chunk, first=first, edge=edge), ctx
