@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from longhaul_daemon.diff.instructions import LONG_MESSAGE
 from longhaul_daemon.state.model import Command, ErrorEntry
-from longhaul_daemon.transcript.entries import ImageBlock, Message, TextBlock, parse_message
-from longhaul_daemon.transcript.messages import SpanMessage, user_text
+from longhaul_daemon.transcript.entries import ImageBlock, Message, TextBlock
+from longhaul_daemon.transcript.messages import SpanMessage
 
 __all__ = [
     "EXCERPT_CHARS",
@@ -68,8 +68,16 @@ _NEWLINES = re.compile(r"\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _DROP = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
+# Every character one of the three patterns above can touch; most transcript text has none of them.
+_TOUCHED = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+)
+
+
 def clean(text: str) -> str:
     """Transcript text for a data block: raw words kept, escapes and confusing control characters removed."""
+    if _TOUCHED.search(text) is None:
+        return text
     return _DROP.sub("", _NEWLINES.sub("\n", _ESCAPES.sub("", text)))
 
 
@@ -113,9 +121,7 @@ def _result_text(message: Message) -> str:
 
 
 def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -> list[str]:
-    message = parse_message(item.message)
-    if message is None:
-        return []
+    message = item.parsed
     role = message.role
     if role == "user":
         who = f"User {item.user_id}" if item.user_id else "User"
@@ -198,7 +204,7 @@ def message_size(item: SpanMessage, ids: LedgerIds, edge: int) -> SpanSize:
     size = SpanSize(sum(len(line) for line in lines), len(lines))
     if item.role != "user" or item.user_id is None:
         return size
-    entry = listing_entry("0" * TAG_CHARS, item.user_id, user_text(item.message))  # every tag is this long
+    entry = listing_entry("0" * TAG_CHARS, item.user_id, item.text)  # every tag is this long
     return size + SpanSize(entry_chars=len(entry), id_chars=len(item.user_id), offered=1)
 
 

@@ -27,7 +27,7 @@ from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
 from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.diff.turns import span_turns
 from longhaul_daemon.state.model import Command, ErrorEntry, Note, State
-from longhaul_daemon.transcript.messages import SpanMessage, user_text
+from longhaul_daemon.transcript.messages import SpanMessage
 
 __all__ = ["DiffInputs", "PromptSizer", "chunk_prompt", "plan_diff", "prepare_chunk"]
 
@@ -99,7 +99,7 @@ def _offered(
 ) -> tuple[QuotableMessage, ...]:
     """Every message the chunk offers, oldest first: takeover-earlier ones, carried ones, then its own."""
     own = [
-        QuotableMessage(id=m.user_id, text=user_text(m.message))
+        QuotableMessage(id=m.user_id, text=m.text)
         for m in chunk
         if m.role == "user" and m.user_id is not None
     ]

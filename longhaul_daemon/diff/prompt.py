@@ -32,7 +32,7 @@ from longhaul_daemon.diff.conversation import (
 from longhaul_daemon.diff.instructions import INSTRUCTIONS, SYSTEM_PROMPT
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, State
 from longhaul_daemon.state.sanitize import sanitize
-from longhaul_daemon.transcript.messages import SpanMessage, user_text
+from longhaul_daemon.transcript.messages import SpanMessage
 
 __all__ = [
     "EXCERPT_CHARS",
@@ -168,7 +168,7 @@ def build_prompt(
     errors = state.errors if errors is None else errors
     carried_ids = {m.user_id for m in carried}
     offered = [
-        (m.user_id, user_text(m.message))
+        (m.user_id, m.text)
         for m in span
         if m.role == "user" and m.user_id is not None and m.user_id not in carried_ids
     ]

@@ -25,7 +25,7 @@ from longhaul_daemon.diff.turns import span_turns
 from longhaul_daemon.diff.values import Turn
 from longhaul_daemon.state.fold import FoldResult
 from longhaul_daemon.transcript.entries import parse_entry
-from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, user_text
+from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span
 
 __all__ = [
     "FOREIGN_EDGE",
@@ -92,7 +92,7 @@ def plan_takeover(
     texts: dict[str, str] = {}
     for message in users:
         assert message.user_id is not None
-        text = user_text(message.message)
+        text = message.text
         texts[message.user_id] = text
         reading = read_standing_rule(text)
         if reading.picked:

@@ -14,7 +14,7 @@ from typing import Any
 
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.diff.values import Turn
-from longhaul_daemon.transcript.entries import TextBlock, parse_entry, parse_message
+from longhaul_daemon.transcript.entries import Message, TextBlock
 from longhaul_daemon.transcript.messages import SpanMessage, user_ids, user_text
 
 __all__ = ["carried_messages", "message_pieces", "span_turns"]
@@ -32,11 +32,8 @@ def _string_leaves(value: object) -> Iterable[str]:
             yield from _string_leaves(item)
 
 
-def message_pieces(raw: dict[str, Any]) -> tuple[str, ...]:
+def message_pieces(message: Message) -> tuple[str, ...]:
     """The searchable pieces of one message (VALUE-3); thinking is not searchable, nothing else is added."""
-    message = parse_message(raw)
-    if message is None:
-        return ()
     pieces: list[str] = []
     if message.role in ("user", "assistant", "custom"):
         pieces.append(message.text)
@@ -63,7 +60,7 @@ def span_turns(span: Sequence[SpanMessage], carried: Sequence[OfferedMessage] = 
             current = turns.setdefault(item.user_id, [])
             current.clear()
         if current is not None:
-            current.extend(message_pieces(item.message))
+            current.extend(message_pieces(item.parsed))
     return tuple(Turn(id=uid, pieces=tuple(pieces)) for uid, pieces in turns.items())
 
 
@@ -78,11 +75,9 @@ def carried_messages(
     by_entry = user_ids(branch)
     found: list[OfferedMessage] = []
     for raw in branch:
-        entry = parse_entry(raw)
-        if entry is None or entry.id is None or entry.type != "message":
-            continue
-        uid = by_entry.get(entry.id)
-        message = raw.get("message") if isinstance(raw, dict) else None
+        entry_id = raw.get("id")
+        uid = by_entry.get(entry_id) if isinstance(entry_id, str) else None
+        message = raw.get("message")
         if uid in wanted and isinstance(message, dict):
             wanted.discard(uid)
             found.append(OfferedMessage(user_id=uid, text=user_text(message)))

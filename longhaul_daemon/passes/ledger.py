@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from longhaul_daemon.passes.failure_line import failure_line
 from longhaul_daemon.state.model import Command, ErrorEntry, ExitCode, State
-from longhaul_daemon.transcript.entries import Message, parse_message
+from longhaul_daemon.transcript.entries import Message
 from longhaul_daemon.transcript.messages import SpanMessage
 
 __all__ = ["COMMAND_CHARS", "ERROR_CHARS", "LedgerResult", "apply_ledger", "cut"]
@@ -39,7 +39,8 @@ COMMAND_CHARS = 300
 ERROR_CHARS = 200
 
 _EXITED = re.compile(r"Command exited with code (-?\d{1,10})\s*\Z")
-_ABORTED = re.compile(r"(?:\A|\n)Command aborted\s*\Z")
+_ABORTED_LINE = "Command aborted"
+_STATUS_TAIL = 64  # longer than any "Command exited with code N" line
 _ID_NUMBER = re.compile(r"\A[CE](\d{1,9})\Z")
 
 Source = tuple[str, str | None]
@@ -100,10 +101,10 @@ def _tool_exit(result: Message) -> ExitCode:
         if isinstance(code, int) and not isinstance(code, bool):
             return code
     text = result.text.rstrip()
-    match = _EXITED.search(text)
+    match = _EXITED.search(text[-_STATUS_TAIL:])  # pi puts these status lines last; outputs can be long
     if match:
         return int(match.group(1))
-    if _ABORTED.search(text):
+    if text == _ABORTED_LINE or text.endswith("\n" + _ABORTED_LINE):
         return "cancelled"
     return "unknown" if result.isError else 0
 
@@ -217,7 +218,7 @@ def _close_errors(commands: list[Command], errors: list[ErrorEntry]) -> list[Err
 
 
 def _walk(builder: _Builder, span: list[SpanMessage]) -> None:
-    messages = [parse_message(item.message) for item in span]
+    messages: list[Message | None] = [item.parsed for item in span]
     results = _Results(messages)
     for at, (item, message) in enumerate(zip(span, messages, strict=True)):
         if message is None:

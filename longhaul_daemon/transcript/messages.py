@@ -13,10 +13,11 @@ import bisect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from longhaul_daemon.protocol import SPAN_REF, Preparation
-from longhaul_daemon.transcript.entries import parse_entry, parse_message
+from longhaul_daemon.transcript.entries import Message, parse_message
 
 __all__ = [
     "SpanMessage",
@@ -32,12 +33,40 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SpanMessage:
-    """One span message: its branch entry id (None when unmatched), role, raw message and ``u<n>`` id."""
+    """One span message: its branch entry id (None when unmatched), role, raw message and ``u<n>`` id.
+
+    ``parsed`` is the lenient reading of ``message``, made once: every step of a pass reads the same
+    messages, and parsing them again for each would cost more than the steps themselves.
+    """
 
     entry_id: str | None
     role: str
     message: dict[str, Any]
     user_id: str | None = None
+
+    @cached_property
+    def parsed(self) -> Message:
+        return parse_message(self.message) or Message(role="unknown")
+
+    @cached_property
+    def text(self) -> str:
+        """The message's text (a user message: what the user wrote)."""
+        return self.parsed.text
+
+
+def _role(message: object) -> str | None:
+    """A message object's role as the lenient parser reads it, without parsing the rest of it."""
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    return role if isinstance(role, str) else "unknown"
+
+
+def _message_role(raw: object) -> str | None:
+    """The role of a ``message`` entry's message; None for any other entry."""
+    if not isinstance(raw, dict) or raw.get("type") != "message":
+        return None
+    return _role(raw.get("message"))
 
 
 def user_ids(branch: list[dict[str, Any]]) -> dict[str, str]:
@@ -51,12 +80,12 @@ def user_ids(branch: list[dict[str, Any]]) -> dict[str, str]:
     ids: dict[str, str] = {}
     n = 0
     for raw in branch:
-        entry = parse_entry(raw)
-        if entry is None or entry.type != "message" or entry.message is None or entry.message.role != "user":
+        if _message_role(raw) != "user":
             continue
         n += 1
-        if entry.id is not None and entry.id not in ids:
-            ids[entry.id] = f"u{n}"
+        entry_id = raw.get("id")
+        if isinstance(entry_id, str) and entry_id not in ids:
+            ids[entry_id] = f"u{n}"
     return ids
 
 
@@ -156,16 +185,12 @@ def select_span(preparation: Preparation, branch: list[dict[str, Any]]) -> list[
             continue
         entry = by_id.get(ref) if isinstance(ref, str) else None
         message = entry.get("message") if entry is not None else None
-        if not isinstance(ref, str) or not isinstance(message, dict):
+        role = _role(message)
+        if not isinstance(ref, str) or not isinstance(message, dict) or role is None:
             continue
-        role = parse_message(message)
-        role_name = role.role if role is not None else "unknown"
         span.append(
             SpanMessage(
-                entry_id=ref,
-                role=role_name,
-                message=message,
-                user_id=users.get(ref) if role_name == "user" else None,
+                entry_id=ref, role=role, message=message, user_id=users.get(ref) if role == "user" else None
             )
         )
     return span
@@ -191,16 +216,13 @@ def messages_before_span(
     users = user_ids(branch)
     found: list[SpanMessage] = []
     for raw in branch[start:end]:
-        entry = parse_entry(raw)
-        if entry is None or entry.type != "message" or entry.message is None or not isinstance(raw, dict):
-            continue
+        role = _message_role(raw)
         message = raw.get("message")
-        if not isinstance(message, dict):
+        if role is None or not isinstance(message, dict):
             continue
-        user_id = users.get(entry.id) if entry.id is not None and entry.message.role == "user" else None
-        found.append(
-            SpanMessage(entry_id=entry.id, role=entry.message.role, message=message, user_id=user_id)
-        )
+        entry_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        user_id = users.get(entry_id) if entry_id is not None and role == "user" else None
+        found.append(SpanMessage(entry_id=entry_id, role=role, message=message, user_id=user_id))
     return found
 
 
