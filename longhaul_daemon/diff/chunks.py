@@ -8,9 +8,9 @@ nothing fits at the smallest edge, the span is still cut into four balanced chun
 as they are: user messages are never dropped from a chunk.
 
 Sizes are in characters of the prompt a chunk would produce, so they include the state, the carried
-messages and the instructions the call really sends. A :class:`ChunkSizer` gives each turn group's size as
-parts that add up, so planning weighs every group once per tool edge and a run of groups by adding parts:
-planning stays linear in the span however many groups and edges it tries.
+messages and the instructions the call really sends, counted once per chunk. A :class:`ChunkSizer` gives
+each turn group's size as parts that add up, so planning weighs every group once per tool edge and a run of
+groups by adding parts: planning stays linear in the span however many groups and edges it tries.
 """
 
 from __future__ import annotations
@@ -35,7 +35,12 @@ MAX_CHUNKS = 4  # DIFF-1
 TOOL_EDGES = (1000, 400, 150, 40)  # DIFF-2: each step keeps less of each end of a long tool result
 CHARS_PER_TOKEN = 3  # conservative: code and JSON tokenize denser than prose
 
-P = TypeVar("P")
+
+class _Addable(Protocol):
+    def __add__(self: P, other: P, /) -> P: ...
+
+
+P = TypeVar("P", bound=_Addable)
 
 
 class ChunkSizer(Protocol[P]):
@@ -79,17 +84,20 @@ def _has_user(group: Sequence[SpanMessage]) -> bool:
     return any(m.role == "user" and m.user_id is not None for m in group)
 
 
-def _pack(sizes: Sequence[int], limit: int) -> list[range]:
-    """Greedy: whole groups fill a chunk up to ``limit``; an oversized group stands alone."""
+def _pack(parts: Sequence[P], sizer: ChunkSizer[P], limit: int) -> list[range]:
+    """Greedy: whole groups fill a chunk while its prompt stays within ``limit``; an oversized group stands
+    alone. A chunk's running parts are added up, so each group is weighed once."""
     starts: list[int] = []
-    used = 0
-    for index, size in enumerate(sizes):
-        if starts and used + size <= limit:
-            used += size
-        else:
-            starts.append(index)
-            used = size
-    return [range(start, end) for start, end in zip(starts, [*starts[1:], len(sizes)], strict=True)]
+    running: P | None = None
+    for index, part in enumerate(parts):
+        if running is not None:
+            grown = running + part
+            if sizer.chars([grown]) <= limit:
+                running = grown
+                continue
+        starts.append(index)
+        running = part
+    return [range(start, end) for start, end in zip(starts, [*starts[1:], len(parts)], strict=True)]
 
 
 def _balanced(sizes: Sequence[int], count: int) -> list[range]:
@@ -122,23 +130,22 @@ def plan_chunks(span: Sequence[SpanMessage], *, input_chars: int, sizer: ChunkSi
     groups = turn_groups(span)
     if not groups:
         return ChunkPlan(chunks=((),), tool_edge=TOOL_EDGES[0])
-    measured: dict[int, list[int]] = {}
+    measured: dict[int, list[P]] = {}
     for edge in TOOL_EDGES:
         room = input_chars - sizer.overhead(edge)
         if room <= 0:
             continue
-        parts = [sizer.parts(group, edge) for group in groups]
-        sizes = measured[edge] = [sizer.chars([p]) for p in parts]
-        if sum(sizes) <= room:
+        parts = measured[edge] = [sizer.parts(group, edge) for group in groups]
+        if sizer.chars(parts) <= room:
             return ChunkPlan(chunks=(tuple(span),), tool_edge=edge)
-        packed = _pack(sizes, room)
+        packed = _pack(parts, sizer, room)
         if len(packed) <= MAX_CHUNKS and all(
             sizer.chars(parts[cut.start : cut.stop]) <= room for cut in packed
         ):
             return ChunkPlan(chunks=_chunks(groups, packed), tool_edge=edge)
     edge = TOOL_EDGES[-1]
-    if edge in measured:
-        sizes = measured[edge]
-    else:  # no room at all at this edge: the groups were never measured there
-        sizes = [sizer.chars([sizer.parts(group, edge)]) for group in groups]
+    # no room at all at this edge: the groups were never measured there
+    parts = measured.get(edge) or [sizer.parts(group, edge) for group in groups]
+    empty = sizer.chars([])
+    sizes = [sizer.chars([part]) - empty for part in parts]  # what each group adds to a prompt
     return ChunkPlan(chunks=_chunks(groups, _balanced(sizes, MAX_CHUNKS)), tool_edge=edge)

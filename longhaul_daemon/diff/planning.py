@@ -4,13 +4,12 @@ Kept apart from :mod:`longhaul_daemon.diff.stage` (the calls) so that everything
 the pass's inputs: no model, no clock, no I/O, safe to run in a worker thread. Each chunk gets its prompt and
 the context its answer is verified in (:func:`prepare_chunk`).
 
-A chunk is weighed by the length of the prompt it would get as a later chunk (no carried or earlier
-messages), with the state's decisions and dead ends left out; its budget is the input budget less the
-length of the first chunk's prompt without a span (DIFF-1, DIFF-2). The weighed prompt is the same text for
-every chunk but for the span's own parts, so :class:`PromptSizer` builds it once without a span and adds
-each message's parts (:func:`~longhaul_daemon.diff.conversation.message_size`), rendered once per tool
-edge. The sizes are exact, not estimates: the chunks and edge are the ones building a prompt for every
-candidate would choose. Whole prompts are built only for the chunks that are sent.
+A chunk's budget is the input budget less the length of the first chunk's prompt without a span (the state,
+the ledger, carried and earlier messages, the instructions: counted once per chunk), and a chunk is weighed
+by what its own messages add to that prompt: the conversation lines, the label listing and the id list
+(DIFF-1, DIFF-2). :class:`PromptSizer` builds the span-less prompt once and adds each message's parts
+(:func:`~longhaul_daemon.diff.conversation.message_size`), rendered once per tool edge. The sizes are exact,
+not estimates, and whole prompts are built only for the chunks that are sent.
 """
 
 from __future__ import annotations
@@ -68,15 +67,13 @@ def chunk_prompt(
 
 
 class PromptSizer:
-    """Exact prompt lengths for :func:`plan_chunks`, from two span-less prompts and per-message parts."""
+    """Exact prompt lengths for :func:`plan_chunks`: the first chunk's span-less prompt, plus per-message
+    parts that add up to what a span adds to it."""
 
     def __init__(self, inputs: DiffInputs) -> None:
-        # The edge only cuts span messages, so neither span-less prompt depends on it.
+        # The edge only cuts span messages, so the span-less prompt does not depend on it.
         first = chunk_prompt(inputs, inputs.state, [], first=True, edge=TOOL_EDGES[0])
         self._overhead = len(first.system) + len(first.user)
-        weighed = inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
-        bare = chunk_prompt(inputs, weighed, [], first=False, edge=TOOL_EDGES[0])
-        self._fixed = len(bare.user) - span_chars(SpanSize())
         self._ledger = ledger_index(inputs.commands, inputs.errors)
 
     def overhead(self, edge: int) -> int:
@@ -86,7 +83,8 @@ class PromptSizer:
         return sum((message_size(m, self._ledger, edge) for m in group), SpanSize())
 
     def chars(self, parts: Sequence[SpanSize]) -> int:
-        return self._fixed + span_chars(sum(parts, SpanSize()))
+        """What a chunk of these groups adds to a span-less prompt: its conversation, listing and ids."""
+        return span_chars(sum(parts, SpanSize())) - span_chars(SpanSize())
 
 
 def plan_diff(inputs: DiffInputs, input_chars: int) -> ChunkPlan:

@@ -163,11 +163,11 @@ def small() -> Case:
 
 def several_chunks() -> Case:
     span = [user("u4", "Never commit generated files."), *turns(range(5, 13), lines=20)]
-    return Case(inputs(span, range(5, 13)), 4_000, frozenset({"u4"}))
+    return Case(inputs(span, range(5, 13)), 2_400, frozenset({"u4"}))
 
 
 def harder_edge() -> Case:
-    return Case(inputs(turns(range(4, 14)), range(4, 14)), 4_000)
+    return Case(inputs(turns(range(4, 14)), range(4, 14)), 2_300)
 
 
 def balanced() -> Case:
@@ -177,7 +177,7 @@ def balanced() -> Case:
 def carried() -> Case:
     kept = [OfferedMessage("u2", "Never push to main without a review."), OfferedMessage("u3", "c" * 700)]
     span = turns(range(5, 11), lines=30)
-    return Case(inputs(span, range(5, 11), carried=kept), 4_000, frozenset({"u2"}))
+    return Case(inputs(span, range(5, 11), carried=kept), 2_650, frozenset({"u2"}))
 
 
 def takeover() -> Case:
@@ -193,7 +193,7 @@ def takeover() -> Case:
         turns=(Turn("u1", ("Always run the linter before committing.",)),),
     )
     span = turns(range(5, 11), lines=30)
-    return Case(inputs(span, range(5, 11), takeover=foreign), 4_500)
+    return Case(inputs(span, range(5, 11), takeover=foreign), 3_200)
 
 
 def split_turn() -> Case:
@@ -210,7 +210,7 @@ def split_turn() -> Case:
         assistant("e-a9", "Looking.", ("call-9", {"command": "ls fixtures"})),
     ]
     span = [*opening, *turns(range(5, 8), lines=40), *unmatched, *turns(range(8, 9), lines=40), *prefix]
-    return Case(inputs(span, range(3, 10)), 3_600, frozenset({"u9"}))
+    return Case(inputs(span, range(3, 10)), 2_650, frozenset({"u9"}))
 
 
 def unicode() -> Case:
@@ -233,7 +233,7 @@ def unicode() -> Case:
     span.append(
         SpanMessage("e-c1", "custom", {"role": "custom", "customType": "note", "content": "Ünïcödé ✓"})
     )
-    return Case(inputs(span, range(5, 9)), 2_400)
+    return Case(inputs(span, range(5, 9)), 2_100)
 
 
 CASES: dict[str, Callable[[], Case]] = {

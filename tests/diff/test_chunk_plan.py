@@ -1,11 +1,14 @@
 """Chunk planning (DIFF-1, DIFF-2, DIFF-3): snapshots of what is sent, exact sizes, work linear in the span.
 
-The snapshots under ``snapshots/chunks/`` were written by the planner that built a whole prompt for every
-turn group at every tool edge. The planner now builds that prompt once without a span and adds per-message
-parts; it must choose the same chunks and tool edge, and the Diff must send byte-identical prompts, for every
-shape in :mod:`chunk_cases` (``LONGHAUL_UPDATE_SNAPSHOTS=1`` rewrites them: only for an intended change of
-the prompt or of the plan). The summed parts are held to the length ``build_prompt`` really writes, for those
-shapes and for generated messages, and the work planning does is counted, never timed.
+The snapshots under ``snapshots/chunks/`` were first written by the planner that built a whole prompt for
+every turn group at every tool edge; the linear planner reproduced them byte for byte (commit 5b93b7e).
+That planner weighed each turn group with a whole prompt around it, so the state, ledger and instructions
+counted once per group and a span that fit was still cut; they now count once per chunk (DIFF-1), which
+changed the plans, and the cases' budgets were moved so each still takes its path. The Diff must send
+byte-identical prompts for every shape in :mod:`chunk_cases` (``LONGHAUL_UPDATE_SNAPSHOTS=1`` rewrites
+them: only for an intended change of the prompt or of the plan). The summed parts are held to the lengths
+``build_prompt`` really writes, for those shapes and for generated messages, and the work planning does is
+counted, never timed.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from longhaul_daemon.diff.prompt import Prompt
 from longhaul_daemon.diff.stage import DiffResult, run_diff
 from longhaul_daemon.transcript.messages import SpanMessage
 
-from .chunk_cases import CASES, Case, RecordingModel, assistant, bash_run, inputs, result, user
+from .chunk_cases import CASES, Case, RecordingModel, assistant, bash_run, inputs, result, turns, user
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "chunks"
 
@@ -96,9 +99,10 @@ async def test_diff1_diff2_diff3_chunks_tool_edge_and_prompts_match_the_snapshot
 
 
 def weighed_length(case_inputs: DiffInputs, messages: Sequence[SpanMessage], edge: int) -> int:
-    """What planning weighs: a later chunk's prompt, the state's decisions and dead ends left out."""
-    state = case_inputs.state.model_copy(update={"decisions": [], "deadEnds": []})
-    return len(chunk_prompt(case_inputs, state, messages, first=False, edge=edge).user)
+    """What planning weighs: what the messages add to a chunk's prompt."""
+    state = case_inputs.state
+    with_span = chunk_prompt(case_inputs, state, messages, first=False, edge=edge).user
+    return len(with_span) - len(chunk_prompt(case_inputs, state, [], first=False, edge=edge).user)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -159,11 +163,11 @@ def test_diff2_parts_add_up_for_any_messages(span: list[SpanMessage], edge: int)
     assert sum(per_message, SpanSize()) == sizer.parts(span, edge)
 
 
-def test_diff1_planning_renders_each_message_once_per_edge_and_builds_two_prompts(
+def test_diff1_planning_renders_each_message_once_per_edge_and_builds_one_prompt(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """DIFF-1: planning a span that tries every edge renders each message at most once per edge and builds
-    only the two span-less prompts; no whole prompt per candidate chunk."""
+    only the span-less prompt; no whole prompt per candidate chunk."""
     case = CASES["balanced"]()
     rendered: Counter[tuple[int, int]] = Counter()
     built: list[int] = []
@@ -183,4 +187,16 @@ def test_diff1_planning_renders_each_message_once_per_edge_and_builds_two_prompt
     assert plan.tool_edge == TOOL_EDGES[-1]  # it went through every edge
     assert set(rendered.values()) == {1}
     assert len(rendered) == len(case.inputs.span) * len(TOOL_EDGES)
-    assert built == [0, 0]
+    assert built == [0]
+
+
+def test_diff1_a_span_whose_prompt_fits_is_one_chunk_however_many_turns_it_holds() -> None:
+    """DIFF-1: the state, ledger and instructions count once per chunk, not once per turn group, so a span of
+    many short turns whose whole prompt fits the budget is sent in one call at the widest tool edge."""
+    span = turns(range(4, 40), lines=2)
+    case_inputs = inputs(span, range(4, 40))
+    whole = chunk_prompt(case_inputs, case_inputs.state, span, first=True, edge=TOOL_EDGES[0])
+    budget = len(whole.system) + len(whole.user) + 200
+    plan = plan_diff(case_inputs, budget)
+    assert (plan.tool_edge, len(plan.chunks)) == (TOOL_EDGES[0], 1)
+    assert len(turn_groups(span)) > 30
