@@ -25,7 +25,7 @@ from longhaul_daemon.diff.turns import span_turns
 from longhaul_daemon.diff.values import Turn
 from longhaul_daemon.state.fold import FoldResult
 from longhaul_daemon.transcript.entries import parse_entry
-from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span
+from longhaul_daemon.transcript.messages import SpanMessage
 
 __all__ = [
     "FOREIGN_EDGE",
@@ -72,12 +72,16 @@ def plan_takeover(
     branch: list[dict[str, Any]],
     folded: FoldResult,
     span: Sequence[SpanMessage],
+    before: Sequence[SpanMessage],
     carried: Collection[str] = (),
 ) -> Takeover | None:
-    """The takeover for this pass, or None when the newest compaction is Longhaul's (or there is none)."""
+    """The takeover for this pass, or None when the newest compaction is Longhaul's (or there is none).
+
+    ``before`` is what :func:`~longhaul_daemon.transcript.messages.messages_before_span` found: the messages
+    no Longhaul pass judged.
+    """
     if not folded.newest_compaction_foreign:
         return None
-    before = messages_before_span(branch, folded.base_compaction_id, list(span))
     in_span = {m.user_id for m in span if m.user_id is not None}
     users = [
         m

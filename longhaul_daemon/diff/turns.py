@@ -75,6 +75,8 @@ def carried_messages(
     by_entry = user_ids(branch)
     found: list[OfferedMessage] = []
     for raw in branch:
+        if not isinstance(raw, dict):
+            continue
         entry_id = raw.get("id")
         uid = by_entry.get(entry_id) if isinstance(entry_id, str) else None
         message = raw.get("message")

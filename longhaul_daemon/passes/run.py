@@ -45,7 +45,7 @@ from longhaul_daemon.state.entry_kinds import COMPACTOR
 from longhaul_daemon.state.fold import FoldResult, fold
 from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, State, World
 from longhaul_daemon.state.render import render_summary
-from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span
+from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span, user_ids
 
 __all__ = ["NO_MODEL", "SPAN_RECORD_VERSION", "diff_budget_s", "run_pass"]
 
@@ -83,17 +83,18 @@ class _DiffOutcome:
 def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
     """Fold, then the span and its ledger; pure, so it may run in a worker thread."""
     folded = fold(branch)
-    span = select_span(params.preparation, branch)
+    users = user_ids(branch)  # u<n> of every user message: the steps below all name messages by them
+    span = select_span(params.preparation, branch, users)
     # Commands of a span that fell back to pi's compaction were never offered to a pass: recover them here.
-    unseen = messages_before_span(branch, folded.base_compaction_id, span)
+    unseen = messages_before_span(branch, folded.base_compaction_id, span, users)
     ledger = apply_ledger(
         folded.state, unseen + span, folded.state.span + 1
     )  # LEDGER-5: counters from the fold
-    user_ids = list(dict.fromkeys(m.user_id for m in span if m.user_id is not None))
+    span_users = list(dict.fromkeys(m.user_id for m in span if m.user_id is not None))
     carried = carried_messages(branch, folded.state.carried, span)  # FAIL-11: offered whole, first
-    takeover = plan_takeover(branch, folded, span, folded.state.carried)  # TAKEOVER-1: a foreign newest
+    takeover = plan_takeover(branch, folded, span, unseen, folded.state.carried)  # TAKEOVER-1: foreign newest
     return _Prepared(
-        folded=folded, span=span, user_ids=user_ids, ledger=ledger, carried=carried, takeover=takeover
+        folded=folded, span=span, user_ids=span_users, ledger=ledger, carried=carried, takeover=takeover
     )
 
 

@@ -4,9 +4,10 @@ The shim names the session file and the leaf; the daemon opens the file itself, 
 and only when it is a regular file owned by the daemon's own user (the peer check already made the caller
 that user). The first line must be pi's header for the session that asked. Each file keeps a
 :class:`~longhaul_daemon.sessionfile.index.SessionIndex` in a small per-daemon cache, so a later pass parses
-only what was appended since. A pass gets every light entry whole, the heavy entries whole only from where
-the state stops knowing the messages (the base compaction's kept boundary) on, and skeletons before that; a
-long stretch no pass ever saw (many fallbacks in a row, or a first takeover) is read whole for its newest
+only what was appended since. A pass gets every light entry (user messages, compactions, Longhaul's own
+entries) and every entry from where the state stops knowing the messages (the base compaction's kept
+boundary) on, all whole; the heavy entries before that are left out, since no step reads them. A long
+stretch no pass ever saw (many fallbacks in a row, or a first takeover) is read for its newest
 :data:`UNSEEN_BYTES` only. Any refusal is a :class:`SessionFileRefused` with a reason code; the shim then
 sends the entries inline. This is one of the places that touch the world (see docs/architecture.md).
 """
@@ -23,10 +24,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from longhaul_daemon.errors import DomainError
-from longhaul_daemon.sessionfile.index import Row, SessionIndex, skeleton
+from longhaul_daemon.sessionfile.index import Row, SessionIndex
 from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
-from longhaul_daemon.transcript.jsonl import walk_branch
-from longhaul_daemon.transcript.messages import unseen_start
+from longhaul_daemon.transcript.messages import unseen_start_at
 
 __all__ = [
     "MAX_CACHED_SESSIONS",
@@ -65,8 +65,8 @@ class BranchRead:
     entries: list[dict[str, Any]]
     cold: bool  # the file was indexed from its first byte
     read_bytes: int  # bytes indexed by this read
-    whole: int  # entries on the branch handed over whole
-    skeletons: int  # heavy entries handed over as skeletons
+    whole: int  # entries handed over (every one whole)
+    left_out: int  # heavy entries before the unseen boundary: no step of a pass reads them
     capped: bool  # a stretch no pass saw was longer than UNSEEN_BYTES
 
     def stats(self) -> dict[str, Any]:
@@ -76,7 +76,7 @@ class BranchRead:
             "readBytes": self.read_bytes,
             "entries": len(self.entries),
             "whole": self.whole,
-            "skeletons": self.skeletons,
+            "leftOut": self.left_out,
             "capped": self.capped,
         }
 
@@ -165,45 +165,58 @@ class SessionFiles:
             raise SessionFileRefused("unknown-version")
         leaf = index.position_of.get(leaf_id)
         if leaf is None:
-            raise SessionFileRefused(
-                "leaf-missing"
-            )  # pi has not written it yet (no assistant message so far)
+            raise SessionFileRefused("leaf-missing")  # not written yet (pi waits for an assistant message)
+        positions = index.branch_positions(leaf)
         rows = index.rows
-        positions = walk_branch(leaf, lambda p: rows[p].parent_id, index.position_of).positions
         path_rows = [rows[p] for p in positions]
-        entries = [row.body if row.body is not None else skeleton(row) for row in path_rows]
-        start, capped = _whole_from(entries, path_rows, span_ids) if whole else (len(entries), False)
-        for at in range(start, len(entries)):
-            if path_rows[at].body is None:
-                found = index.entry(fd, positions[at])
-                if found is None:
+        start, capped = _whole_from(path_rows, span_ids) if whole else (len(path_rows), False)
+        entries: list[dict[str, Any]] = [row.body for row in path_rows[:start] if row.body is not None]
+        light = len(entries)
+        for at in range(start, len(path_rows)):
+            body = path_rows[at].body
+            if body is None:
+                body = index.entry(fd, positions[at])
+                if body is None:
                     raise SessionFileRefused("entry-missing")
-                entries[at] = found
-        heavy = sum(1 for row in path_rows if row.body is None)
-        read_whole = sum(1 for row in path_rows[start:] if row.body is None)
+            entries.append(body)
         return BranchRead(
             entries=entries,
             cold=index.last_refresh_cold,
             read_bytes=index.last_read_bytes,
-            whole=len(entries) - heavy + read_whole,
-            skeletons=heavy - read_whole,
+            whole=len(entries),
+            left_out=start - light,
             capped=capped,
         )
 
 
-def _whole_from(
-    entries: list[dict[str, Any]], path_rows: list[Row], span_ids: Sequence[str]
-) -> tuple[int, bool]:
-    """Where heavy entries start being read whole; True when the unseen stretch was cut to its newest part."""
+def _whole_from(path_rows: list[Row], span_ids: Sequence[str]) -> tuple[int, bool]:
+    """Where heavy entries start being read whole; True when the unseen stretch was cut to its newest part.
+
+    Every span entry must be on the branch; the start is the state's unseen boundary (the base compaction's
+    kept entry), no later than the span's first entry, and at most :data:`UNSEEN_BYTES` of heavy entries
+    before the span.
+    """
+    ids = [row.entry_id for row in path_rows]
     wanted = set(span_ids)
-    span_first = next((at for at, row in enumerate(path_rows) if row.entry_id in wanted), None)
-    if span_first is None:
-        return len(entries), False  # the span came inline: nothing heavy is read from the file
-    base_id = next(
-        (e.get("id") for e in reversed(entries) if is_longhaul_compaction(e)),
+    if not wanted:
+        return len(path_rows), False  # the span came inline: nothing heavy is read from the file
+    on_branch = [at for at, entry_id in enumerate(ids) if entry_id in wanted]
+    if {ids[at] for at in on_branch} != wanted:
+        raise SessionFileRefused("entry-missing")  # a span entry the branch does not hold
+    span_first = on_branch[0]
+    base_at = next(
+        (
+            at
+            for at in range(len(path_rows) - 1, -1, -1)
+            if path_rows[at].body is not None and is_longhaul_compaction(path_rows[at].body or {})
+        ),
         None,
     )
-    start = min(unseen_start(entries, base_id if isinstance(base_id, str) else None), span_first)
+    start = 0
+    if base_at is not None:
+        kept = (path_rows[base_at].body or {}).get("firstKeptEntryId")
+        start = unseen_start_at(ids, base_at, kept)
+    start = min(start, span_first)
     budget = UNSEEN_BYTES
     at = span_first
     while at > start:

@@ -129,6 +129,9 @@ class SessionIndex:
         self._tail = b""  # the last bytes before ``end`` as read
         self.last_read_bytes = 0  # what the latest refresh read
         self.last_refresh_cold = False
+        self._path: list[int] = []  # the latest walk, root first, and each position's place in it
+        self._on_path: dict[int, int] = {}
+        self._rooted = True  # the latest walk reached a root entry (no missing parent, no loop)
 
     def refresh(self, fd: int, identity: tuple[int, int], size: int) -> None:
         """Bring the index up to ``size`` bytes of ``fd``: only the new lines when the file just grew."""
@@ -159,6 +162,9 @@ class SessionIndex:
         return os.pread(fd, len(self._tail), self.end - len(self._tail)) == self._tail
 
     def _reset(self) -> None:
+        self._path = []
+        self._on_path = {}
+        self._rooted = True
         self.rows = []
         self.position_of = {}
         self.header = None
@@ -181,6 +187,41 @@ class SessionIndex:
         if row.entry_id is not None:
             self.position_of[row.entry_id] = len(self.rows)  # a repeated id: the later line wins
         self.rows.append(row)
+
+    def branch_positions(self, leaf: int) -> list[int]:
+        """The positions from the root to ``leaf``, following ``parentId``; a missing parent or a loop ends
+        the branch there (INSPECT-11). The previous walk is kept: a leaf that grew from it (pi appended) or
+        lies on it (``/tree`` went back) costs only the entries the walk has not seen. A walk that broke is
+        never reused, since the part above an entry on it need not be that entry's own ancestry."""
+        if not self._rooted:
+            self._path, self._on_path, self._rooted = [], {}, True
+        rows = self.rows
+        climbed: list[int] = []
+        seen: set[int] = set()
+        at: int | None = leaf
+        while at is not None and at not in self._on_path and at not in seen:
+            climbed.append(at)
+            seen.add(at)
+            parent = rows[at].parent_id
+            at = self.position_of.get(parent) if isinstance(parent, str) else None
+            if at is None and parent is not None:
+                self._rooted = False  # a missing parent: the branch ends here, broken
+        if at is None or at in seen:  # a walk of its own: to the root, or to where it broke
+            path = climbed[::-1]
+            self._on_path = {p: i for i, p in enumerate(path)}
+            self._rooted = at is None and self._rooted
+        else:
+            keep = self._on_path[at] + 1
+            if keep == len(self._path):
+                path = self._path  # the leaf grew from the last walk: extend it
+            else:
+                path = self._path[:keep]
+                self._on_path = {p: i for i, p in enumerate(path)}
+            for p in reversed(climbed):
+                self._on_path[p] = len(path)
+                path.append(p)
+        self._path = path
+        return list(path)
 
     def entry(self, fd: int, position: int) -> dict[str, Any] | None:
         """The whole entry at ``position``: the kept body, or its line read again from the file."""

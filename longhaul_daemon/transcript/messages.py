@@ -26,6 +26,7 @@ __all__ = [
     "span_messages",
     "span_refs",
     "unseen_start",
+    "unseen_start_at",
     "user_ids",
     "user_text",
 ]
@@ -79,8 +80,11 @@ def user_ids(branch: list[dict[str, Any]]) -> dict[str, str]:
     """
     ids: dict[str, str] = {}
     n = 0
-    for raw in branch:
-        if _message_role(raw) != "user":
+    for raw in branch:  # the checks of _message_role, inlined: this runs over every entry of the branch
+        if not isinstance(raw, dict) or raw.get("type") != "message":
+            continue
+        message = raw.get("message")
+        if not isinstance(message, dict) or message.get("role") != "user":
             continue
         n += 1
         entry_id = raw.get("id")
@@ -161,7 +165,9 @@ def span_refs(preparation: Preparation) -> list[str]:
     return [ref for item in items if isinstance(ref := item.get(SPAN_REF), str)]
 
 
-def select_span(preparation: Preparation, branch: list[dict[str, Any]]) -> list[SpanMessage]:
+def select_span(
+    preparation: Preparation, branch: list[dict[str, Any]], users: Mapping[str, str] | None = None
+) -> list[SpanMessage]:
     """The span (PASS-4): ``messagesToSummarize``, then ``turnPrefixMessages`` when the turn was split.
 
     A message sent by reference is the message of the branch entry it names; one sent whole is tied to the
@@ -173,8 +179,8 @@ def select_span(preparation: Preparation, branch: list[dict[str, Any]]) -> list[
         items.extend(preparation.turnPrefixMessages)
     if not any(SPAN_REF in item for item in items):
         return span_messages(items, branch)
-    by_id = {e.get("id"): e for e in branch if e.get("type") == "message"}
-    users = user_ids(branch)
+    by_id = {e.get("id"): e for e in branch if isinstance(e, dict) and e.get("type") == "message"}
+    users = user_ids(branch) if users is None else users
     span: list[SpanMessage] = []
     for item in items:
         ref = item.get(SPAN_REF)
@@ -197,7 +203,10 @@ def select_span(preparation: Preparation, branch: list[dict[str, Any]]) -> list[
 
 
 def messages_before_span(
-    branch: list[dict[str, Any]], base_compaction_id: str | None, span: list[SpanMessage]
+    branch: list[dict[str, Any]],
+    base_compaction_id: str | None,
+    span: list[SpanMessage],
+    users: Mapping[str, str] | None = None,
 ) -> list[SpanMessage]:
     """Messages no Longhaul pass saw: after the base compaction's kept boundary and before the span.
 
@@ -213,12 +222,14 @@ def messages_before_span(
         return []
     end = ids.index(first_span_entry)
     start = unseen_start(branch, base_compaction_id)
-    users = user_ids(branch)
+    users = user_ids(branch) if users is None else users
     found: list[SpanMessage] = []
     for raw in branch[start:end]:
         role = _message_role(raw)
+        if role is None:
+            continue
         message = raw.get("message")
-        if role is None or not isinstance(message, dict):
+        if not isinstance(message, dict):
             continue
         entry_id = raw.get("id") if isinstance(raw.get("id"), str) else None
         user_id = users.get(entry_id) if entry_id is not None and role == "user" else None
@@ -231,12 +242,21 @@ def unseen_start(branch: Sequence[Mapping[str, Any]], base_compaction_id: str | 
     before the base on the branch, else the entry after the base; the root when there is no base."""
     if base_compaction_id is None:
         return 0
-    ids = [raw.get("id") for raw in branch]
+    ids = [raw.get("id") if isinstance(raw, Mapping) else None for raw in branch]
     if base_compaction_id not in ids:
         return 0
     base_at = ids.index(base_compaction_id)
-    kept = branch[base_at].get("firstKeptEntryId")
-    return ids.index(kept) if isinstance(kept, str) and kept in ids[:base_at] else base_at + 1
+    return unseen_start_at(ids, base_at, branch[base_at].get("firstKeptEntryId"))
+
+
+def unseen_start_at(ids: Sequence[object], base_at: int, kept: object) -> int:
+    """:func:`unseen_start` given the branch's entry ids, the base's position and its ``firstKeptEntryId``."""
+    if isinstance(kept, str):
+        for at in range(base_at - 1, -1, -1):  # the kept entry lies shortly before the base
+            if ids[at] == kept:
+                first = ids.index(kept)  # a repeated id: the first one, as a search from the root finds it
+                return first
+    return base_at + 1
 
 
 def user_text(message: dict[str, Any]) -> str:

@@ -78,7 +78,7 @@ def test_a_small_span_behind_earlier_compactions_compacts_as_longhauls(
     sandbox: Sandbox, daemon: Daemon, compactor: str
 ) -> None:
     """Five earlier compactions (pi's own, or Longhaul's) and a current span of ~300 KB: the pass reads the
-    span whole and what the state already judged as skeletons only."""
+    span whole and leaves out the heavy entries the state already judged."""
     info = write_session(
         _session_path(sandbox, f"{compactor}.jsonl"),
         total_bytes=12_000_000,
@@ -93,7 +93,7 @@ def test_a_small_span_behind_earlier_compactions_compacts_as_longhauls(
     assert found.span_record["data"]["closedAs"] == "whole"
     (record,) = _records(sandbox, "compaction")
     branch = record["branch"]
-    assert branch["source"] == "file" and branch["skeletons"] > 0
+    assert branch["source"] == "file" and branch["leftOut"] > 0
     # Taking over from pi reads at most the newest UNSEEN_BYTES of the unjudged history; after Longhaul's own
     # compaction only the span since its kept boundary is read whole.
     assert branch["capped"] is (compactor == "pi")
