@@ -5,7 +5,8 @@ The tree::
     LonghaulError                       base of everything the daemon raises on purpose
     ├── DomainError                     -32000  answered to the client as a JSON-RPC error
     │   ├── DeadlineExceeded            -32001  a request ran past its deadline
-    │   └── Busy                        -32002  a pass for this session is already running (PASS-21)
+    │   ├── Busy                        -32002  a pass for this session is already running (PASS-21)
+    │   └── SessionFileRefused          -32004  the named session file will not be read (data: reason)
     └── StartupError                    (exit 1) ``serve`` cannot start; never sent over the wire
         ├── UnsafeSocketDir             the socket's directory is a symlink, not ours, or shared
         ├── SocketPathInvalid           the socket path is too long, or something else sits there
@@ -35,6 +36,7 @@ __all__ = [
     "DeadlineExceeded",
     "DomainError",
     "LonghaulError",
+    "SessionFileRefused",
     "SocketPathInvalid",
     "StartupError",
     "UnsafeSocketDir",
@@ -75,6 +77,18 @@ class Busy(DomainError):
 
     code: ClassVar[int] = -32002
     default_message: ClassVar[str] = "Busy"
+
+
+class SessionFileRefused(DomainError):
+    """The session file named in a request cannot be used; ``data.reason`` says why, and the shim sends the
+    branch inline instead. The reasons are listed in docs/protocol.md."""
+
+    code: ClassVar[int] = -32004
+    default_message: ClassVar[str] = "Session file refused"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Session file refused: {reason}", data={"reason": reason})
+        self.reason = reason
 
 
 class StartupError(LonghaulError):

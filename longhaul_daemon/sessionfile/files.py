@@ -21,9 +21,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from longhaul_daemon.errors import DomainError
+from longhaul_daemon.errors import SessionFileRefused
 from longhaul_daemon.sessionfile.index import Row, SessionIndex
 from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
 from longhaul_daemon.transcript.messages import unseen_start_at
@@ -42,20 +42,6 @@ UNSEEN_BYTES = 8 * 1024 * 1024  # of a stretch no pass saw, the newest this many
 SESSION_VERSION = 3  # the header version pi 0.73.1 writes (older files are migrated by pi when opened)
 _NOT_PIS = frozenset({"not-a-session", "other-session", "unknown-version"})
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
-
-
-class SessionFileRefused(DomainError):
-    """The session file cannot be used for this request; ``data.reason`` says why, and the shim resends
-    the branch inline. Reasons: ``not-absolute``, ``missing``, ``symlink``, ``not-regular``,
-    ``foreign-owner``, ``unreadable``, ``not-a-session``, ``other-session``, ``unknown-version``,
-    ``leaf-missing``, ``entry-missing``."""
-
-    code: ClassVar[int] = -32004
-    default_message: ClassVar[str] = "Session file refused"
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"Session file refused: {reason}", data={"reason": reason})
-        self.reason = reason
 
 
 @dataclass(frozen=True)
