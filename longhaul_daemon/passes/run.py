@@ -232,56 +232,69 @@ async def run_pass(
         # CONFIG-6's turns mode is not built: the Diff runs, and the record says the setting was not honoured.
         outcome.stats["narrativeMode"] = f"{settings.narrativeMode}-unavailable"
 
-    before = prepared.folded.state
-    ops = params.preparation.fileOps
-    read_files, modified_files = merge_file_lists(
-        before, read=ops.read, written=ops.written, edited=ops.edited
-    )
-    after = close_span(
-        before,
-        ledger=prepared.ledger,
-        world=world,
-        user_ids=prepared.user_ids,
-        read_files=read_files,
-        modified_files=modified_files,
-        closed_as=outcome.closed_as,
-        reason=outcome.reason,
-        pass_id=pass_id,
-        remembered=prepared.folded.remembered,
-        narrative=outcome.narrative,
-        events=outcome.events,
-    )
-    # PASS-7: the summary is the rendered state and nothing else; the pass id makes it unique (PASS-9).
-    summary = render_summary(after, pass_id=pass_id)
-    if outcome.closed_as in ("narrative-less", "chunk-missing"):
-        # FAIL-11: past 30 carried messages the oldest are left out; the log says how many.
-        wanted = set(before.carried) | set(prepared.user_ids)
-        outcome.stats["carriedLeftOut"] = len(wanted - set(after.carried))
+    close = _Close(params, prepared, world, outcome, pass_id, branch_stats)
+    return await anyio.to_thread.run_sync(close.result)  # Close and render are CPU too (PASS-21)
 
-    details = {
-        "stateFormat": STATE_FORMAT,
-        "compactor": COMPACTOR,
-        "passId": pass_id,
-        "span": after.span,
-        "state": after.model_dump(mode="json"),
-    }
-    return CompactResult(
-        passId=pass_id,
-        span=after.span,
-        compaction=Compaction(
-            summary=summary,
-            firstKeptEntryId=params.preparation.firstKeptEntryId,  # PASS-3: copied, never recomputed
-            tokensBefore=params.preparation.tokensBefore,
-            details=details,
-        ),
-        after=AfterEntries(
-            spanRecord=_span_record(prepared, before, after, world, outcome, pass_id),
-            line={"v": LINE_VERSION, "span": after.span, "calls": outcome.calls, "tokens": outcome.tokens},
-        ),
-        notice=_notice(after.span, outcome, len(after.carried)),
-        diagnostics=PassDiagnostics(
-            narrative=outcome.stats,
-            route=outcome.route,
-            branch=dict(branch_stats) if branch_stats is not None else {"source": "inline"},
-        ),
-    )
+
+@dataclass(frozen=True)
+class _Close:
+    """Everything Close needs once the Diff has decided; :meth:`result` is pure, so it runs in a thread."""
+
+    params: CompactParams
+    prepared: _Prepared
+    world: World
+    outcome: _DiffOutcome
+    pass_id: str
+    branch_stats: Mapping[str, Any] | None
+
+    def result(self) -> CompactResult:
+        params, prepared, outcome, pass_id = self.params, self.prepared, self.outcome, self.pass_id
+        before = prepared.folded.state
+        ops = params.preparation.fileOps
+        read_files, modified_files = merge_file_lists(
+            before, read=ops.read, written=ops.written, edited=ops.edited
+        )
+        after = close_span(
+            before,
+            ledger=prepared.ledger,
+            world=self.world,
+            user_ids=prepared.user_ids,
+            read_files=read_files,
+            modified_files=modified_files,
+            closed_as=outcome.closed_as,
+            reason=outcome.reason,
+            pass_id=pass_id,
+            remembered=prepared.folded.remembered,
+            narrative=outcome.narrative,
+            events=outcome.events,
+        )
+        # PASS-7: the summary is the rendered state and nothing else; the pass id makes it unique (PASS-9).
+        summary = render_summary(after, pass_id=pass_id)
+        if outcome.closed_as in ("narrative-less", "chunk-missing"):
+            # FAIL-11: past 30 carried messages the oldest are left out; the log says how many.
+            wanted = set(before.carried) | set(prepared.user_ids)
+            outcome.stats["carriedLeftOut"] = len(wanted - set(after.carried))
+        details = {
+            "stateFormat": STATE_FORMAT,
+            "compactor": COMPACTOR,
+            "passId": pass_id,
+            "span": after.span,
+            "state": after.model_dump(mode="json"),
+        }
+        line = {"v": LINE_VERSION, "span": after.span, "calls": outcome.calls, "tokens": outcome.tokens}
+        branch = dict(self.branch_stats) if self.branch_stats is not None else {"source": "inline"}
+        return CompactResult(
+            passId=pass_id,
+            span=after.span,
+            compaction=Compaction(
+                summary=summary,
+                firstKeptEntryId=params.preparation.firstKeptEntryId,  # PASS-3: copied, never recomputed
+                tokensBefore=params.preparation.tokensBefore,
+                details=details,
+            ),
+            after=AfterEntries(
+                spanRecord=_span_record(prepared, before, after, self.world, outcome, pass_id), line=line
+            ),
+            notice=_notice(after.span, outcome, len(after.carried)),
+            diagnostics=PassDiagnostics(narrative=outcome.stats, route=outcome.route, branch=branch),
+        )
