@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PY_STAMP := $(VENV)/.longhaul-installed
 NODE_STAMP := client_shim/node_modules/.longhaul-installed
 
-.PHONY: run test install lint typecheck pytest node-test e2e bench clean
+.PHONY: run test install lint typecheck pytest node-test e2e bench load-bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ run: $(PY_STAMP)
 # Timings of the pure pass steps on long synthetic sessions; numbers to compare, never asserted in tests.
 bench: $(PY_STAMP)
 	$(BIN)/python bench/pass_bench.py
+
+# 64 concurrent passes on a real daemon against a scripted 1 s model: wall time, passes/s, status latency.
+load-bench: $(PY_STAMP)
+	$(BIN)/python bench/daemon_load.py
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .
