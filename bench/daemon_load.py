@@ -139,6 +139,7 @@ class ModelStub:
     in_flight: int = 0
     most_in_flight: int = 0
     server: asyncio.Server | None = field(default=None, repr=False)
+    handlers: dict[asyncio.StreamWriter, asyncio.Task[None]] = field(default_factory=dict, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -149,7 +150,21 @@ class ModelStub:
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=512)
 
+    async def close(self) -> None:
+        """Stop listening and end the kept-alive connections, so no handler is left waiting for a request."""
+        if self.server is None:
+            return
+        self.server.close()
+        handlers = list(self.handlers.values())
+        for writer in list(self.handlers):
+            writer.close()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        await self.server.wait_closed()
+
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.handlers[writer] = task
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -164,6 +179,7 @@ class ModelStub:
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
         finally:
+            self.handlers.pop(writer, None)
             writer.close()
 
     async def _answer(self, raw: bytes) -> bytes:
@@ -366,8 +382,7 @@ async def _run(args: argparse.Namespace, scratch: _Scratch, daemon: subprocess.P
     try:
         result = await _burst(args, scratch, daemon, model)
     finally:
-        if model.server is not None:
-            model.server.close()
+        await model.close()
     print(f"model: {model.calls} calls, at most {model.most_in_flight} in flight")  # noqa: T201
     return result
 
