@@ -17,18 +17,19 @@ import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import anyio
 import structlog
 
 from longhaul_daemon.config import MAX_BATCH
 from longhaul_daemon.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
-from longhaul_daemon.rpc.registry import RpcMethod, RpcSuccess, internal_error, new_error_id
+from longhaul_daemon.rpc.registry import RpcMethod, RpcOutcome, RpcSuccess, internal_error, new_error_id
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from jsonrpcserver import Error, Success
     from jsonrpcserver.async_main import dispatch_to_serializable
 
-__all__ = ["Dispatcher", "encode_message", "error_response"]
+__all__ = ["Dispatcher", "MethodCall", "MethodRunner", "encode_message", "error_response", "run_in_own_group"]
 
 _log = structlog.get_logger("longhaul.rpc")
 
@@ -61,11 +62,37 @@ def error_response(code: int, message: str, *, data: Any = None, request_id: Any
     return {"jsonrpc": "2.0", "error": error, "id": request_id}
 
 
-def _adapt(method: RpcMethod) -> Callable[..., Awaitable[Any]]:
-    """Our outcome → jsonrpcserver's Either; taking ``*args, **kwargs`` keeps the library's bind happy."""
+MethodCall = Callable[[], Awaitable[RpcOutcome]]
+MethodRunner = Callable[[MethodCall], Awaitable[RpcOutcome]]
+"""Runs one method call as an anyio task and returns its outcome; see :func:`run_in_own_group`."""
 
-    async def library_method(*args: Any, **kwargs: Any) -> Any:
-        outcome = await method.call(*args, **kwargs)
+
+async def run_in_own_group(call: MethodCall) -> RpcOutcome:
+    """Run ``call`` as the child of a task group of its own: the runner for a dispatcher with no connection.
+
+    jsonrpcserver awaits every method inside ``asyncio.gather``, and anyio cancels the request task waiting
+    on the gather again at every loop turn until it ends; each time, gather cancels the method's task anew,
+    straight through any anyio shield in it (httpcore's shielded close of a model connection was cut short
+    that way, and the model kept streaming). A task group absorbs the repeats: its child is cancelled once,
+    by scope, and its shielded cleanups run to the end. A connection passes a runner that starts the task in
+    its own request group instead, so its cancel reaches the method at once.
+    """
+    outcomes: list[RpcOutcome] = []
+
+    async def run() -> None:
+        outcomes.append(await call())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+    return outcomes[0]
+
+
+def _adapt(method: RpcMethod) -> Callable[..., Awaitable[Any]]:
+    """Our outcome → jsonrpcserver's Either. jsonrpcserver passes its ``context`` (our runner) first; taking
+    ``*args, **kwargs`` after it keeps the library's signature bind happy."""
+
+    async def library_method(runner: MethodRunner, *args: Any, **kwargs: Any) -> Any:
+        outcome = await runner(lambda: method.call(*args, **kwargs))
         if isinstance(outcome, RpcSuccess):
             return Success(outcome.result)
         if outcome.data is None:
@@ -82,8 +109,11 @@ class Dispatcher:
         self._library_methods = {name: _adapt(method) for name, method in methods.items()}
         self._max_batch = max_batch
 
-    async def dispatch(self, frame: bytes) -> bytes | None:
-        """Reply to one frame: a JSON text without the trailing newline, or ``None`` (notifications only)."""
+    async def dispatch(self, frame: bytes, *, runner: MethodRunner = run_in_own_group) -> bytes | None:
+        """Reply to one frame: a JSON text without the trailing newline, or ``None`` (notifications only).
+
+        ``runner`` starts each method call as an anyio task (:data:`MethodRunner`).
+        """
         try:
             request = json.loads(frame)
         except (ValueError, RecursionError):
@@ -94,7 +124,7 @@ class Dispatcher:
             )
         try:
             response = await dispatch_to_serializable(
-                "", methods=self._library_methods, deserializer=lambda _s: request
+                "", methods=self._library_methods, context=runner, deserializer=lambda _s: request
             )
         except Exception as exc:
             failure = internal_error(exc, where="dispatch")

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 
 import anyio
+import anyio.lowlevel
 import structlog
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteStream
@@ -28,7 +29,8 @@ from longhaul_daemon.config import DEFAULT_MAX_FRAME, MAX_IN_FLIGHT_PER_CONNECTI
 from longhaul_daemon.errors import INVALID_REQUEST
 from longhaul_daemon.models.via_pi import bind_peer
 from longhaul_daemon.rpc import Dispatcher, encode_message, error_response
-from longhaul_daemon.rpc.registry import internal_error
+from longhaul_daemon.rpc.dispatch import MethodCall
+from longhaul_daemon.rpc.registry import RpcOutcome, internal_error
 from longhaul_daemon.server.framing import FrameReader, FrameTooLarge, line
 from longhaul_daemon.server.peer import ShimPeer, response_in
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
@@ -108,8 +110,9 @@ class _Connection:
                     self._slots.release()
                 if self._has_requests_running():
                     _log.info("client_gone_cancelling")
-                self.peer.close()
+                # Cancel first: a pass waiting on the shim is then aborted, not woken by the closed peer.
                 self._requests.cancel_scope.cancel()
+                self.peer.close()
                 return
             response = response_in(frame) if self.peer.has_sent else None
             if response is not None:
@@ -148,11 +151,30 @@ class _Connection:
     def _has_requests_running(self) -> bool:
         return self._slots.value < self._limits.max_in_flight
 
+    async def _run_method(self, call: MethodCall) -> RpcOutcome:
+        """Run one method call as a task of this connection's request group (see ``run_in_own_group``): the
+        client leaving cancels it at once, once, by scope, so its shielded cleanups run to the end."""
+        outcomes: list[RpcOutcome] = []
+        finished = anyio.Event()
+
+        async def run() -> None:
+            try:
+                outcomes.append(await call())
+            finally:
+                finished.set()
+
+        self._requests.start_soon(run)
+        await finished.wait()
+        if not outcomes:  # cancelled with the connection, and so is this wait: the checkpoint raises
+            await anyio.lowlevel.checkpoint()
+            return internal_error(RuntimeError("method ended without an outcome"), where="connection")
+        return outcomes[0]
+
     async def _handle(self, frame: bytes) -> None:
         self._tracker.begin()
         try:
             try:
-                reply = await self._dispatcher.dispatch(frame)
+                reply = await self._dispatcher.dispatch(frame, runner=self._run_method)
             except Exception as exc:
                 failure = internal_error(exc, where="connection")
                 reply = encode_message(error_response(failure.code, failure.message, data=failure.data))

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from pydantic import BaseModel, ConfigDict
 
@@ -135,3 +136,29 @@ async def test_library_made_internal_errors_are_scrubbed_of_exception_text() -> 
     assert reply["error"]["code"] == -32603
     assert set(reply["error"]["data"]) == {"errorId"}
     assert MARKER not in json.dumps(reply)
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_dispatch_lets_the_methods_shielded_cleanup_finish() -> None:
+    """jsonrpcserver's gather would cancel the method again and again, through its shield."""
+    started = anyio.Event()
+    steps: list[int] = []
+
+    async def slow(*_args: Any, **_kwargs: Any) -> RpcOutcome:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                for step in range(5):  # each checkpoint is a chance for a stray cancel to land
+                    await anyio.lowlevel.checkpoint()
+                    steps.append(step)
+        raise AssertionError("unreachable")
+
+    dispatcher = Dispatcher({"slow": RpcMethod("slow", slow)})
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(dispatcher.dispatch, json.dumps(request("slow", {})).encode())
+            await started.wait()
+            group.cancel_scope.cancel()
+    assert steps == [0, 1, 2, 3, 4]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 import structlog
 
@@ -203,6 +204,33 @@ async def test_closing_the_connection_cancels_its_in_flight_pass(short_tmp: Path
         async with connect(handle.socket_path) as other:  # the session is free again
             reply = await other.call("compact", compact_params(compactor="pi"))
             assert reply["result"]["fallback"] == "stand-down"
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_pass_runs_its_shielded_cleanup_to_the_end(short_tmp: Path) -> None:
+    """A pass's shielded cleanup (httpcore closing the model's connection) is cancelled once, not again
+    and again through the shield by jsonrpcserver's ``asyncio.gather`` as anyio re-delivers the cancel."""
+    started = anyio.Event()
+    cleanup_steps: list[int] = []
+
+    async def hang(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                for step in range(5):  # each checkpoint is a chance for a stray cancel to land
+                    await anyio.lowlevel.checkpoint()
+                    cleanup_steps.append(step)
+        raise AssertionError("unreachable")
+
+    async with running_daemon(short_tmp / "d.sock", run_pass=hang) as handle:
+        async with connect(handle.socket_path) as connection:
+            await connection.request("compact", compact_params())
+            with anyio.fail_after(10):
+                await started.wait()
+        await eventually(lambda: handle.services.passes_in_flight == 0)
+    assert cleanup_steps == [0, 1, 2, 3, 4]
 
 
 def test_peer_policy_admits_only_the_same_uid() -> None:
