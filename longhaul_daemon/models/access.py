@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from longhaul_daemon.models.http import HttpClient, make_client
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.ops.status_view import RouteHealthBook
 
@@ -12,9 +15,24 @@ __all__ = ["ModelAccess"]
 
 @dataclass
 class ModelAccess:
-    """Daemon-wide: per-provider concurrency limits, the route health ``status`` shows, and the apis whose
-    calls go through pi's own provider layer (``model.complete``) instead of the daemon's clients."""
+    """Daemon-wide: per-provider concurrency limits, the route health ``status`` shows, the apis whose
+    calls go through pi's own provider layer (``model.complete``) instead of the daemon's clients, and the
+    daemon's one HTTP client."""
 
     limits: ProviderLimits = field(default_factory=ProviderLimits)
     health: RouteHealthBook = field(default_factory=RouteHealthBook)
     via_pi_apis: frozenset[str] = frozenset()
+    client: HttpClient | None = None  # owned by the daemon's lifecycle; None outside a serving daemon
+
+    @asynccontextmanager
+    async def http_client(self) -> AsyncIterator[HttpClient]:
+        """The daemon's client, left open for the next pass; without one, a client for this block only.
+
+        Sharing one client keeps its connection pool and SSL context: building them took a third of the
+        daemon's CPU when many small passes ran at once.
+        """
+        if self.client is not None:
+            yield self.client
+            return
+        async with make_client() as client:
+            yield client

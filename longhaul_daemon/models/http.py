@@ -21,11 +21,13 @@ from longhaul_daemon.models.retry import error_for_status
 
 __all__ = [
     "REQUEST_ID_HEADERS",
+    "SHARED_KEEPALIVE",
     "HttpClient",
     "PreparedCall",
     "SseEvent",
     "SseParser",
     "make_client",
+    "make_shared_client",
     "post_json",
     "request_id_of",
     "stream_sse",
@@ -37,6 +39,7 @@ HttpClient = httpx.AsyncClient
 REQUEST_ID_HEADERS = ("request-id", "x-request-id", "x-goog-request-id", "cf-ray")
 _MAX_ERROR_BODY = 64 * 1024
 _CHATTY_LOGGERS = ("httpx", "httpcore")
+SHARED_KEEPALIVE = 64  # idle connections the shared client keeps; a burst of passes reuses them
 
 
 def make_client(
@@ -45,24 +48,35 @@ def make_client(
     read: float = 120.0,
     write: float = 30.0,
     pool: float = 5.0,
-    max_connections: int = 8,
+    max_connections: int | None = 8,
+    max_keepalive: int | None = None,
 ) -> httpx.AsyncClient:
-    """One client per daemon: per-operation timeouts, no transport retries (the retry loop decides).
+    """A client with per-operation timeouts and no transport retries (the retry loop decides).
 
     Also quiets httpx and httpcore below WARNING: their DEBUG lines print response headers verbatim, and
     their INFO lines name every request; neither belongs in our log.
     """
     for name in _CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    if max_keepalive is None:
+        max_keepalive = max(1, max_connections // 2) if max_connections is not None else None
     return httpx.AsyncClient(
         timeout=httpx.Timeout(connect=connect, read=read, write=write, pool=pool),
-        limits=httpx.Limits(
-            max_connections=max_connections, max_keepalive_connections=max(1, max_connections // 2)
-        ),
+        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_keepalive),
         transport=httpx.AsyncHTTPTransport(retries=0),
         follow_redirects=False,
         trust_env=False,
     )
+
+
+def make_shared_client() -> httpx.AsyncClient:
+    """The daemon's one client, shared by every pass.
+
+    Its pool has no size cap of its own: the per-provider limiters already bound how many calls run, and a
+    second, smaller cap here would turn a wider ``concurrency`` setting into pool timeouts. Up to
+    :data:`SHARED_KEEPALIVE` idle connections are kept for the next burst.
+    """
+    return make_client(max_connections=None, max_keepalive=SHARED_KEEPALIVE)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from longhaul_daemon.diff.takeover import Takeover, plan_takeover
 from longhaul_daemon.diff.turns import carried_messages
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.http import make_client
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
 from longhaul_daemon.models.via_pi import current_peer
 from longhaul_daemon.passes.close import close_span, merge_file_lists
@@ -132,7 +131,7 @@ async def _diff(
         if facts is not None:
             windows.setdefault(facts.spec, facts.contextWindow)
     started = time.monotonic()
-    async with make_client() as client:
+    async with access.http_client() as client:
         model = PassModel(
             plan, budget=budget, client=client, access=access, context_windows=windows, peer=current_peer()
         )

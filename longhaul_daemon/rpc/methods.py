@@ -22,6 +22,7 @@ from longhaul_daemon import __version__
 from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S, choose_compactor
 from longhaul_daemon.errors import Busy
 from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.ops.status_view import RouteHealthBook, known_log_files
 from longhaul_daemon.protocol import (
@@ -91,6 +92,7 @@ class Services:
     via_pi_apis: frozenset[str] = frozenset()  # apis whose calls go through the shim (serve --via-pi)
     provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
     session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
+    http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
 
     async def read_branch(
         self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
@@ -110,11 +112,13 @@ class Services:
             raise
 
     def model_access(self) -> ModelAccess:
-        """What a pass needs to call models; shared limits and health, so status sees every pass's calls."""
+        """What a pass needs to call models; shared limits, health and client, so status sees every pass's
+        calls and no pass pays for a connection pool and SSL context of its own."""
         return ModelAccess(
             limits=self.provider_limits,
             health=self.route_health,
             via_pi_apis=self.via_pi_apis,
+            client=self.http_client,
         )
 
     def status(self) -> StatusResult:

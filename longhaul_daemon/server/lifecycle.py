@@ -2,8 +2,8 @@
 
 Shutdown (SIGTERM/SIGINT, or the ``stop`` event in tests): ``STOPPING=1``, stop accepting and close the
 listener, wait up to ``grace_s`` for in-flight *requests* (not idle connections) to finish, cancel whatever is
-left, then unlink the socket unless systemd owns it. The daemon keeps no truth of its own (the transcript
-does), so a cancelled pass only costs the shim a fallback.
+left, close the HTTP client every pass shared, then unlink the socket unless systemd owns it. The daemon
+keeps no truth of its own (the transcript does), so a cancelled pass only costs the shim a fallback.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from longhaul_daemon.config import (
     DEFAULT_PASS_BUDGET_S,
     MAX_IN_FLIGHT_PER_CONNECTION,
 )
+from longhaul_daemon.models.http import make_shared_client
 from longhaul_daemon.rpc import Dispatcher, RunPass, Services, build_methods
 from longhaul_daemon.rpc.registry import internal_error
 from longhaul_daemon.server.connection import ConnectionLimits, RequestTracker, serve_connection
@@ -83,7 +84,9 @@ async def run_daemon(
         if run_pass is not None:
             services.run_pass = run_pass
         stop_event = stop if stop is not None else anyio.Event()
-        async with anyio.create_task_group() as root:
+        # One HTTP client for every pass (pool and SSL context built once); closed once nothing runs.
+        async with make_shared_client() as client, anyio.create_task_group() as root:
+            services.http_client = client
             if options.handle_signals:
                 await root.start(_stop_on_signal, stop_event)
             interval = systemd.watchdog_interval()
