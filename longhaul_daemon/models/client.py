@@ -97,7 +97,7 @@ async def complete(
         reasoning=reasoning,
         via=via,
     )
-    limiter = limits.limiter(target.limit_key) if limits is not None else None
+    limiter = limits.limiter(target.limit_key, provider=target.provider) if limits is not None else None
     started = budget.now()
 
     async def attempt(number: int) -> CompletionResult:

@@ -1,7 +1,12 @@
 """Per-provider concurrency limits, so parallel passes cannot flood one provider into 429s.
 
-One ``anyio.CapacityLimiter`` per provider key (the provider name, or base URL for local servers), created on
-first use. Waiting for a slot happens inside the call's budget scope, so it is bounded by the deadline too.
+One ``anyio.CapacityLimiter`` per provider key (the provider name plus its base URL, see
+``ModelTarget.limit_key``), created on first use and shared by every pass of the daemon. How many calls each
+may run is configured in ``longhaul.json`` (``"concurrency"``, read again at every pass): an entry for the
+exact key wins, then one for the provider name, then ``"default"``, then :data:`DEFAULT_LIMIT`. A new
+configuration resizes the limiters already made: a wider limit lets waiting calls in at once, a narrower one
+lets calls already running finish and holds new ones until the count is under it. Waiting for a slot happens
+inside the call's budget scope, so it is bounded by the deadline too.
 """
 
 from __future__ import annotations
@@ -10,28 +15,54 @@ from collections.abc import Mapping
 
 import anyio
 
-__all__ = ["DEFAULT_LIMIT", "ProviderLimits"]
+__all__ = ["DEFAULT_KEY", "DEFAULT_LIMIT", "ProviderLimits"]
 
 DEFAULT_LIMIT = 4
+DEFAULT_KEY = "default"  # the ``concurrency`` entry that applies to every provider without its own
 
 
 class ProviderLimits:
-    """Hands out the limiter of a provider key; limits per key may be configured, the rest get the default."""
+    """Hands out the limiter of a provider key, sized by the configured limits."""
 
-    def __init__(self, default: int = DEFAULT_LIMIT, per_key: Mapping[str, int] | None = None) -> None:
-        if default < 1 or any(v < 1 for v in (per_key or {}).values()):
+    def __init__(self, default: int = DEFAULT_LIMIT, per_provider: Mapping[str, int] | None = None) -> None:
+        self._limiters: dict[str, tuple[str | None, anyio.CapacityLimiter]] = {}
+        self._default = DEFAULT_LIMIT
+        self._per_provider: dict[str, int] = {}
+        self.configure({DEFAULT_KEY: default, **(per_provider or {})})
+
+    def configure(self, limits: Mapping[str, int]) -> None:
+        """Apply ``longhaul.json``'s ``concurrency`` entries; keys left out fall back to the default.
+
+        The values come validated from :mod:`longhaul_daemon.settings`; a value below 1 is a bug, not a
+        setting, so it raises instead of being skipped.
+        """
+        if any(value < 1 for value in limits.values()):
             raise ValueError("concurrency limits must be at least 1")
-        self._default = default
-        self._per_key = dict(per_key or {})
-        self._limiters: dict[str, anyio.CapacityLimiter] = {}
+        default = limits.get(DEFAULT_KEY, DEFAULT_LIMIT)
+        per_provider = {key: value for key, value in limits.items() if key != DEFAULT_KEY}
+        if default == self._default and per_provider == self._per_provider:
+            return  # the usual case: every pass re-reads the same file
+        self._default, self._per_provider = default, per_provider
+        for key, (provider, limiter) in self._limiters.items():
+            wanted = self.limit_for(key, provider)
+            if limiter.total_tokens != wanted:
+                limiter.total_tokens = wanted
 
-    def limiter(self, key: str) -> anyio.CapacityLimiter:
+    def limit_for(self, key: str, provider: str | None = None) -> int:
+        """The configured limit of ``key``: the exact key's entry, the provider's, else the default."""
+        found = self._per_provider.get(key)
+        if found is None and provider is not None:
+            found = self._per_provider.get(provider)
+        return self._default if found is None else found
+
+    def limiter(self, key: str, *, provider: str | None = None) -> anyio.CapacityLimiter:
+        """The limiter of ``key`` (made on first use); ``provider`` lets a per-provider entry apply."""
         found = self._limiters.get(key)
         if found is None:
-            found = anyio.CapacityLimiter(self._per_key.get(key, self._default))
+            found = (provider, anyio.CapacityLimiter(self.limit_for(key, provider)))
             self._limiters[key] = found
-        return found
+        return found[1]
 
     def in_use(self) -> dict[str, int]:
         """Borrowed slots per key, for the status route."""
-        return {key: int(lim.borrowed_tokens) for key, lim in self._limiters.items()}
+        return {key: int(limiter.borrowed_tokens) for key, (_, limiter) in self._limiters.items()}

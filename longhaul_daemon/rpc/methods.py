@@ -121,6 +121,13 @@ class Services:
             client=self.http_client,
         )
 
+    def apply_settings(self, params: CompactParams) -> list[str]:
+        """Read this pass's ``longhaul.json`` for its daemon-wide part, the per-provider concurrency, and
+        return its problems as ``source:code`` (CONFIG-9: never the file's path or content)."""
+        settings = load_settings(params.session.agentDir, params.session.cwd)
+        self.provider_limits.configure(dict(settings.concurrency))
+        return [f"{problem.source}:{problem.code}" for problem in settings.problems]
+
     def status(self) -> StatusResult:
         return StatusResult(
             version=__version__,
@@ -189,6 +196,9 @@ async def _run_busy_compact(
     log.info("pass_started", reason=params.reason, branch_entries=len(branch or params.branchEntries or []))
     left_s = max(0.0, services.pass_budget_s - (time.monotonic() - started))  # reading the file counts too
     try:
+        problems = services.apply_settings(params)
+        if problems:
+            log.info("settings_problems", problems=problems)
         with anyio.move_on_after(left_s):
             result = await services.run_pass(
                 params,

@@ -1,25 +1,87 @@
-"""What passes share through a serving daemon: one HTTP client.
+"""What passes share through a serving daemon: one HTTP client, and per-provider limits set in longhaul.json.
 
 Real daemons on real sockets run real passes against loopback model servers; only the model is scripted.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from models.scripted import scripted_server
 from models.wires import KEY
 from passes.model_steps import answer_reply, with_model, with_settings
 from passes.pi_branch import Session
+from pydantic import SecretStr
 
 from longhaul_daemon.models.client import complete
-from longhaul_daemon.protocol import CompactParams
+from longhaul_daemon.protocol import CompactParams, ModelCredentials, ModelFacts
+from longhaul_daemon.rpc.methods import Services
 
-from .harness import connect, running_daemon
+from .harness import WAIT_S, connect, eventually, running_daemon
 
 pytestmark = pytest.mark.anyio
+
+
+class GateServer:
+    """A model that holds every request until ``release`` is set, counting how many it holds at once."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.seen = 0
+        self.holding = 0
+        self.most = 0
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05})
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        gate = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", "0")))
+                with gate._lock:
+                    gate.seen += 1
+                    gate.holding += 1
+                    gate.most = max(gate.most, gate.holding)
+                gate.release.wait(WAIT_S)
+                with gate._lock:
+                    gate.holding -= 1
+                body = json.dumps({"error": {"type": "invalid_request_error"}}).encode()  # fatal: no retry
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        return Handler
+
+    def __enter__(self) -> GateServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=WAIT_S)
 
 
 @pytest.fixture
@@ -30,6 +92,17 @@ def session(short_tmp: Path) -> Session:
     s.bash("python -m export", "wrote out.csv")
     s.user("Keep going.")
     return s
+
+
+def on_gate(params: CompactParams, gate: GateServer) -> CompactParams:
+    """``params`` whose session model is ``gate``: ``with_model`` for a server of another kind."""
+    facts = ModelFacts(
+        provider="test", id="session-model", api="openai-completions", baseUrl=gate.url + "/v1"
+    )
+    session = params.session.model_copy(update={"model": facts})
+    return params.model_copy(
+        update={"session": session, "credentials": ModelCredentials(apiKey=SecretStr(KEY))}
+    )
 
 
 def wire(params: CompactParams, session_id: str) -> dict[str, Any]:
@@ -69,3 +142,51 @@ async def test_one_http_client_serves_every_pass_and_is_closed_when_the_daemon_s
             assert not shared.is_closed  # a finished pass leaves the daemon's client open
     assert len(clients) == 2 and all(client is shared for client in clients)
     assert shared.is_closed
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "limit"),
+    [({"default": 2}, 2), ({"default": 1, "test": 3}, 3)],
+    ids=["default", "per-provider"],
+)
+async def test_a_limit_of_n_in_longhaul_json_lets_n_calls_run_at_once(
+    session: Session, short_tmp: Path, concurrency: dict[str, int], limit: int
+) -> None:
+    with GateServer() as gate:
+        params = with_settings(
+            on_gate(session.params(len(session.entries) - 1), gate), {"concurrency": concurrency}
+        )
+        assert params.session.model is not None
+        key = f"{params.session.model.provider}@{params.session.model.baseUrl}"
+        replies: list[dict[str, Any]] = []
+        async with running_daemon(short_tmp / "d.sock") as handle:
+
+            async def one(session_id: str) -> None:
+                replies.append(await compact(handle.socket_path, wire(params, session_id)))
+
+            with anyio.fail_after(WAIT_S):
+                async with anyio.create_task_group() as group:
+                    for n in range(limit + 1):
+                        group.start_soon(one, f"s{n}")
+                    await eventually(lambda: gate.holding == limit)
+                    limiter = handle.services.provider_limits.limiter(key)
+                    await eventually(lambda: limiter.statistics().tasks_waiting == 1)
+                    assert gate.seen == limit  # the one past the limit waits in the daemon, not at the model
+                    gate.release.set()
+        assert gate.seen == limit + 1 and gate.most == limit
+        assert len(replies) == limit + 1
+
+
+def test_every_pass_applies_its_longhaul_json_to_the_daemon_wide_limiter(
+    session: Session, short_tmp: Path
+) -> None:
+    services = Services(socket_path=str(short_tmp / "unused.sock"))
+    params = with_settings(session.params(len(session.entries) - 1), {"concurrency": {"default": 2}})
+    limiter = services.provider_limits.limiter("p@http://x", provider="p")
+    assert services.apply_settings(params) == [] and limiter.total_tokens == 2
+    settings_file = Path(params.session.agentDir) / "longhaul.json"
+    settings_file.write_text(json.dumps({"concurrency": {"default": 9, "p": 5}}))
+    assert services.apply_settings(params) == [] and limiter.total_tokens == 5
+    settings_file.write_text(json.dumps({"concurrency": {"p": 0}}))
+    assert services.apply_settings(params) == ["agent:bad-concurrency"]
+    assert limiter.total_tokens == 4  # the bad entry is ignored: back to the built-in default
