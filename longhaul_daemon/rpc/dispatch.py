@@ -7,17 +7,29 @@ is wrapped in a warning filter, frames are parsed by us once and handed over wit
 library-made -32603/-32000 carrying text is replaced by an error id before it reaches the client. The
 library's own stdlib logger (``logger.exception`` with the message) is silenced; our operational log records
 the error id and class instead.
+
+The library's request check is a draft-04 jsonschema run over the whole parsed frame, params included: on a
+big ``compact`` frame it cost twice the parse. :func:`check_envelope` makes the same decision from the
+envelope's four members alone, and the library still builds the -32600 reply, so the answer is unchanged.
+
+Frames are parsed with orjson (faster than the stdlib: about 2x on a typical ``compact`` frame, and replies
+encode several times faster), falling back to the stdlib for the JSON orjson refuses but the stdlib reads
+(a lone surrogate escape, which pi's ``JSON.stringify`` writes for a string cut inside an emoji). NaN and
+Infinity are not JSON: both parsers refuse them, so such a frame is a -32700 parse error instead of a reply
+that cannot be encoded.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import anyio
+import orjson
 import structlog
 
 from longhaul_daemon.config import MAX_BATCH
@@ -29,12 +41,23 @@ with warnings.catch_warnings():
     from jsonrpcserver import Error, Success
     from jsonrpcserver.async_main import dispatch_to_serializable
 
-__all__ = ["Dispatcher", "MethodCall", "MethodRunner", "encode_message", "error_response", "run_in_own_group"]
+__all__ = [
+    "Dispatcher",
+    "InvalidEnvelope",
+    "MethodCall",
+    "MethodRunner",
+    "check_envelope",
+    "decode_frame",
+    "encode_message",
+    "error_response",
+    "run_in_own_group",
+]
 
 _log = structlog.get_logger("longhaul.rpc")
 
 _SERVER_ERROR = -32000  # jsonrpcserver's code when dispatch itself blows up; data is str(exc)
 _TEXT_CARRYING_CODES = frozenset({INTERNAL_ERROR, _SERVER_ERROR})
+_MEMBERS: Final = frozenset({"jsonrpc", "method", "id", "params"})
 
 
 def _silence_library_logger() -> None:
@@ -49,9 +72,42 @@ def _silence_library_logger() -> None:
 _silence_library_logger()
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: Infinity spelled as a number
+        raise ValueError("number out of range")
+    return value
+
+
+def decode_frame(frame: bytes) -> Any:
+    """One frame as Python values; ``ValueError`` (or ``RecursionError``) when it is not JSON.
+
+    orjson first; what it refuses is read again by the stdlib, which accepts lone surrogate escapes (and
+    the byte order marks the stdlib always took), so only NaN, Infinity and out-of-range numbers, which
+    JSON does not have, are refused where they were accepted before.
+    """
+    try:
+        return orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        pass
+    return json.loads(frame, parse_constant=_no_constant, parse_float=_finite_float)
+
+
 def encode_message(message: object) -> bytes:
-    """Compact JSON, UTF-8, no NaN: newlines inside strings are escaped, so the result is one NDJSON line."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    """Compact JSON, UTF-8: newlines inside strings are escaped, so the result is one NDJSON line.
+
+    orjson writes a non-finite float as ``null``. What orjson refuses (a lone surrogate, an integer past 64
+    bits, a non-string key) goes through the stdlib with every non-ASCII character escaped, so it still
+    becomes valid UTF-8 JSON.
+    """
+    try:
+        return orjson.dumps(message)
+    except TypeError:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
 
 
 def error_response(code: int, message: str, *, data: Any = None, request_id: Any = None) -> dict[str, Any]:
@@ -60,6 +116,38 @@ def error_response(code: int, message: str, *, data: Any = None, request_id: Any
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "error": error, "id": request_id}
+
+
+class InvalidEnvelope(ValueError):
+    """Not a JSON-RPC 2.0 request object (or a batch of them); jsonrpcserver answers -32600."""
+
+
+def _check_request(request: object) -> None:
+    if not isinstance(request, dict) or not request.keys() <= _MEMBERS:
+        raise InvalidEnvelope()
+    if request.get("jsonrpc") != "2.0" or not isinstance(request.get("method"), str):
+        raise InvalidEnvelope()
+    if "id" in request:
+        request_id = request["id"]
+        # draft-04's "number" excludes booleans, which Python counts as ints
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int | float | None):
+            raise InvalidEnvelope()
+    if "params" in request and not isinstance(request["params"], dict | list):
+        raise InvalidEnvelope()
+
+
+def check_envelope(request: Any) -> Any:
+    """The decision of jsonrpcserver's request schema, made from the envelope alone: a request object, or a
+    non-empty array of them; ``jsonrpc`` exactly ``"2.0"``; a string ``method``; an ``id`` that is a string,
+    a number or null; ``params`` an array or an object; no other member. Raises :class:`InvalidEnvelope`."""
+    if isinstance(request, list):
+        if not request:
+            raise InvalidEnvelope()
+        for member in request:
+            _check_request(member)
+    else:
+        _check_request(request)
+    return request
 
 
 MethodCall = Callable[[], Awaitable[RpcOutcome]]
@@ -105,9 +193,16 @@ def _adapt(method: RpcMethod) -> Callable[..., Awaitable[Any]]:
 class Dispatcher:
     """Dispatches one NDJSON frame to the method table; returns the reply text, or ``None`` for no reply."""
 
-    def __init__(self, methods: Mapping[str, RpcMethod], *, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self,
+        methods: Mapping[str, RpcMethod],
+        *,
+        max_batch: int = MAX_BATCH,
+        loads: Callable[[bytes], Any] = decode_frame,
+    ) -> None:
         self._library_methods = {name: _adapt(method) for name, method in methods.items()}
         self._max_batch = max_batch
+        self._loads = loads
 
     async def dispatch(self, frame: bytes, *, runner: MethodRunner = run_in_own_group) -> bytes | None:
         """Reply to one frame: a JSON text without the trailing newline, or ``None`` (notifications only).
@@ -115,7 +210,7 @@ class Dispatcher:
         ``runner`` starts each method call as an anyio task (:data:`MethodRunner`).
         """
         try:
-            request = json.loads(frame)
+            request = self._loads(frame)
         except (ValueError, RecursionError):
             return encode_message(error_response(PARSE_ERROR, "Parse error"))
         if isinstance(request, list) and len(request) > self._max_batch:
@@ -124,7 +219,11 @@ class Dispatcher:
             )
         try:
             response = await dispatch_to_serializable(
-                "", methods=self._library_methods, context=runner, deserializer=lambda _s: request
+                "",
+                methods=self._library_methods,
+                context=runner,
+                deserializer=lambda _s: request,
+                validator=check_envelope,
             )
         except Exception as exc:
             failure = internal_error(exc, where="dispatch")
