@@ -16,7 +16,7 @@ Frames are parsed with orjson (faster than the stdlib: about 2x on a typical ``c
 encode several times faster), falling back to the stdlib for the JSON orjson refuses but the stdlib reads
 (a lone surrogate escape, which pi's ``JSON.stringify`` writes for a string cut inside an emoji). NaN and
 Infinity are not JSON: both parsers refuse them, so such a frame is a -32700 parse error instead of a reply
-that cannot be encoded.
+that cannot be encoded. A frame over :data:`THREAD_DECODE_BYTES` is parsed in a worker thread.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import anyio
+import anyio.to_thread
 import orjson
 import structlog
 
@@ -42,6 +43,8 @@ with warnings.catch_warnings():
     from jsonrpcserver.async_main import dispatch_to_serializable
 
 __all__ = [
+    "NOT_DECODED",
+    "THREAD_DECODE_BYTES",
     "Dispatcher",
     "InvalidEnvelope",
     "MethodCall",
@@ -57,7 +60,9 @@ _log = structlog.get_logger("longhaul.rpc")
 
 _SERVER_ERROR = -32000  # jsonrpcserver's code when dispatch itself blows up; data is str(exc)
 _TEXT_CARRYING_CODES = frozenset({INTERNAL_ERROR, _SERVER_ERROR})
+THREAD_DECODE_BYTES: Final = 1024 * 1024  # larger frames are parsed in a worker thread
 _MEMBERS: Final = frozenset({"jsonrpc", "method", "id", "params"})
+NOT_DECODED: Final[Any] = object()  # ``dispatch(decoded=…)``: the caller has not parsed the frame
 
 
 def _silence_library_logger() -> None:
@@ -199,20 +204,38 @@ class Dispatcher:
         *,
         max_batch: int = MAX_BATCH,
         loads: Callable[[bytes], Any] = decode_frame,
+        thread_decode_bytes: int = THREAD_DECODE_BYTES,
     ) -> None:
         self._library_methods = {name: _adapt(method) for name, method in methods.items()}
         self._max_batch = max_batch
         self._loads = loads
+        self._thread_decode_bytes = thread_decode_bytes
 
-    async def dispatch(self, frame: bytes, *, runner: MethodRunner = run_in_own_group) -> bytes | None:
+    async def decode(self, frame: bytes) -> Any:
+        """Parse a frame, one over the threshold in a worker thread; raises ``ValueError``/``RecursionError``.
+
+        The loop goes on while the thread waits for the GIL or runs Python code. orjson (and the stdlib's
+        C scanner) hold the GIL for the whole parse, though, so a huge frame still stalls the loop for the
+        parse itself: about 0.2 s for 30 MB, thread or not.
+        """
+        if len(frame) > self._thread_decode_bytes:
+            return await anyio.to_thread.run_sync(self._loads, frame)
+        return self._loads(frame)
+
+    async def dispatch(
+        self, frame: bytes, *, decoded: Any = NOT_DECODED, runner: MethodRunner = run_in_own_group
+    ) -> bytes | None:
         """Reply to one frame: a JSON text without the trailing newline, or ``None`` (notifications only).
 
-        ``runner`` starts each method call as an anyio task (:data:`MethodRunner`).
+        ``decoded`` is the frame already parsed by the caller, so it is not parsed twice; ``runner`` starts
+        each method call as an anyio task (:data:`MethodRunner`).
         """
-        try:
-            request = self._loads(frame)
-        except (ValueError, RecursionError):
-            return encode_message(error_response(PARSE_ERROR, "Parse error"))
+        request = decoded
+        if request is NOT_DECODED:
+            try:
+                request = await self.decode(frame)
+            except (ValueError, RecursionError):
+                return encode_message(error_response(PARSE_ERROR, "Parse error"))
         if isinstance(request, list) and len(request) > self._max_batch:
             return encode_message(
                 error_response(INVALID_REQUEST, "Batch too large", data={"maxBatch": self._max_batch})

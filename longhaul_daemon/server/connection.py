@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -29,7 +30,7 @@ from longhaul_daemon.config import DEFAULT_MAX_FRAME, MAX_IN_FLIGHT_PER_CONNECTI
 from longhaul_daemon.errors import INVALID_REQUEST
 from longhaul_daemon.models.via_pi import bind_peer
 from longhaul_daemon.rpc import Dispatcher, encode_message, error_response
-from longhaul_daemon.rpc.dispatch import MethodCall
+from longhaul_daemon.rpc.dispatch import NOT_DECODED, MethodCall
 from longhaul_daemon.rpc.registry import RpcOutcome, internal_error
 from longhaul_daemon.server.framing import FrameReader, FrameTooLarge, line
 from longhaul_daemon.server.peer import ShimPeer, response_in
@@ -114,15 +115,19 @@ class _Connection:
                 self._requests.cancel_scope.cancel()
                 self.peer.close()
                 return
-            response = response_in(frame) if self.peer.has_sent else None
-            if response is not None:
-                if holds_slot:
-                    self._slots.release()
-                self.peer.deliver(response)
-                continue
+            decoded: Any = NOT_DECODED
+            if self.peer.has_sent:  # the frame may answer our model.complete; parsed once, here
+                with contextlib.suppress(ValueError, RecursionError):  # not JSON: dispatch says -32700
+                    decoded = await self._dispatcher.decode(frame)
+                response = response_in(decoded)
+                if response is not None:
+                    if holds_slot:
+                        self._slots.release()
+                    self.peer.deliver(response)
+                    continue
             if not holds_slot:
                 await self._slots.acquire()
-            self._requests.start_soon(self._handle, frame)
+            self._requests.start_soon(self._handle, frame, decoded)
 
     async def _slot_or_awaited_reply(self) -> bool:
         """Take a request slot (True), or return False when none is free and a shim call awaits a reply."""
@@ -170,11 +175,11 @@ class _Connection:
             return internal_error(RuntimeError("method ended without an outcome"), where="connection")
         return outcomes[0]
 
-    async def _handle(self, frame: bytes) -> None:
+    async def _handle(self, frame: bytes, decoded: Any) -> None:
         self._tracker.begin()
         try:
             try:
-                reply = await self._dispatcher.dispatch(frame, runner=self._run_method)
+                reply = await self._dispatcher.dispatch(frame, decoded=decoded, runner=self._run_method)
             except Exception as exc:
                 failure = internal_error(exc, where="connection")
                 reply = encode_message(error_response(failure.code, failure.message, data=failure.data))

@@ -12,7 +12,6 @@ waiting (a reply arriving later is dropped).
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -108,12 +107,8 @@ class ShimPeer:
                 waiting.done.set()
 
 
-def response_in(frame: bytes) -> dict[str, Any] | None:
-    """The frame if it is a JSON-RPC *response* (``result`` or ``error``, no ``method``), else None."""
-    try:
-        message = json.loads(frame)
-    except (ValueError, RecursionError):
-        return None
+def response_in(message: object) -> dict[str, Any] | None:
+    """The parsed frame if it is a JSON-RPC *response* (``result`` or ``error``, no ``method``), else None."""
     if not isinstance(message, dict) or "method" in message:
         return None
     if "result" not in message and "error" not in message:

@@ -161,16 +161,34 @@ async def test_requests_pipelined_by_the_shim_still_run_while_it_is_being_asked(
 
 
 def test_only_responses_are_taken_for_the_peer() -> None:
-    assert response_in(b'{"jsonrpc":"2.0","id":"d1","result":null}') == {
+    assert response_in({"jsonrpc": "2.0", "id": "d1", "result": None}) == {
         "jsonrpc": "2.0",
         "id": "d1",
         "result": None,
     }
-    assert response_in(b'{"jsonrpc":"2.0","id":"d1","error":{"code":1}}') is not None
-    assert response_in(b'{"jsonrpc":"2.0","id":1,"method":"status","result":1}') is None
-    assert response_in(b'{"jsonrpc":"2.0","id":1}') is None
-    assert response_in(b"[]") is None
-    assert response_in(b"{not json") is None
+    assert response_in({"jsonrpc": "2.0", "id": "d1", "error": {"code": 1}}) is not None
+    assert response_in({"jsonrpc": "2.0", "id": 1, "method": "status", "result": 1}) is None
+    assert response_in({"jsonrpc": "2.0", "id": 1}) is None
+    assert response_in([]) is None
+    assert response_in(object()) is None  # a frame that did not parse
+
+
+@pytest.mark.anyio
+async def test_garbage_after_a_shim_call_is_a_parse_error_and_the_call_still_gets_its_reply(
+    short_tmp: Path,
+) -> None:
+    """Once the daemon has asked the shim, frames are parsed in the read loop; a bad one is still -32700."""
+    async with (
+        running_daemon(short_tmp / "d.sock", run_pass=asking_pass) as handle,
+        connect(handle.socket_path) as connection,
+    ):
+        compact_id = await connection.request("compact", compact_params())
+        asked = await read_daemon_request(connection)
+        await connection.send_raw(b"{not json\n")
+        assert (await connection.receive())["error"]["code"] == -32700
+        await connection.send({"jsonrpc": "2.0", "id": asked["id"], "result": "R"})
+        reply = await connection.receive()
+        assert reply["id"] == compact_id and reply["result"]["compaction"]["summary"] == 'answer "R"'
 
 
 def test_there_is_no_peer_outside_a_connection() -> None:

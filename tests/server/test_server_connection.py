@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,19 @@ import pytest
 import structlog
 
 from longhaul_daemon.protocol import CompactParams, CompactResult
+from longhaul_daemon.rpc.dispatch import Dispatcher, decode_frame
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
-from .harness import compact_params, connect, eventually, running_daemon, session, sleeping_pass, whole_result
+from .harness import (
+    WAIT_S,
+    compact_params,
+    connect,
+    eventually,
+    running_daemon,
+    session,
+    sleeping_pass,
+    whole_result,
+)
 
 MARKER = "MARKER-91d2-not-for-the-wire"
 
@@ -231,6 +243,44 @@ async def test_a_cancelled_pass_runs_its_shielded_cleanup_to_the_end(short_tmp: 
                 await started.wait()
         await eventually(lambda: handle.services.passes_in_flight == 0)
     assert cleanup_steps == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.anyio
+async def test_status_is_answered_while_a_large_frame_decodes(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame over the threshold is parsed in a worker thread: here the parse is held until ``status``, sent
+    on another connection after the parse began, has its reply; on the loop it would block that reply."""
+    threshold = 64 * 1024
+    decoding, release = threading.Event(), threading.Event()
+    parsed_on: list[int] = []
+
+    def held_loads(frame: bytes) -> Any:
+        if len(frame) > threshold:
+            parsed_on.append(threading.get_ident())
+            decoding.set()
+            release.wait(2 * WAIT_S)  # longer than the status call may wait: on the loop, the test fails
+        return decode_frame(frame)
+
+    dispatcher = functools.partial(Dispatcher, loads=held_loads, thread_decode_bytes=threshold)
+    monkeypatch.setattr("longhaul_daemon.server.lifecycle.Dispatcher", dispatcher)
+    big = compact_params(instructions="0", branchEntries=[{"type": "custom", "data": "x" * 1000}] * 200)
+    order: list[str] = []
+    async with (
+        running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass) as handle,
+        connect(handle.socket_path) as big_connection,
+        connect(handle.socket_path) as small_connection,
+    ):
+        big_id = await big_connection.request("compact", big)
+        assert await anyio.to_thread.run_sync(decoding.wait, WAIT_S)
+        status = await small_connection.call("status", {})
+        order.append("status")
+        release.set()
+        reply = await big_connection.receive()
+        order.append("compact")
+    assert order == ["status", "compact"]
+    assert "result" in status and reply["id"] == big_id and reply["result"]["compaction"] is not None
+    assert parsed_on and parsed_on[0] != threading.get_ident()  # not the event loop's thread
 
 
 def test_peer_policy_admits_only_the_same_uid() -> None:
