@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import orjson
 
 from longhaul_daemon.models.errors import FatalError, ModelCallError, RetryableError
 from longhaul_daemon.models.retry import error_for_status
@@ -164,6 +165,18 @@ def _transport_error(exc: httpx.HTTPError | httpx.InvalidURL) -> ModelCallError:
     return FatalError(code=type(exc).__name__)
 
 
+def _json_body(body: Mapping[str, Any]) -> bytes:
+    """The request body as compact UTF-8 JSON (every provider sets its content-type).
+
+    orjson, because httpx's own ``json=`` spent more on a prompt than the rest of the call did; the stdlib,
+    with ASCII escapes, for what orjson cannot write (a lone surrogate, an integer past 64 bits).
+    """
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+
+
 def _parse_json(raw: bytes, request_id: str | None) -> Any:
     try:
         return json.loads(raw)
@@ -190,7 +203,7 @@ async def post_json(client: httpx.AsyncClient, call: PreparedCall) -> tuple[Any,
     """POST and return the decoded JSON body and the request id; non-2xx raises a classified error."""
     try:
         async with client.stream(
-            "POST", call.url, headers=dict(call.headers), json=dict(call.body)
+            "POST", call.url, headers=dict(call.headers), content=_json_body(call.body)
         ) as response:
             await _raise_for_status(response)
             request_id = request_id_of(response.headers)
@@ -207,7 +220,7 @@ async def stream_sse(
     """POST and yield the request id and events; leaving the block (or cancelling) closes the connection."""
     try:
         async with client.stream(
-            "POST", call.url, headers=dict(call.headers), json=dict(call.body)
+            "POST", call.url, headers=dict(call.headers), content=_json_body(call.body)
         ) as response:
             await _raise_for_status(response)
             yield request_id_of(response.headers), _events(response)

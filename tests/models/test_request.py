@@ -211,3 +211,19 @@ async def test_a_bad_url_is_fatal_not_retried(client: HttpClient) -> None:
             sleep=sleep,
         )
     assert caught.value.attempts == 1 and waits == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("text", ["plain \u2028 é ✓", "a lone \ud83d surrogate"])
+async def test_the_body_goes_out_as_json_the_server_reads_back(client: HttpClient, text: str) -> None:
+    """orjson writes the body; what it cannot write (a lone surrogate) goes out with ASCII escapes."""
+    wire = OPENAI_COMPLETIONS
+    with scripted_server([wire.stream_reply(["ok"])]) as server:
+        req = request(wire, server.url)
+        req = ModelRequest(target=req.target, system=text, messages=req.messages, max_output_tokens=16)
+        with anyio.fail_after(10):
+            result = await complete(req, budget=Budget.after(10), client=client)
+    assert result.text == "ok"
+    sent = server.requests[0]
+    assert sent.headers["content-type"] == "application/json"
+    assert [m["content"] for m in sent.body["messages"] if m["role"] in ("system", "developer")] == [text]
