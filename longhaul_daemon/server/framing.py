@@ -57,5 +57,5 @@ class FrameReader:
                 return None
             if len(frame) > self.max_frame:
                 raise FrameTooLarge(self.max_frame)
-            if frame.strip():
+            if frame and not frame.isspace():  # strip() would copy a whole frame to find out
                 return frame
