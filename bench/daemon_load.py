@@ -4,11 +4,10 @@
 HOME, agent dir, state dir and socket; nothing of the user's is read or written), with a ``longhaul.json``
 that sets the per-provider concurrency limit, and a scripted OpenAI-compatible model on 127.0.0.1 that
 streams a Diff answer labelling every message it was asked about after a fixed delay, so every pass closes
-whole. It sends one warm-up pass, then ``--passes`` concurrent ``compact`` requests (one connection each, as
-the shim does, with the branch inline as the shim sends it today) while a ``status`` poller measures how
-long the daemon takes to answer. It prints wall time, passes/s, the ``status`` p50/p99 latency, how the
-passes closed and how many model calls were in flight at once. ``--profile FILE`` records the daemon with
-py-spy during the burst. Numbers to compare between changes; no test asserts a time.
+whole. After one warm-up pass it sends ``--passes`` concurrent ``compact`` requests (a connection each, the
+branch inline, as the shim does today) while a poller times ``status``, and prints wall time, passes/s,
+``status`` p50/p99, how the passes closed and the most model calls in flight. ``--profile FILE`` records
+the daemon with py-spy (``pip install py-spy``). Numbers to compare between changes; no test asserts a time.
 """
 
 from __future__ import annotations
@@ -34,11 +33,7 @@ from typing import Any
 _ASKED = re.compile(r"^Label exactly these messages: (.*)\.$", re.M)
 _USER_ID = re.compile(r"u\d+")
 _API_KEY = "sk-bench-not-a-real-key-0000"
-_STATUS_EVERY_S = 0.02
 _START_TIMEOUT_S = 30.0
-
-
-# ---- the session -----------------------------------------------------------------------------------------
 
 
 def _branch(turns: int, output_lines: int) -> list[dict[str, Any]]:
@@ -64,15 +59,8 @@ def _branch(turns: int, output_lines: int) -> list[dict[str, Any]]:
         call = {"type": "toolCall", "id": f"call_{n}", "name": "bash", "arguments": {"command": "pytest -q"}}
         add({"role": "assistant", "content": [call], "stopReason": "toolUse", "usage": usage})
         output = "".join(f"tests/test_export.py::test_case_{i} PASSED\n" for i in range(output_lines))
-        add(
-            {
-                "role": "toolResult",
-                "toolCallId": f"call_{n}",
-                "toolName": "bash",
-                "content": [{"type": "text", "text": output + f"{output_lines} passed"}],
-                "isError": False,
-            }
-        )
+        result = {"role": "toolResult", "toolCallId": f"call_{n}", "toolName": "bash", "isError": False}
+        add(result | {"content": [{"type": "text", "text": output + f"{output_lines} passed"}]})
         reply = f"All {output_lines} tests pass after step {n}; the export writes the header row once."
         add({"role": "assistant", "content": [{"type": "text", "text": reply}], "stopReason": "stop"})
     return entries
@@ -83,25 +71,20 @@ def _compact_params(
 ) -> dict[str, Any]:
     """``compact`` params as the shim sends them: everything but the last turn is summarized."""
     keep_from = len(branch) - 4
-    model = {
+    model: dict[str, Any] = {
         "provider": "bench",
         "id": "bench-model",
         "api": "openai-completions",
         "baseUrl": base_url,
-        "reasoning": False,
-        "contextWindow": 128_000,
-        "maxTokens": 16_384,
     }
-    session = {
+    model |= {"reasoning": False, "contextWindow": 128_000, "maxTokens": 16_384}
+    session: dict[str, Any] = {
         "cwd": str(cwd),
         "sessionId": session_id,
         "sessionFile": None,
         "agentDir": str(agent),
-        "piVersion": "0.73.1",
-        "model": model,
-        "thinkingLevel": "off",
-        "env": {},
     }
+    session |= {"piVersion": "0.73.1", "model": model, "thinkingLevel": "off", "env": {}}
     preparation = {
         "firstKeptEntryId": branch[keep_from]["id"],
         "messagesToSummarize": [e["message"] for e in branch[:keep_from]],
@@ -111,13 +94,10 @@ def _compact_params(
         "previousSummary": None,
         "fileOps": {"read": [], "written": [], "edited": []},
     }
-    return {
-        "session": session,
-        "reason": None,
-        "customInstructions": None,
-        "preparation": preparation,
+    credentials = {"apiKey": _API_KEY, "headers": {}}
+    return {"session": session, "reason": None, "customInstructions": None, "preparation": preparation} | {
         "branchEntries": branch,
-        "credentials": {"apiKey": _API_KEY, "headers": {}},
+        "credentials": credentials,
         "summarizer": None,
     }
 
@@ -125,9 +105,6 @@ def _compact_params(
 def _frame(method: str, params: object, request_id: int) -> bytes:
     request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     return json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-
-
-# ---- the scripted model ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -194,13 +171,9 @@ class ModelStub:
         prompt = "\n".join(str(m.get("content")) for m in request.get("messages", []))
         asked = _ASKED.findall(prompt)
         ids = _USER_ID.findall(asked[-1]) if asked else []
-        answer = {
-            "labels": [{"msg": uid, "label": "not a rule"} for uid in ids],
-            "decisions": [],
-            "deadEnds": [],
-            "narrative": "Fixed the export test and ran the suite.",
-            "now": "Write the header row once.",
-        }
+        labels = [{"msg": uid, "label": "not a rule"} for uid in ids]
+        answer = {"labels": labels, "decisions": [], "deadEnds": [], "narrative": "Fixed the export test."}
+        answer["now"] = "Write the header row once."
         base = {"id": f"chatcmpl-{self.calls}", "object": "chat.completion.chunk", "model": "bench-model"}
         delta = {"role": "assistant", "content": json.dumps(answer)}
         chunks = [
@@ -214,9 +187,6 @@ class ModelStub:
             f"x-request-id: req_{self.calls}\r\ncontent-length: {len(events)}\r\n\r\n"
         )
         return head.encode() + events
-
-
-# ---- the daemon ------------------------------------------------------------------------------------------
 
 
 async def _call(socket_path: Path, frame: bytes) -> dict[str, Any]:
@@ -257,7 +227,7 @@ async def _poll_status(socket_path: Path, done: asyncio.Event, latencies: list[f
             await reader.readuntil(b"\n")
             latencies.append(time.perf_counter() - started)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), _STATUS_EVERY_S)
+                await asyncio.wait_for(done.wait(), 0.02)  # a status call every 20 ms
     finally:
         writer.close()
 
@@ -266,9 +236,8 @@ def _outcome(reply: dict[str, Any]) -> str:
     result = reply.get("result")
     if not isinstance(result, dict):
         return f"error {reply.get('error', {}).get('code')}"
-    if result.get("fallback"):
-        return f"fallback {result['fallback']}"
-    return str(result["after"]["spanRecord"]["closedAs"])
+    fallback = result.get("fallback")
+    return f"fallback {fallback}" if fallback else str(result["after"]["spanRecord"]["closedAs"])
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -281,18 +250,13 @@ class _Scratch:
     """The daemon's private world: HOME, agent dir, project cwd and socket, all under one temp dir."""
 
     root: Path
+    agent: Path
+    cwd: Path
+    socket: Path
 
-    @property
-    def agent(self) -> Path:
-        return self.root / "home" / ".pi" / "agent"
-
-    @property
-    def cwd(self) -> Path:
-        return self.root / "project"
-
-    @property
-    def socket(self) -> Path:
-        return self.root / "run" / "daemon.sock"
+    @classmethod
+    def at(cls, root: Path) -> _Scratch:
+        return cls(root, root / "home" / ".pi" / "agent", root / "project", root / "run" / "daemon.sock")
 
     def prepare(self, limit: int) -> None:
         for directory in (self.agent, self.cwd, self.socket.parent):
@@ -302,14 +266,9 @@ class _Scratch:
 
     def start_daemon(self) -> subprocess.Popen[bytes]:
         home = self.root / "home"
-        env = {
-            **os.environ,
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(self.socket.parent),
-            "XDG_STATE_HOME": str(home / ".local" / "state"),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "PI_CODING_AGENT_DIR": str(self.agent),
-        }
+        env = os.environ | {"HOME": str(home), "XDG_RUNTIME_DIR": str(self.socket.parent)}
+        env |= {"XDG_STATE_HOME": str(home / ".local/state"), "XDG_CONFIG_HOME": str(home / ".config")}
+        env["PI_CODING_AGENT_DIR"] = str(self.agent)
         env.pop("LONGHAUL_SOCKET", None)
         with (self.root / "daemon.log").open("wb") as log:
             return subprocess.Popen(
@@ -330,42 +289,47 @@ class _Burst:
     cpu_s: float
     replies: list[dict[str, Any]]
     status_s: list[float]
+    sizes: str = ""
+    model: str = ""
 
 
-async def _burst(
-    args: argparse.Namespace, scratch: _Scratch, daemon: subprocess.Popen[bytes], model: ModelStub
-) -> _Burst:
-    await _wait_serving(scratch.socket, daemon)
-    branch = _branch(args.turns, args.output_lines)
+async def _burst(args: argparse.Namespace, scratch: _Scratch, daemon: subprocess.Popen[bytes]) -> _Burst:
+    model = ModelStub(delay_s=args.delay)
+    await model.start()
+    try:
+        await _wait_serving(scratch.socket, daemon)
+        branch = _branch(args.turns, args.output_lines)
 
-    def frame(n: int) -> bytes:
-        params = _compact_params(branch, f"bench-{n}", scratch.cwd, scratch.agent, model.base_url)
-        return _frame("compact", params, n)
+        def frame(n: int) -> bytes:
+            params = _compact_params(branch, f"bench-{n}", scratch.cwd, scratch.agent, model.base_url)
+            return _frame("compact", params, n)
 
-    frames = [frame(n) for n in range(1, args.passes + 1)]
-    for n in range(args.warmup):
-        await _call(scratch.socket, frame(-1 - n))
-    model.calls = model.most_in_flight = 0
-    profiler = await asyncio.to_thread(_start_profiler, args, daemon.pid) if args.profile else None
-    done = asyncio.Event()
-    latencies: list[float] = []
-    poller = asyncio.create_task(_poll_status(scratch.socket, done, latencies))
-    cpu_before = _cpu_seconds(daemon.pid)
-    started = time.perf_counter()
-    replies = await asyncio.gather(*(_call(scratch.socket, f) for f in frames))
-    wall = time.perf_counter() - started
-    cpu = _cpu_seconds(daemon.pid) - cpu_before
-    done.set()
-    await poller
-    if profiler is not None:
-        await asyncio.to_thread(_stop, profiler, signal.SIGINT)
-    size = f"branch {len(json.dumps(branch)) // 1024} KB, frame {len(frames[0]) // 1024} KB"
-    print(f"session: {args.turns} turns, {size}")  # noqa: T201
-    return _Burst(wall, cpu, replies, latencies)
+        frames = [frame(n) for n in range(1, args.passes + 1)]
+        for n in range(args.warmup):
+            await _call(scratch.socket, frame(-1 - n))
+        model.calls = model.most_in_flight = 0
+        profiler = await asyncio.to_thread(_start_profiler, args, daemon.pid) if args.profile else None
+        done = asyncio.Event()
+        latencies: list[float] = []
+        poller = asyncio.create_task(_poll_status(scratch.socket, done, latencies))
+        cpu_before = _cpu_seconds(daemon.pid)
+        started = time.perf_counter()
+        replies = await asyncio.gather(*(_call(scratch.socket, f) for f in frames))
+        wall, cpu = time.perf_counter() - started, _cpu_seconds(daemon.pid) - cpu_before
+        burst = _Burst(wall, cpu, replies, latencies)
+        done.set()
+        await poller
+        if profiler is not None:
+            await asyncio.to_thread(_stop, profiler, signal.SIGINT)
+    finally:
+        await model.close()
+    burst.sizes = f"branch {len(json.dumps(branch)) // 1024} KB, frame {len(frames[0]) // 1024} KB"
+    burst.model = f"{model.calls} calls, at most {model.most_in_flight} in flight"
+    return burst
 
 
 def _start_profiler(args: argparse.Namespace, pid: int) -> subprocess.Popen[bytes]:
-    """py-spy on the daemon (``pip install py-spy``), sampling without pausing it."""
+    """py-spy on the daemon, sampling without pausing it."""
     command = ["py-spy", "record", "--pid", str(pid), "--rate", "250", "--nonblocking"]
     profiler = subprocess.Popen(
         [*command, "--format", args.profile_format, "--output", args.profile],
@@ -376,27 +340,16 @@ def _start_profiler(args: argparse.Namespace, pid: int) -> subprocess.Popen[byte
     return profiler
 
 
-async def _run(args: argparse.Namespace, scratch: _Scratch, daemon: subprocess.Popen[bytes]) -> _Burst:
-    model = ModelStub(delay_s=args.delay)
-    await model.start()
-    try:
-        result = await _burst(args, scratch, daemon, model)
-    finally:
-        await model.close()
-    print(f"model: {model.calls} calls, at most {model.most_in_flight} in flight")  # noqa: T201
-    return result
-
-
 def _report(args: argparse.Namespace, burst: _Burst) -> None:
-    outcomes = Counter(_outcome(r) for r in burst.replies)
-    wall = burst.wall_s
-    print(f"passes: {args.passes} concurrent, limit {args.limit}, model delay {args.delay:g} s")  # noqa: T201
-    rate = f"passes/s: {args.passes / wall:.1f}   daemon CPU: {burst.cpu_s:.2f} s"
-    print(f"wall: {wall:.2f} s   {rate}")  # noqa: T201
+    wall, outcomes = burst.wall_s, Counter(_outcome(r) for r in burst.replies)
+    lines = [f"session: {args.turns} turns, {burst.sizes}", f"model: {burst.model}"]
+    lines.append(f"passes: {args.passes} concurrent, limit {args.limit}, model delay {args.delay:g} s")
+    lines.append(f"wall: {wall:.2f} s   passes/s: {args.passes / wall:.1f}   daemon CPU: {burst.cpu_s:.2f} s")
     if burst.status_s:
         p50, p99 = (_percentile(burst.status_s, share) * 1000 for share in (0.5, 0.99))
-        print(f"status: p50 {p50:.1f} ms   p99 {p99:.1f} ms   ({len(burst.status_s)} calls)")  # noqa: T201
-    print(f"closed: {dict(outcomes)}")  # noqa: T201
+        lines.append(f"status: p50 {p50:.1f} ms   p99 {p99:.1f} ms   ({len(burst.status_s)} calls)")
+    lines.append(f"closed: {dict(outcomes)}")
+    print("\n".join(lines))  # noqa: T201
 
 
 def _stop(process: subprocess.Popen[bytes], sig: int) -> None:
@@ -427,12 +380,12 @@ def main() -> None:
     parser.add_argument("--profile-format", default="raw", help="py-spy's --format (raw, flamegraph, …)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (daemon.log)")
     args = parser.parse_args()
-    scratch = _Scratch(Path(tempfile.mkdtemp(prefix="lh-bench-")))
+    scratch = _Scratch.at(Path(tempfile.mkdtemp(prefix="lh-bench-")))
     try:
         scratch.prepare(args.limit)
         daemon = scratch.start_daemon()
         try:
-            burst = asyncio.run(_run(args, scratch, daemon))
+            burst = asyncio.run(_burst(args, scratch, daemon))
         finally:
             _stop(daemon, signal.SIGTERM)
         _report(args, burst)
