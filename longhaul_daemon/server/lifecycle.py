@@ -17,9 +17,10 @@ import sys
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 import anyio
+import anyio.to_thread
 import structlog
 from anyio.abc import SocketListener, SocketStream, TaskGroup, TaskStatus
 
@@ -36,11 +37,16 @@ from longhaul_daemon.rpc.registry import internal_error
 from longhaul_daemon.server.connection import ConnectionLimits, RequestTracker, serve_connection
 from longhaul_daemon.server.listener import OpenedListener, open_listener
 
-__all__ = ["DaemonHandle", "ServeOptions", "configure_operational_log", "run_daemon"]
+__all__ = ["WORKER_THREADS", "DaemonHandle", "ServeOptions", "configure_operational_log", "run_daemon"]
 
 _log = structlog.get_logger("longhaul.server")
 
 _ACCEPT_RETRY_S = 0.1  # after EMFILE and friends: back off a little instead of spinning
+
+WORKER_THREADS: Final = 4
+"""Threads for the passes' pure steps and file reads (anyio's default is 40). Those steps hold the GIL, so
+more threads add no throughput, and every busy one takes the GIL from the event loop in turn: with 64 passes
+at once on 2 cores, 40 threads put ``status`` p99 near 0.4 s, 4 threads under 0.2 s, at the same wall time."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class ServeOptions:
     max_in_flight_per_connection: int = MAX_IN_FLIGHT_PER_CONNECTION
     handle_signals: bool = True
     via_pi_apis: frozenset[str] = frozenset()  # model apis the daemon sends through pi (PASS-22)
+    worker_threads: int = WORKER_THREADS
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ async def run_daemon(
         if run_pass is not None:
             services.run_pass = run_pass
         stop_event = stop if stop is not None else anyio.Event()
+        anyio.to_thread.current_default_thread_limiter().total_tokens = options.worker_threads
         # One HTTP client for every pass (pool and SSL context built once); closed once nothing runs.
         async with make_shared_client() as client, anyio.create_task_group() as root:
             services.http_client = client

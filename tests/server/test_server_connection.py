@@ -13,11 +13,13 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import pytest
 import structlog
 
 from longhaul_daemon.protocol import CompactParams, CompactResult
 from longhaul_daemon.rpc.dispatch import Dispatcher, decode_frame
+from longhaul_daemon.server.lifecycle import WORKER_THREADS
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
 from .harness import (
@@ -281,6 +283,41 @@ async def test_status_is_answered_while_a_large_frame_decodes(
     assert order == ["status", "compact"]
     assert "result" in status and reply["id"] == big_id and reply["result"]["compaction"] is not None
     assert parsed_on and parsed_on[0] != threading.get_ident()  # not the event loop's thread
+
+
+@pytest.mark.anyio
+async def test_passes_share_a_few_worker_threads_so_the_loop_keeps_the_gil(short_tmp: Path) -> None:
+    running, most = 0, 0
+    lock, release = threading.Lock(), threading.Event()
+
+    def pure_step() -> None:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        release.wait(WAIT_S)
+        with lock:
+            running -= 1
+
+    async def threaded_pass(params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
+        await anyio.to_thread.run_sync(pure_step)
+        return whole_result(pass_id)
+
+    passes = WORKER_THREADS * 2
+    async with running_daemon(short_tmp / "d.sock", run_pass=threaded_pass) as handle:
+
+        async def one(n: int) -> None:
+            async with connect(handle.socket_path) as connection:
+                assert "result" in await connection.call("compact", compact_params(f"s{n}"))
+
+        async with anyio.create_task_group() as group:
+            for n in range(passes):
+                group.start_soon(one, n)
+            await eventually(lambda: running == WORKER_THREADS)
+            limiter = anyio.to_thread.current_default_thread_limiter()
+            await eventually(lambda: limiter.statistics().tasks_waiting == passes - WORKER_THREADS)
+            release.set()
+    assert most == WORKER_THREADS
 
 
 def test_peer_policy_admits_only_the_same_uid() -> None:
