@@ -21,18 +21,16 @@ that cannot be encoded. A frame over :data:`THREAD_DECODE_BYTES` is parsed in a 
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import anyio
 import anyio.to_thread
-import orjson
 import structlog
 
+from longhaul_daemon import jsoncodec
 from longhaul_daemon.config import MAX_BATCH
 from longhaul_daemon.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from longhaul_daemon.rpc.registry import RpcMethod, RpcOutcome, RpcSuccess, internal_error, new_error_id
@@ -77,42 +75,14 @@ def _silence_library_logger() -> None:
 _silence_library_logger()
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e400: Infinity spelled as a number
-        raise ValueError("number out of range")
-    return value
-
-
 def decode_frame(frame: bytes) -> Any:
-    """One frame as Python values; ``ValueError`` (or ``RecursionError``) when it is not JSON.
-
-    orjson first; what it refuses is read again by the stdlib, which accepts lone surrogate escapes (and
-    the byte order marks the stdlib always took), so only NaN, Infinity and out-of-range numbers, which
-    JSON does not have, are refused where they were accepted before.
-    """
-    try:
-        return orjson.loads(frame)
-    except orjson.JSONDecodeError:
-        pass
-    return json.loads(frame, parse_constant=_no_constant, parse_float=_finite_float)
+    """One frame as Python values; ``ValueError`` (or ``RecursionError``) when it is not JSON."""
+    return jsoncodec.loads(frame)
 
 
 def encode_message(message: object) -> bytes:
-    """Compact JSON, UTF-8: newlines inside strings are escaped, so the result is one NDJSON line.
-
-    orjson writes a non-finite float as ``null``. What orjson refuses (a lone surrogate, an integer past 64
-    bits, a non-string key) goes through the stdlib with every non-ASCII character escaped, so it still
-    becomes valid UTF-8 JSON.
-    """
-    try:
-        return orjson.dumps(message)
-    except TypeError:
-        return json.dumps(message, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+    """Compact JSON, UTF-8: newlines inside strings are escaped, so the result is one NDJSON line."""
+    return jsoncodec.dumps(message)
 
 
 def error_response(code: int, message: str, *, data: Any = None, request_id: Any = None) -> dict[str, Any]:

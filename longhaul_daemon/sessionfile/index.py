@@ -19,10 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from longhaul_daemon import jsoncodec
 from longhaul_daemon.state.entry_kinds import OWN_CUSTOM_PREFIX
 from longhaul_daemon.transcript.jsonl import is_session_header, parse_line
 
-__all__ = ["READ_BLOCK", "Row", "SessionIndex", "is_light", "skeleton"]
+__all__ = ["READ_BLOCK", "Row", "SessionIndex", "is_light"]
 
 READ_BLOCK = 4 * 1024 * 1024  # bytes read per syscall while indexing; memory holds one block plus one line
 _CHECK_BYTES = 4096  # how much of the indexed end is compared to tell an append from a rewrite
@@ -46,32 +47,22 @@ class Row:
     body: dict[str, Any] | None  # the whole entry, kept only for light entries
 
 
-def is_light(entry: dict[str, Any]) -> bool:
+def is_light(kind: object, role: object, custom_type: object) -> bool:
     """Entries every pass reads whole: user messages, compactions, Longhaul's own entries, small metadata."""
-    kind = entry.get("type")
     if kind == "message":
-        message = entry.get("message")
-        return isinstance(message, dict) and message.get("role") == "user"
+        return role == "user"
     if kind == "custom":
-        custom_type = entry.get("customType")
         return isinstance(custom_type, str) and custom_type.startswith(OWN_CUSTOM_PREFIX)
     return kind in _LIGHT_TYPES
 
 
-def skeleton(row: Row) -> dict[str, Any]:
-    """A heavy entry without its content: enough for ids, roles and the branch's shape, nothing to quote."""
-    entry: dict[str, Any] = {"type": row.kind, "id": row.entry_id, "parentId": row.parent_id}
-    if row.role is not None:
-        entry["message"] = {"role": row.role}
-    if row.custom_type is not None:
-        entry["customType"] = row.custom_type
-    return entry
-
-
 def _row(line: int, offset: int, raw: bytes) -> Row | None:
-    value, problem = parse_line(raw)
-    if problem is not None or not isinstance(value, dict):
+    try:
+        value = jsoncodec.loads(raw)  # orjson on the bytes: UTF-8 is checked there, no decode of its own
+    except (ValueError, RecursionError):
         return None  # pi skips such a line too; it can hold no entry a branch reaches
+    if not isinstance(value, dict):
+        return None
     kind = value.get("type")
     entry_id = value.get("id")
     message = value.get("message")
@@ -86,7 +77,7 @@ def _row(line: int, offset: int, raw: bytes) -> Row | None:
         kind=kind if isinstance(kind, str) else "unknown",
         role=role if isinstance(role, str) else ("unknown" if kind == "message" else None),
         custom_type=custom_type if isinstance(custom_type, str) else None,
-        body=value if is_light(value) else None,
+        body=value if is_light(kind, role, custom_type) else None,
     )
 
 
@@ -228,7 +219,10 @@ class SessionIndex:
         row = self.rows[position]
         if row.body is not None:
             return row.body
-        value, problem = parse_line(os.pread(fd, row.length, row.offset))
-        if problem is not None or not isinstance(value, dict) or value.get("id") != row.entry_id:
+        try:
+            value = jsoncodec.loads(os.pread(fd, row.length, row.offset))
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict) or value.get("id") != row.entry_id:
             return None  # the file changed under the pass: never hand over some other line
         return value

@@ -8,10 +8,11 @@ by) use these functions, so the two can never disagree about what a line or a br
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
+
+from longhaul_daemon import jsoncodec
 
 __all__ = ["HEADER_TYPE", "BranchWalk", "is_session_header", "parse_line", "walk_branch"]
 
@@ -21,20 +22,17 @@ HEADER_TYPE = "session"
 def parse_line(raw: bytes) -> tuple[object, str | None]:
     """The line's JSON value, or ``(None, why)`` when it is not UTF-8 or not JSON.
 
-    Non-finite numbers (``NaN``, ``Infinity``) are refused: they are not JSON, and pi never writes them.
+    Non-finite numbers (``NaN``, ``Infinity``) are refused: they are not JSON, and pi never writes them. The
+    bytes are decoded first, so a line that is not UTF-8 says so rather than being read with replacements.
     """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None, "not UTF-8"
     try:
-        return json.loads(text, parse_constant=_refuse_constant), None
+        return jsoncodec.loads(text), None
     except (ValueError, RecursionError):
         return None, "not valid JSON"
-
-
-def _refuse_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
 
 
 def is_session_header(value: object) -> TypeGuard[dict[str, Any]]:
