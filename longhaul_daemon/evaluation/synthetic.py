@@ -42,7 +42,11 @@ class SyntheticSession:
     turns: int = 0
     bytes: int = 0
     compaction_ids: list[str] = field(default_factory=list)
-    span_start_id: str | None = None  # the first entry after the newest compaction's kept boundary
+    span_start_id: str | None = None  # the newest compaction's first kept entry, where the span starts
+    # What pi's next compaction would summarize (its keepRecentTokens kept only the last turn): the message
+    # entries from the span's start to the last turn, and that turn's user message, the first kept entry.
+    span_ids: list[str] = field(default_factory=list)
+    first_kept_id: str = ""
 
 
 class _Writer:
@@ -54,6 +58,7 @@ class _Writer:
         self.written = 0
         self.entries = 0
         self._ids: set[str] = set()
+        self.since_kept: list[str] = []  # message entry ids from the newest kept boundary on
 
     def new_id(self) -> str:
         while True:
@@ -85,7 +90,9 @@ class _Writer:
 
     def message(self, message: dict[str, Any]) -> str:
         _, ms = self.stamp()
-        return self.entry("message", message={**message, "timestamp": ms})
+        entry_id = self.entry("message", message={**message, "timestamp": ms})
+        self.since_kept.append(entry_id)
+        return entry_id
 
 
 def _output(rng: random.Random, n: int, size: int) -> str:
@@ -202,11 +209,15 @@ def write_session(
         w.entry("thinking_level_change", thinkingLevel="off")
         last_user = ""
         for n in _numbers(turns):
+            before = len(w.since_kept)
             last_user = _turn(w, rng, n, output_bytes)
             if n in marks:
                 span = len(info.compaction_ids) + 1
                 info.compaction_ids.append(_compaction(w, compactor, last_user, span, 1000 * n))
                 info.span_start_id = last_user
+                w.since_kept = w.since_kept[before:]  # the last turn is kept: the next span starts there
+        kept_at = w.since_kept.index(last_user)
+        info.span_ids, info.first_kept_id = w.since_kept[:kept_at], last_user
         info.leaf_id = w.parent or ""
         info.entries = w.entries
         info.turns = turns
