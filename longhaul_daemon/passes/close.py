@@ -4,6 +4,9 @@ Close runs only after Ledger, World, Fold (and later the Diff) have finished (PA
 along the branch (PASS-16), hands out sequence numbers to what the pass accepted (PASS-5), appends exactly one
 work-log line (PASS-6), takes in the ledger, the World and the file lists (LEDGER-9, LEDGER-11), and decides
 which user messages the next pass must be offered again (FAIL-10, FAIL-11, FAIL-12, PASS-17).
+
+The closed State is cleaned as a whole (:func:`~longhaul_daemon.state.clean.clean_state`, issue 12), so
+``details.state`` never holds a control or format character, whatever the ledger, git or the model handed in.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from collections.abc import Iterable, Sequence
 from longhaul_daemon.diff.apply import apply_events
 from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.passes.ledger import LedgerResult
+from longhaul_daemon.state.clean import clean_state
 from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, Note, State, WorkLogLine, World
+from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = ["MAX_CARRIED", "close_span", "merge_file_lists"]
 
@@ -60,7 +65,7 @@ def _line_text(
             f"Closed narrative-less ({reason or 'unknown'}): {recorded} recorded and the World updated; "
             f"{_plural(carried, 'user message')} carried to the next pass."
         )
-    text = narrative or ""
+    text = sanitize(narrative or "") or "(the narrative held no printable text)"
     if closed_as == "chunk-missing":
         text = f"{text} (a chunk never verified; {_plural(carried, 'user message')} carried to the next pass)"
     return text.strip()
@@ -130,4 +135,4 @@ def close_span(
             passId=pass_id,
         )
     )
-    return new
+    return clean_state(new)

@@ -2,9 +2,13 @@
 
 Every string the renderer copies from the transcript (rule words, commands, file names, git output) passes
 through :func:`sanitize` first. The sanitizer works on one field at a time, so line breaks and tabs inside a
-field become spaces: the renderer adds its own line breaks and nothing in a field can forge a new line, a
-heading or a ``</read-files>`` on a line of its own. The inspector uses the same functions before anything
+field become spaces: the renderer adds its own line breaks. What a line may *start with* is the rendering
+rule's business (:mod:`longhaul_daemon.state.inert`). The inspector uses the same functions before anything
 reaches a terminal (INSPECT-8).
+
+:func:`clean_text`, :func:`clean_span` and :func:`clean_line` clean text as it enters the State (issue 12,
+item 5): they remove what never prints but, unlike :func:`sanitize`, keep the user's spacing, and
+:func:`clean_text` keeps line breaks (as ``\n``) and tabs, the only control characters a State may hold.
 """
 
 from __future__ import annotations
@@ -12,7 +16,17 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["ELLIPSIS", "is_safe_char", "sanitize", "sanitize_block", "sanitize_line", "sanitize_verbatim"]
+__all__ = [
+    "ELLIPSIS",
+    "clean_line",
+    "clean_span",
+    "clean_text",
+    "is_safe_char",
+    "sanitize",
+    "sanitize_block",
+    "sanitize_line",
+    "sanitize_verbatim",
+]
 
 ELLIPSIS = "…"
 
@@ -37,6 +51,7 @@ _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 _SPACES = re.compile(r"\s+")
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_LINE_BREAK_CHARS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def is_safe_char(ch: str) -> bool:
@@ -101,3 +116,53 @@ def sanitize_block(text: str, *, max_lines: int, max_chars: int) -> str:
         return "\n".join(lines)
     kept = lines[: max_lines - 1]
     return "\n".join([*kept, sanitize_line(f"{ELLIPSIS} ({len(lines) - len(kept)} more lines)", max_chars)])
+
+
+def _kept(text: str, *, one_line: bool) -> list[tuple[int, str]]:
+    """What cleaning keeps of ``text``: (index in ``text``, character written) pairs, in order.
+
+    Escape sequences go whole; a line break becomes ``\n`` (a space when ``one_line``), CRLF counting as one;
+    a tab stays a tab (a space when ``one_line``), the unit separator becomes a space, and every other
+    character that never prints is dropped. Being a filter over positions, it makes :func:`clean_span` exact.
+    """
+    kept: list[tuple[int, str]] = []
+    pos = 0
+    for cut in (*_ANSI.finditer(text), None):
+        stop = cut.start() if cut is not None else len(text)
+        for at in range(pos, stop):
+            ch = text[at]
+            if ch in _LINE_BREAK_CHARS:
+                if ch == "\r" and text.startswith("\n", at + 1):
+                    continue
+                kept.append((at, " " if one_line else "\n"))
+            elif ch == "\t":
+                kept.append((at, " " if one_line else "\t"))
+            elif ch in _BREAKS:
+                kept.append((at, " "))
+            elif is_safe_char(ch):
+                kept.append((at, ch))
+        if cut is not None:
+            pos = cut.end()
+    return kept
+
+
+def clean_text(text: str) -> str:
+    """Multi-line text for the State (rule words, a carried message, a command): as written, minus escape
+    sequences and every control or format character but ``\n`` and ``\t``; any line break becomes ``\n``.
+    Idempotent."""
+    return "".join(ch for _, ch in _kept(text, one_line=False))
+
+
+def clean_span(text: str, start: int, end: int) -> str:
+    """The part of ``clean_text(text)`` that ``text[start:end]`` became, so it is always a substring of it.
+
+    Rule words are cut from a message by position; cleaning the cut the same way the message is cleaned keeps
+    the recorded words findable in the cleaned message even when an escape sequence straddles the cut.
+    """
+    return "".join(ch for at, ch in _kept(text, one_line=False) if start <= at < end)
+
+
+def clean_line(text: str) -> str:
+    """One-line text for the State where spacing matters (a path, a value): :func:`clean_text` with line
+    breaks and tabs as spaces, nothing collapsed or trimmed. Idempotent."""
+    return "".join(ch for _, ch in _kept(text, one_line=True))

@@ -194,3 +194,19 @@ def test_fail10_close_refuses_inconsistent_arguments() -> None:
         _close(_before(), reason=None)
     with pytest.raises(ValueError, match="narrative"):
         _close(_before(), closed_as="whole", reason=None)
+
+
+def test_issue12_close_stores_a_clean_state_whatever_it_was_handed() -> None:
+    before = _before()
+    after = _close(
+        before,
+        closed_as="whole",
+        reason=None,
+        narrative="Fixed\x1b[31m the\u202e header.\u2028",
+        read_files=["docs/\x07a.md"],
+        modified_files=["src/\u200bb.py"],
+        remembered=[Note(text="csv\x00 is enough", seq=0)],
+    )
+    assert after.workLog[-1].text == "Fixed the header."
+    assert (after.readFiles, after.modifiedFiles) == (["docs/a.md"], ["src/b.py"])
+    assert after.notes[-1].text == "csv is enough"
