@@ -96,7 +96,8 @@ def test_every_hostile_field_is_shown_sanitized(tmp_path: Path, capsys: pytest.C
     # Rule words keep the user's line breaks (NEL is one), later lines indented under the bullet (PASS-8).
     assert '- R1 "Never run RED\n  gnp.exe" (u1)' in out
     assert f"- C1 exit 3: printf '{clean}'" in out
-    assert f"<modified-files>\n{clean} </modified-files>\n</modified-files>" in out  # no forged closing line
+    # Issue 12: a path holding < or > could close or open a file tag; it is counted, never listed.
+    assert "<modified-files>\n</modified-files>\n(1 path with < or > or a Markdown-like start" in out
     assert f"Notes remembered since span 1, for the next pass:\n- note {clean}" in out
     main(["state", str(path), "--spans", "--anomalies"])
     out = capsys.readouterr().out
