@@ -5,25 +5,40 @@ along the branch (PASS-16), hands out sequence numbers to what the pass accepted
 work-log line (PASS-6), takes in the ledger, the World and the file lists (LEDGER-9, LEDGER-11), and decides
 which user messages the next pass must be offered again (FAIL-10, FAIL-11, FAIL-12, PASS-17).
 
-The closed State is cleaned as a whole (:func:`~longhaul_daemon.state.clean.clean_state`, issue 12), so
-``details.state`` never holds a control or format character, whatever the ledger, git or the model handed in.
+Two decisions of issue 11 and 12 live here. The carried messages' words are kept in the State
+(``carriedMessages``, each cleaned and cut at :data:`MAX_CARRIED_CHARS`, at most :data:`MAX_CARRIED` of them),
+because the summary is only ever the rendered State (PASS-7) and a narrative-less summary must still show the
+user what they said; they leave with their ids once a pass closes whole. And the closed State is cleaned as a
+whole (:func:`~longhaul_daemon.state.clean.clean_state`), so ``details.state`` never holds a control or
+format character, whatever the ledger, git or the model handed in.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from longhaul_daemon.diff.apply import apply_events
 from longhaul_daemon.diff.events import ChunkEvents
+from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.state.clean import clean_state
-from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, Note, State, WorkLogLine, World
-from longhaul_daemon.state.sanitize import sanitize
+from longhaul_daemon.state.model import (
+    STATE_FORMAT,
+    CarriedMessage,
+    ClosedAs,
+    Note,
+    State,
+    WorkLogLine,
+    World,
+)
+from longhaul_daemon.state.sanitize import clean_text, sanitize
+from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
-__all__ = ["MAX_CARRIED", "close_span", "merge_file_lists"]
+__all__ = ["MAX_CARRIED", "MAX_CARRIED_CHARS", "close_span", "merge_file_lists", "user_texts"]
 
 MAX_CARRIED = 30  # FAIL-11: at most 30 user messages offered again, the newest ones
+MAX_CARRIED_CHARS = 2000  # issue 11: the summary shows this much of each carried message; recall has the rest
 
 _U_ID = re.compile(r"u([1-9][0-9]*)")
 
@@ -46,6 +61,31 @@ def _carry(previous: Sequence[str], span_ids: Sequence[str]) -> list[str]:
     """FAIL-11: the span's user messages join those already carried; the newest 30 by message order stay."""
     ids = sorted(set(previous) | set(span_ids), key=lambda uid: (_u_number(uid), uid))
     return ids[-MAX_CARRIED:]
+
+
+def user_texts(span: Sequence[SpanMessage], carried: Sequence[OfferedMessage]) -> dict[str, str]:
+    """The text of each user message Close may carry, by ``u<n>``: the span's and those carried into it."""
+    texts = {m.user_id: m.text for m in carried}
+    texts.update(
+        {m.user_id: user_text(m.message) for m in span if m.user_id is not None and m.role == "user"}
+    )
+    return texts
+
+
+def _carried_messages(
+    held: Sequence[CarriedMessage], carried: Sequence[str], texts: Mapping[str, str]
+) -> list[CarriedMessage]:
+    """Issue 11: the words of each carried message, in ``carried``'s order; a message whose text Close was not
+    given and the State does not hold is left out of the summary (its id is still carried)."""
+    known = {m.id: m for m in held}
+    out: list[CarriedMessage] = []
+    for uid in carried:
+        if uid in texts:
+            clean = clean_text(texts[uid])
+            out.append(CarriedMessage(id=uid, text=clean[:MAX_CARRIED_CHARS], chars=len(clean)))
+        elif uid in known:
+            out.append(known[uid].model_copy())
+    return out
 
 
 def _plural(count: int, word: str) -> str:
@@ -85,6 +125,7 @@ def close_span(
     remembered: Sequence[Note] = (),
     narrative: str | None = None,
     events: Sequence[ChunkEvents] = (),
+    texts: Mapping[str, str] | None = None,
 ) -> State:
     """The State after this span closed; ``state`` (the folded one) is left untouched.
 
@@ -93,6 +134,7 @@ def close_span(
     close needs the Diff's ``narrative``; a ``narrative-less`` one needs a ``reason`` code (FAIL-10).
     ``events`` are the verified chunks' accepted events (:mod:`longhaul_daemon.diff.apply`), numbered after
     the remembered notes; a narrative-less or empty close takes none, since no chunk verified (FAIL-10).
+    ``texts`` maps ``u<n>`` to the message's text (:func:`user_texts`), for the carried messages' words.
     """
     if closed_as in ("whole", "chunk-missing") and not narrative:
         raise ValueError(f"a {closed_as} close needs a narrative line")
@@ -125,6 +167,7 @@ def close_span(
     elif closed_as in ("narrative-less", "chunk-missing"):
         new.carried = _carry(state.carried, user_ids)  # FAIL-11, FAIL-12
     # an empty span has no messages to carry and judged nothing: carried stays as it was (PASS-17)
+    new.carriedMessages = _carried_messages(state.carriedMessages, new.carried, texts or {})
 
     new.workLog.append(
         WorkLogLine(

@@ -12,7 +12,7 @@ the fold reads from an older transcript (:mod:`longhaul_daemon.state.fold`). Thr
 - exact one-line text (a value, a file path, a dirty path):
   :func:`~longhaul_daemon.state.sanitize.clean_line`, which keeps the spacing, since a value was verified
   verbatim and a path must stay a path;
-- the user's words and commands (rule words, command text):
+- the user's words and commands (rule words, carried messages, command text):
   :func:`~longhaul_daemon.state.sanitize.clean_text`, which keeps line breaks (as ``\\n``) and tabs. A rule
   stays a verbatim quote: its words are the message cleaned the same way, cut at the same place.
 
@@ -89,4 +89,6 @@ def clean_state(state: State) -> State:
     new.world = _world(state.world) if state.world is not None else None
     for line in new.workLog:
         line.text = sanitize(line.text)
+    for message in new.carriedMessages:
+        message.text = clean_text(message.text)
     return new

@@ -16,10 +16,11 @@ from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 from longhaul_daemon.state.inert import inert, inert_lines, neutral
-from longhaul_daemon.state.model import ErrorEntry, Item, State, World
-from longhaul_daemon.state.sanitize import sanitize
+from longhaul_daemon.state.model import CarriedMessage, ErrorEntry, Item, State, World
+from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize
 
 __all__ = [
+    "MAX_CARRIED_WORDS",
     "MAX_COMMANDS",
     "MAX_FILES",
     "MAX_OPEN_ERRORS",
@@ -34,9 +35,13 @@ MAX_ITEMS = 30  # decisions, dead ends, values, notes: the newest ones
 MAX_WORK_LOG = 30  # one line per span, the newest ones
 MAX_FILES = 100  # per file block
 MAX_DIRTY = 20  # WORLD-7
+MAX_CARRIED_WORDS = 12_000  # all carried messages' words together; each is already cut at Close
+
+CARRIED_TITLE = "User messages not yet labeled"
 SECTIONS = (
     "Objective",
     "Standing rules",
+    CARRIED_TITLE,
     "Now",
     "Decisions",
     "Dead ends",
@@ -66,6 +71,7 @@ def render_summary(state: State, *, pass_id: str) -> str:
         (
             _text(state.objective),
             _rules(state),
+            _carried(state.carriedMessages),
             _text(state.now),
             _items(state.decisions, state.errors, with_errors=False),
             _items(state.deadEnds, state.errors, with_errors=True),
@@ -100,9 +106,9 @@ def _newest(items: Sequence[_T], cap: int) -> tuple[Sequence[_T], int]:
     return items[-cap:], len(items) - cap
 
 
-def _quoted(lead: str, words: str, tail: str) -> str:
+def _quoted(lead: str, words: str, tail: str, *, max_chars: int = _RULE, cut: bool = False) -> str:
     """A bullet quoting the user's words as written: line breaks kept, later lines indented under it."""
-    lines, _ = inert_lines(words, _RULE)
+    lines, _ = inert_lines(words + (ELLIPSIS if cut else ""), max_chars)
     body = "\n".join(line if n == 0 else f"  {line}".rstrip() for n, line in enumerate(lines))
     return f'- {lead} "{body}"{tail}'
 
@@ -112,6 +118,34 @@ def _rules(state: State) -> list[str]:
     return [
         _quoted(inert(r.id, _ID), r.words, f" ({inert(r.message, _ID)})") for r in state.rules if not r.lifted
     ]
+
+
+def _carried(messages: Sequence[CarriedMessage]) -> list[str]:
+    """Issue 11: the user's words in messages no pass has labeled yet, verbatim, the newest first to get room.
+
+    A message Close cut, or one left out when :data:`MAX_CARRIED_WORDS` is used up, points at
+    ``longhaul_recall``, which reads the message from the branch by its ``u<n>``.
+    """
+    if not messages:
+        return []
+    room = MAX_CARRIED_WORDS
+    shown: dict[int, str] = {}
+    for at in range(len(messages) - 1, -1, -1):
+        msg = messages[at]
+        uid = inert(msg.id, _ID)
+        recall = f"longhaul_recall with ref {uid} shows it"
+        if len(msg.text) > room:
+            shown[at] = f"- {uid}: not shown here, the room for carried words is used up; {recall}"
+            continue
+        room -= len(msg.text)
+        cut = msg.chars > len(msg.text)
+        tail = f" (the first {len(msg.text):,} of {msg.chars:,} characters; {recall})" if cut else ""
+        shown[at] = _quoted(uid, msg.text, tail, max_chars=len(msg.text) + 1, cut=cut)
+    intro = (
+        "The user's own words, verbatim, from spans that closed without a verified answer; they stay here"
+        " until a pass labels them:"
+    )
+    return [intro, *(shown[at] for at in range(len(messages)))]
 
 
 def _evidence(ids: Iterable[str]) -> str:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from longhaul_daemon.state.clean import clean_state
 from longhaul_daemon.state.model import (
+    CarriedMessage,
     Command,
     Commit,
     DirtyPath,
@@ -97,6 +98,8 @@ def evil_state() -> State:
             missing=[f"ahead{EVIL}"],
         ),
         workLog=[WorkLogLine(span=1, closedAs="whole", text=f"did {EVIL}", passId="p1")],
+        carried=["u1"],
+        carriedMessages=[CarriedMessage(id="u1", text=f"words {EVIL}", chars=40)],
     )
 
 
@@ -111,7 +114,7 @@ def strings_of(value: Any, path: str = "") -> list[tuple[str, str]]:
     return []
 
 
-MULTI_LINE = {".rules.words", ".commands.text"}
+MULTI_LINE = {".rules.words", ".commands.text", ".carriedMessages.text"}
 
 
 def assert_clean_document(document: Any) -> None:

@@ -1,7 +1,7 @@
 """No structural line of the summary can be forged, by construction (issue 12; PASS-7, PASS-8, PASS-10).
 
 Every text field of a State (Now, objective, decisions, dead ends, values, notes, the work log, rule words,
-file paths, commands, error lines, git's output, even the pass id) is filled with
+carried messages, file paths, commands, error lines, git's output, even the pass id) is filled with
 adversarial text: headings, file tags, bullets that mimic rules, fences, tables, HTML, blockquotes, setext
 underlines, thematic breaks, joined by every kind of line break and by escape and format characters. The
 summary is then read line by line as Markdown (:mod:`markdown_lines`): the only structural lines must be the
@@ -19,6 +19,7 @@ from markdown_lines import FILE_TAGS, read_structure
 
 from longhaul_daemon.state.clean import clean_state
 from longhaul_daemon.state.model import (
+    CarriedMessage,
     Command,
     Commit,
     DirtyPath,
@@ -31,7 +32,7 @@ from longhaul_daemon.state.model import (
     WorkLogLine,
     World,
 )
-from longhaul_daemon.state.render import SECTIONS, render_summary
+from longhaul_daemon.state.render import CARRIED_TITLE, SECTIONS, render_summary
 from longhaul_daemon.state.sanitize import sanitize
 
 _PAYLOADS = [
@@ -150,6 +151,10 @@ def states(draw: st.DrawFn) -> State:
         modifiedFiles=draw(texts),
         world=_world(draw),
         workLog=[WorkLogLine(span=1, closedAs="whole", text=t, passId="p") for t in draw(texts)],
+        carriedMessages=[
+            CarriedMessage(id=f"u{n}", text=t, chars=len(t) + draw(st.integers(0, 1)))
+            for n, t in enumerate(draw(texts), start=1)
+        ],
     )
 
 
@@ -163,6 +168,7 @@ def _expected_bullets(state: State) -> dict[str, Counter[int]]:
         world[2] = len(w.dirty)
     counts = {
         "Standing rules": Counter({0: sum(not r.lifted for r in state.rules)}),
+        CARRIED_TITLE: Counter({0: len(state.carriedMessages)}),
         "Decisions": Counter({0: len(state.decisions)}),
         "Dead ends": Counter(
             {0: len(state.deadEnds), 2: sum(e in error_ids for d in state.deadEnds for e in d.evidence)}
