@@ -8,8 +8,9 @@ which user messages the next pass must be offered again (FAIL-10, FAIL-11, FAIL-
 Two decisions of issue 11 and 12 live here. The carried messages' words are kept in the State
 (``carriedMessages``, each cleaned and cut at :data:`MAX_CARRIED_CHARS`, at most :data:`MAX_CARRIED` of them),
 because the summary is only ever the rendered State (PASS-7) and a narrative-less summary must still show the
-user what they said; they leave with their ids once a pass closes whole. And the closed State is cleaned as a
-whole (:func:`~longhaul_daemon.state.clean.clean_state`), so ``details.state`` never holds a control or
+user what they said; a message a verified chunk labeled is marked so and shows nothing, and all leave with
+their ids once a pass closes whole. And the closed State is cleaned as a whole
+(:func:`~longhaul_daemon.state.clean.clean_state`, issue 12), so ``details.state`` never holds a control or
 format character, whatever the ledger, git or the model handed in.
 """
 
@@ -73,18 +74,22 @@ def user_texts(span: Sequence[SpanMessage], carried: Sequence[OfferedMessage]) -
 
 
 def _carried_messages(
-    held: Sequence[CarriedMessage], carried: Sequence[str], texts: Mapping[str, str]
+    held: Sequence[CarriedMessage], carried: Sequence[str], texts: Mapping[str, str], labeled: frozenset[str]
 ) -> list[CarriedMessage]:
-    """Issue 11: the words of each carried message, in ``carried``'s order; a message whose text Close was not
-    given and the State does not hold is left out of the summary (its id is still carried)."""
+    """Issue 11: the words of each carried message, in ``carried``'s order. A message labeled by a verified
+    chunk, now or in an earlier pass, keeps no words (FAIL-12 carries it only for the next pass to see); one
+    whose text Close was not given and the State does not hold has none to show either."""
     known = {m.id: m for m in held}
     out: list[CarriedMessage] = []
     for uid in carried:
-        if uid in texts:
+        was = known.get(uid)
+        if uid in labeled or (was is not None and was.labeled):
+            out.append(CarriedMessage(id=uid, text="", chars=0, labeled=True))
+        elif uid in texts:
             clean = clean_text(texts[uid])
             out.append(CarriedMessage(id=uid, text=clean[:MAX_CARRIED_CHARS], chars=len(clean)))
-        elif uid in known:
-            out.append(known[uid].model_copy())
+        elif was is not None:
+            out.append(was.model_copy())
     return out
 
 
@@ -167,7 +172,8 @@ def close_span(
     elif closed_as in ("narrative-less", "chunk-missing"):
         new.carried = _carry(state.carried, user_ids)  # FAIL-11, FAIL-12
     # an empty span has no messages to carry and judged nothing: carried stays as it was (PASS-17)
-    new.carriedMessages = _carried_messages(state.carriedMessages, new.carried, texts or {})
+    labeled = frozenset(uid for chunk in events for uid in chunk.judged)
+    new.carriedMessages = _carried_messages(state.carriedMessages, new.carried, texts or {}, labeled)
 
     new.workLog.append(
         WorkLogLine(

@@ -120,12 +120,14 @@ def _rules(state: State) -> list[str]:
     ]
 
 
-def _carried(messages: Sequence[CarriedMessage]) -> list[str]:
+def _carried(carried: Sequence[CarriedMessage]) -> list[str]:
     """Issue 11: the user's words in messages no pass has labeled yet, verbatim, the newest first to get room.
 
     A message Close cut, or one left out when :data:`MAX_CARRIED_WORDS` is used up, points at
-    ``longhaul_recall``, which reads the message from the branch by its ``u<n>``.
+    ``longhaul_recall``, which reads the message from the branch by its ``u<n>``. A message a verified chunk
+    labeled is carried only for the next pass (FAIL-12) and is not shown.
     """
+    messages = [m for m in carried if not m.labeled]
     if not messages:
         return []
     room = MAX_CARRIED_WORDS

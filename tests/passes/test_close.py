@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.passes.close import MAX_CARRIED, MAX_CARRIED_CHARS, close_span, merge_file_lists
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.state.model import (
@@ -229,6 +230,41 @@ def test_issue11_carried_words_follow_the_newest_30() -> None:
     before.carriedMessages = [CarriedMessage(id=f"u{n}", text=f"m{n}", chars=2) for n in range(1, 30)]
     after = _close(before, user_ids=["u30", "u31"], texts={"u30": "m30", "u31": "m31"})
     assert [m.id for m in after.carriedMessages] == after.carried == [f"u{n}" for n in range(2, 32)]
+
+
+def test_issue11_fail12_messages_a_verified_chunk_labeled_are_carried_but_show_no_words() -> None:
+    """A chunk-missing close carries every message (FAIL-12); those the verified chunk labeled are not
+    "not yet labeled", so they keep no words, now or when a later narrative-less pass carries them on."""
+    before = _before()
+    before.carriedMessages = [CarriedMessage(id="u7", text="Held words.", chars=11)]
+    texts = {"u7": "Held words.", "u8": "Never push to main.", "u9": "Part two."}
+    after = close_span(
+        before,
+        ledger=_ledger(before),
+        world=_WORLD,
+        user_ids=["u8", "u9"],
+        read_files=[],
+        modified_files=[],
+        closed_as="chunk-missing",
+        reason="unlabeled-messages",
+        pass_id="p3",
+        narrative="Half a span.",
+        events=[ChunkEvents(judged=frozenset({"u7", "u8"}))],
+        texts=texts,
+    )
+    assert after.carried == ["u7", "u8", "u9"]
+    assert [(m.id, m.labeled, m.text) for m in after.carriedMessages] == [
+        ("u7", True, ""),
+        ("u8", True, ""),
+        ("u9", False, "Part two."),
+    ]
+    later = _close(after, user_ids=["u10"], texts={**texts, "u10": "More."})
+    assert [(m.id, m.labeled) for m in later.carriedMessages] == [
+        ("u7", True),
+        ("u8", True),
+        ("u9", False),
+        ("u10", False),
+    ]
 
 
 def test_issue12_close_stores_a_clean_state_whatever_it_was_handed() -> None:

@@ -152,7 +152,9 @@ def states(draw: st.DrawFn) -> State:
         world=_world(draw),
         workLog=[WorkLogLine(span=1, closedAs="whole", text=t, passId="p") for t in draw(texts)],
         carriedMessages=[
-            CarriedMessage(id=f"u{n}", text=t, chars=len(t) + draw(st.integers(0, 1)))
+            CarriedMessage(
+                id=f"u{n}", text=t, chars=len(t) + draw(st.integers(0, 1)), labeled=draw(st.booleans())
+            )
             for n, t in enumerate(draw(texts), start=1)
         ],
     )
@@ -168,7 +170,7 @@ def _expected_bullets(state: State) -> dict[str, Counter[int]]:
         world[2] = len(w.dirty)
     counts = {
         "Standing rules": Counter({0: sum(not r.lifted for r in state.rules)}),
-        CARRIED_TITLE: Counter({0: len(state.carriedMessages)}),
+        CARRIED_TITLE: Counter({0: sum(not m.labeled for m in state.carriedMessages)}),
         "Decisions": Counter({0: len(state.decisions)}),
         "Dead ends": Counter(
             {0: len(state.deadEnds), 2: sum(e in error_ids for d in state.deadEnds for e in d.evidence)}

@@ -132,3 +132,6 @@ def test_issue11_the_carried_words_are_bounded_and_the_newest_get_the_room() -> 
 
 def test_issue11_without_carried_messages_there_is_no_heading() -> None:
     assert CARRIED_TITLE not in render_summary(State(span=1, carried=["u1"]), pass_id="p")
+    labeled = [CarriedMessage(id="u1", text="", chars=0, labeled=True)]
+    state = State(span=1, carried=["u1"], carriedMessages=labeled)
+    assert CARRIED_TITLE not in render_summary(state, pass_id="p")
