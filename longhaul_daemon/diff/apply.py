@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from longhaul_daemon.diff.events import ChunkEvents, LiftEvent, NewRule
 from longhaul_daemon.diff.schema import BOUNDS
 from longhaul_daemon.diff.values import merge_values
-from longhaul_daemon.state.clean import clean_item, prose
+from longhaul_daemon.state.clean import clean_item, clean_line, prose
 from longhaul_daemon.state.model import Item, Rule, State, Value
-from longhaul_daemon.state.sanitize import clean_line, sanitize
+from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = ["apply_events", "pending_rules"]
 

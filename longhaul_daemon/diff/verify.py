@@ -21,9 +21,9 @@ Decisions taken here (the proposals unless said otherwise):
   (not a re-offered rule already held, FAIL-18); "older" means given by an earlier message.
 - In a non-final answer a label whose words are a defect counts as not yet judged; in the final answer every
   accepted label counts as judged, a dropped rule included (QUOTE-4: the message is not carried).
-- Issue 12: accepted rule words are cleaned where they are cut (``clean_span`` of the sanitizer): the same cut
-  of the message cleaned as a whole, so they stay a verbatim substring of the cleaned message and compare
-  equal to the State's cleaned words (FAIL-18). Words with nothing printable left give no rule.
+- Issue 12: accepted rule words are cleaned where they are cut (``clean_span``): the same cut of the message
+  cleaned as a whole, so they stay a verbatim substring of the cleaned message and compare equal to the
+  State's cleaned words (FAIL-18). Words with nothing printable left give no rule.
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ from longhaul_daemon.diff.quotes import (
 )
 from longhaul_daemon.diff.schema import DeadEnd, Decision, Defect, LabeledMessage, ParsedAnswer, cut_to_bounds
 from longhaul_daemon.diff.values import ValueCandidate, check_values
+from longhaul_daemon.state.clean import clean_span, clean_text
 from longhaul_daemon.state.model import Rule
-from longhaul_daemon.state.sanitize import clean_span, clean_text, sanitize
+from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = ["evaluate", "question_text", "replaced_question_text"]
 

@@ -23,7 +23,7 @@ from longhaul_daemon.diff.apply import apply_events
 from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.passes.ledger import LedgerResult
-from longhaul_daemon.state.clean import clean_state
+from longhaul_daemon.state.clean import clean_state, clean_text
 from longhaul_daemon.state.model import (
     STATE_FORMAT,
     CarriedMessage,
@@ -33,7 +33,7 @@ from longhaul_daemon.state.model import (
     WorkLogLine,
     World,
 )
-from longhaul_daemon.state.sanitize import clean_text, sanitize
+from longhaul_daemon.state.sanitize import sanitize
 from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
 __all__ = ["MAX_CARRIED", "MAX_CARRIED_CHARS", "close_span", "merge_file_lists", "user_texts"]

@@ -10,10 +10,10 @@ the fold reads from an older transcript (:mod:`longhaul_daemon.state.fold`). Thr
   lines, git's branch and subjects): :func:`~longhaul_daemon.state.sanitize.sanitize`, one line, spaces
   collapsed, as the summary shows it;
 - exact one-line text (a value, a file path, a dirty path):
-  :func:`~longhaul_daemon.state.sanitize.clean_line`, which keeps the spacing, since a value was verified
+  :func:`clean_line`, which keeps the spacing, since a value was verified
   verbatim and a path must stay a path;
 - the user's words and commands (rule words, carried messages, command text):
-  :func:`~longhaul_daemon.state.sanitize.clean_text`, which keeps line breaks (as ``\\n``) and tabs. A rule
+  :func:`clean_text`, which keeps line breaks (as ``\\n``) and tabs. A rule
   stays a verbatim quote: its words are the message cleaned the same way, cut at the same place.
 
 Escape sequences, C0 and C1 controls, DEL, zero-width and bidi characters, U+2028/2029 go everywhere; ``\\n``
@@ -24,9 +24,59 @@ and the fold match on (entry ids, tool-call ids, ``u<n>`` lists) are kept as rea
 from __future__ import annotations
 
 from longhaul_daemon.state.model import Item, State, World
-from longhaul_daemon.state.sanitize import clean_line, clean_text, sanitize
+from longhaul_daemon.state.sanitize import ESCAPE_SEQUENCES, LINE_BREAKS, is_safe_char, sanitize
 
-__all__ = ["clean_item", "clean_state", "prose"]
+__all__ = ["clean_item", "clean_line", "clean_span", "clean_state", "clean_text", "prose"]
+
+
+def _kept(text: str, *, one_line: bool) -> list[tuple[int, str]]:
+    """What cleaning keeps of ``text``: (index in ``text``, character written) pairs, in order.
+
+    Escape sequences go whole; a line break becomes ``\n`` (a space when ``one_line``), CRLF counting as one;
+    a tab stays a tab (a space when ``one_line``), the unit separator becomes a space, and every other
+    character that never prints is dropped. Being a filter over positions, it makes :func:`clean_span` exact.
+    """
+    kept: list[tuple[int, str]] = []
+    pos = 0
+    for cut in (*ESCAPE_SEQUENCES.finditer(text), None):
+        stop = cut.start() if cut is not None else len(text)
+        for at in range(pos, stop):
+            ch = text[at]
+            if ch in LINE_BREAKS:
+                if ch == "\r" and text.startswith("\n", at + 1):
+                    continue
+                kept.append((at, " " if one_line else "\n"))
+            elif ch == "\t":
+                kept.append((at, " " if one_line else "\t"))
+            elif ch == "\x1f":  # the unit separator jumps a column, as the sanitizer reads it
+                kept.append((at, " "))
+            elif is_safe_char(ch):
+                kept.append((at, ch))
+        if cut is not None:
+            pos = cut.end()
+    return kept
+
+
+def clean_text(text: str) -> str:
+    """Multi-line text for the State (rule words, a carried message, a command): as written, minus escape
+    sequences and every control or format character but ``\n`` and ``\t``; any line break becomes ``\n``.
+    Idempotent."""
+    return "".join(ch for _, ch in _kept(text, one_line=False))
+
+
+def clean_span(text: str, start: int, end: int) -> str:
+    """The part of ``clean_text(text)`` that ``text[start:end]`` became, so it is always a substring of it.
+
+    Rule words are cut from a message by position; cleaning the cut the same way the message is cleaned keeps
+    the recorded words findable in the cleaned message even when an escape sequence straddles the cut.
+    """
+    return "".join(ch for at, ch in _kept(text, one_line=False) if start <= at < end)
+
+
+def clean_line(text: str) -> str:
+    """One-line text for the State where spacing matters (a path, a value): :func:`clean_text` with line
+    breaks and tabs as spaces, nothing collapsed or trimmed. Idempotent."""
+    return "".join(ch for _, ch in _kept(text, one_line=True))
 
 
 def prose(text: str | None) -> str | None:

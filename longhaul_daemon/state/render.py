@@ -1,23 +1,43 @@
 """Turn a closed State into the compaction summary pi stores, the only text a pass returns (PASS-7, PASS-8).
 
 The layout is fixed Markdown, empty sections left out, so a model reading the summary always finds a fact in
-the same place. The renderer writes every structural line itself: the header, the ``##`` headings, the
-bullets, the file tags. Every string taken from the State (model text, user words, tool calls, git output,
-ids read back from a transcript) reaches the summary only through :func:`~longhaul_daemon.state.inert.inert`
-or :func:`~longhaul_daemon.state.inert.inert_lines`, which sanitize it (PASS-10, WORLD-8) and apply the
-rendering rule, so no such string can start a heading, a file tag, a list item or any other block (issue 12).
-Every list is capped so the summary stays bounded however many spans the session closes; the whole state
-stays in the compaction's ``details``.
+the same place. Every list is capped so the summary stays bounded however many spans the session closes; the
+whole state stays in the compaction's ``details``.
+
+The rendering rule (issue 12). A model reads the summary as its memory, so every heading, file tag and bullet
+in it must be one the renderer wrote. Newlines inside a field are already gone (PASS-10), but a line that
+*starts* with ``#``, ``<``, ``>``, ``-``, ``|`` or a fence is still structure, and Markdown lets a heading be
+indented up to three spaces. So every string taken from the State (model text, the user's words, tool calls,
+git output, ids read back from a transcript) reaches the summary only through :func:`inert` or
+:func:`inert_lines`, which sanitize it and pass every line of it through :func:`neutral`:
+
+- a line whose first non-blank characters would open a block gets a backslash right before the character
+  that makes it structural: ``\\## Standing rules``, ``\\</read-files>``, ``\\- R9 "always delete tests"``,
+  ``\\> quoted``, ``\\```python``, ``\\| a | b |``, ``\\---``, ``\\===`` and ``12\\. step`` (for an ordered
+  item the backslash goes before the ``.`` or ``)``, since a backslash before a digit is no escape);
+- what opens a block: an ATX heading (one to six ``#`` then a space or the end), a blockquote ``>``, a table
+  row ``|``, an HTML tag or comment (``<`` then a letter, ``/``, ``!`` or ``?``), a bullet (``-``, ``+`` or
+  ``*`` then a space or the end), an ordered item (up to nine digits, ``.`` or ``)``, then a space or the
+  end), a fence (three backticks or tildes), and a line made only of ``-``, ``_``, ``*``, ``=``, ``:``,
+  ``|``, ``+`` and blanks (a thematic break, a setext underline, a table's delimiter row);
+- nothing else changes: the backslash is Markdown's own escape, so a rendered view shows the words exactly,
+  and in the raw text every line of a rule still stands verbatim after that one added character. "Blank" is
+  any Unicode whitespace, so no-break spaces cannot hide a heading from the rule while a model reads one.
+
+The rule is applied to each piece, not to the line around it, so it holds wherever a piece lands: at the
+start of a line, after a bullet the renderer wrote, or on a quoted rule's indented second line. File paths
+are listed only when the rule leaves them as they are and they hold no ``<`` or ``>``, since a path must be
+exact or absent; the others are counted after their block.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from longhaul_daemon.state.inert import inert, inert_lines, neutral
 from longhaul_daemon.state.model import CarriedMessage, ErrorEntry, Item, State, World
-from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize
+from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize, sanitize_line, sanitize_verbatim
 
 __all__ = [
     "MAX_CARRIED_WORDS",
@@ -26,6 +46,9 @@ __all__ = [
     "MAX_OPEN_ERRORS",
     "MAX_WORK_LOG",
     "SECTIONS",
+    "inert",
+    "inert_lines",
+    "neutral",
     "render_summary",
 ]
 
@@ -60,6 +83,53 @@ _ID = 20
 _RULE = 1000
 
 _T = TypeVar("_T")
+
+_OPENS_BLOCK = re.compile(
+    r"""
+    \#{1,6}(?:\s|$)                # an ATX heading: "## Now"
+    | [>|]                         # a blockquote, a table row
+    | <[A-Za-z/!?]                 # an HTML block: pi's <read-files> tags, <!-- comments -->, <pre>
+    | [-+*](?:\s|$)                # a bullet item: "- R9 ..."
+    | `{3} | ~{3}                  # a code fence
+    | [-_*=:|+][-_*=:|+\s]*$       # a thematic break, a setext underline, a table's delimiter row
+    """,
+    re.VERBOSE,
+)
+_ORDERED = re.compile(r"\d{1,9}(?=[.)](?:\s|$))")
+
+
+def neutral(line: str) -> str:
+    """THE rule: ``line`` unchanged, or with one backslash before the character that would open a block."""
+    body = line.lstrip()
+    lead = line[: len(line) - len(body)]
+    ordered = _ORDERED.match(body)
+    if ordered is not None:
+        return f"{lead}{body[: ordered.end()]}\\{body[ordered.end() :]}"
+    if _OPENS_BLOCK.match(body):
+        return f"{lead}\\{body}"
+    return line
+
+
+def inert(text: str, max_chars: int) -> str:
+    """One piece of untrusted text for one line: sanitized, cut to ``max_chars`` with "…", made inert."""
+    return neutral(sanitize_line(text, max_chars))
+
+
+def inert_lines(text: str, max_chars: int) -> tuple[list[str], bool]:
+    """Untrusted multi-line text kept as written (rule words, a user's message): its lines, made inert.
+
+    Spacing and line breaks stay, blank lines at either end go, and the text is cut after ``max_chars`` code
+    points, the cut marked with "…". Returns the lines and whether anything was cut.
+    """
+    cut = len(text) > max_chars
+    lines = sanitize_verbatim(text[:max_chars] if cut else text)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if cut and lines:
+        lines[-1] = lines[-1].rstrip() + ELLIPSIS
+    return [neutral(line.rstrip()) for line in lines], cut
 
 
 def render_summary(state: State, *, pass_id: str) -> str:

@@ -3,12 +3,10 @@
 Every string the renderer copies from the transcript (rule words, commands, file names, git output) passes
 through :func:`sanitize` first. The sanitizer works on one field at a time, so line breaks and tabs inside a
 field become spaces: the renderer adds its own line breaks. What a line may *start with* is the rendering
-rule's business (:mod:`longhaul_daemon.state.inert`). The inspector uses the same functions before anything
-reaches a terminal (INSPECT-8).
-
-:func:`clean_text`, :func:`clean_span` and :func:`clean_line` clean text as it enters the State (issue 12,
-item 5): they remove what never prints but, unlike :func:`sanitize`, keep the user's spacing, and
-:func:`clean_text` keeps line breaks (as ``\n``) and tabs, the only control characters a State may hold.
+rule's business (:func:`longhaul_daemon.state.render.neutral`). The inspector uses the same functions before
+anything reaches a terminal (INSPECT-8). Text entering the State is cleaned by
+:mod:`longhaul_daemon.state.clean` with the same :data:`ESCAPE_SEQUENCES`, :data:`LINE_BREAKS` and
+:func:`is_safe_char`.
 """
 
 from __future__ import annotations
@@ -18,9 +16,8 @@ import unicodedata
 
 __all__ = [
     "ELLIPSIS",
-    "clean_line",
-    "clean_span",
-    "clean_text",
+    "ESCAPE_SEQUENCES",
+    "LINE_BREAKS",
     "is_safe_char",
     "sanitize",
     "sanitize_block",
@@ -32,7 +29,7 @@ ELLIPSIS = "…"
 
 # Escape sequences are removed whole, so their parameters never leak in as text (ESC[31m goes, not just ESC).
 # Bodies of string sequences are bounded, so a transcript full of unterminated introducers stays linear-time.
-_ANSI = re.compile(
+ESCAPE_SEQUENCES = re.compile(
     r"""
     (?:\x1b\[|\x9b)[\x30-\x3f]{0,64}[\x20-\x2f]{0,16}[\x40-\x7e]          # CSI (7- or 8-bit)
     | (?:\x1b\]|\x9d)[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)          # OSC, ended by BEL or ST
@@ -51,7 +48,8 @@ _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 _SPACES = re.compile(r"\s+")
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-_LINE_BREAK_CHARS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+# Every character that ends a line, for cleaners that keep line breaks (CRLF is two of them, read as one).
+LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def is_safe_char(ch: str) -> bool:
@@ -68,7 +66,7 @@ def sanitize(text: str) -> str:
     """
     if not text:
         return ""
-    stripped = _ANSI.sub("", text)
+    stripped = ESCAPE_SEQUENCES.sub("", text)
     kept = "".join(" " if ch in _BREAKS else ch for ch in stripped if ch in _BREAKS or is_safe_char(ch))
     return _SPACES.sub(" ", kept).strip()
 
@@ -83,7 +81,7 @@ def sanitize_verbatim(text: str) -> list[str]:
     """
     return [
         "".join(" " if ch in _BREAKS else ch for ch in raw if ch in _BREAKS or is_safe_char(ch))
-        for raw in _LINE_BREAK.split(_ANSI.sub("", text))
+        for raw in _LINE_BREAK.split(ESCAPE_SEQUENCES.sub("", text))
     ]
 
 
@@ -106,7 +104,7 @@ def sanitize_block(text: str, *, max_lines: int, max_chars: int) -> str:
     if max_lines < 1:
         raise ValueError("max_lines must be at least 1")
     lines: list[str] = []
-    for raw in _LINE_BREAK.split(_ANSI.sub("", text)):
+    for raw in _LINE_BREAK.split(ESCAPE_SEQUENCES.sub("", text)):
         line = sanitize_line(raw, max_chars)
         if line or (lines and lines[-1]):
             lines.append(line)
@@ -116,53 +114,3 @@ def sanitize_block(text: str, *, max_lines: int, max_chars: int) -> str:
         return "\n".join(lines)
     kept = lines[: max_lines - 1]
     return "\n".join([*kept, sanitize_line(f"{ELLIPSIS} ({len(lines) - len(kept)} more lines)", max_chars)])
-
-
-def _kept(text: str, *, one_line: bool) -> list[tuple[int, str]]:
-    """What cleaning keeps of ``text``: (index in ``text``, character written) pairs, in order.
-
-    Escape sequences go whole; a line break becomes ``\n`` (a space when ``one_line``), CRLF counting as one;
-    a tab stays a tab (a space when ``one_line``), the unit separator becomes a space, and every other
-    character that never prints is dropped. Being a filter over positions, it makes :func:`clean_span` exact.
-    """
-    kept: list[tuple[int, str]] = []
-    pos = 0
-    for cut in (*_ANSI.finditer(text), None):
-        stop = cut.start() if cut is not None else len(text)
-        for at in range(pos, stop):
-            ch = text[at]
-            if ch in _LINE_BREAK_CHARS:
-                if ch == "\r" and text.startswith("\n", at + 1):
-                    continue
-                kept.append((at, " " if one_line else "\n"))
-            elif ch == "\t":
-                kept.append((at, " " if one_line else "\t"))
-            elif ch in _BREAKS:
-                kept.append((at, " "))
-            elif is_safe_char(ch):
-                kept.append((at, ch))
-        if cut is not None:
-            pos = cut.end()
-    return kept
-
-
-def clean_text(text: str) -> str:
-    """Multi-line text for the State (rule words, a carried message, a command): as written, minus escape
-    sequences and every control or format character but ``\n`` and ``\t``; any line break becomes ``\n``.
-    Idempotent."""
-    return "".join(ch for _, ch in _kept(text, one_line=False))
-
-
-def clean_span(text: str, start: int, end: int) -> str:
-    """The part of ``clean_text(text)`` that ``text[start:end]`` became, so it is always a substring of it.
-
-    Rule words are cut from a message by position; cleaning the cut the same way the message is cleaned keeps
-    the recorded words findable in the cleaned message even when an escape sequence straddles the cut.
-    """
-    return "".join(ch for at, ch in _kept(text, one_line=False) if start <= at < end)
-
-
-def clean_line(text: str) -> str:
-    """One-line text for the State where spacing matters (a path, a value): :func:`clean_text` with line
-    breaks and tabs as spaces, nothing collapsed or trimmed. Idempotent."""
-    return "".join(ch for _, ch in _kept(text, one_line=True))

@@ -14,8 +14,8 @@ from longhaul_daemon.diff.events import ChunkContext, Evaluation, LiftEvent, New
 from longhaul_daemon.diff.quotes import OfferedMessage, quotable_text
 from longhaul_daemon.diff.values import Turn
 from longhaul_daemon.diff.verify import evaluate
+from longhaul_daemon.state.clean import clean_text
 from longhaul_daemon.state.model import Rule
-from longhaul_daemon.state.sanitize import clean_text
 
 TABS = Rule(id="R2", words="Indent with tabs.", message="u2", seq=2, span=1)
 PUSH = Rule(id="R1", words="Never push to main.", message="u1", seq=1, span=1)

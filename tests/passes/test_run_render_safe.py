@@ -21,8 +21,8 @@ from models.wires import OPENAI_COMPLETIONS
 
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactResult, FileOps
+from longhaul_daemon.state.clean import clean_text
 from longhaul_daemon.state.render import CARRIED_TITLE
-from longhaul_daemon.state.sanitize import clean_text
 
 from .model_steps import answer_reply, state_of, with_model
 from .pi_branch import Session

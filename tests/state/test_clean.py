@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from longhaul_daemon.state.clean import clean_state
+from longhaul_daemon.state.clean import clean_line, clean_span, clean_state, clean_text
 from longhaul_daemon.state.model import (
     CarriedMessage,
     Command,
@@ -23,7 +23,6 @@ from longhaul_daemon.state.model import (
     WorkLogLine,
     World,
 )
-from longhaul_daemon.state.sanitize import clean_line, clean_span, clean_text
 
 _UNSAFE = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 # What issue 12 found stored: BEL, ESC sequences, C1 CSI, NUL, DEL, zero-width, bidi isolates and overrides,

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_lines import opens_block
 
-from longhaul_daemon.state.inert import inert, inert_lines, neutral
+from longhaul_daemon.state.render import inert, inert_lines, neutral
 
 _ISSUE_12 = [
     ("## Standing rules", "\\## Standing rules"),
