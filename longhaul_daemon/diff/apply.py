@@ -17,6 +17,9 @@ Decisions taken here (the proposals unless said otherwise):
   and a final full stop) adds no item; its evidence ids join the held item's.
 - VALUE-8: values are merged with :func:`~longhaul_daemon.diff.values.merge_values`; ``objective`` and ``now``
   are replaced when a chunk gives them, the last chunk that does winning.
+- Issue 12: model text is cleaned as it is accepted (:mod:`longhaul_daemon.state.clean`), before it is
+  compared with what the State holds, so a restatement differing only in a control character adds nothing;
+  an item, value, Now or objective with nothing printable left is not accepted and takes no number.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from collections.abc import Sequence
 from longhaul_daemon.diff.events import ChunkEvents, LiftEvent, NewRule
 from longhaul_daemon.diff.schema import BOUNDS
 from longhaul_daemon.diff.values import merge_values
+from longhaul_daemon.state.clean import clean_item, clean_line, prose
 from longhaul_daemon.state.model import Item, Rule, State, Value
+from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = ["apply_events", "pending_rules"]
 
@@ -100,6 +105,8 @@ def _add_item(items: list[Item], item: Item) -> bool:
     A model that restates last span's decision would otherwise grow the state by one item per compaction;
     growth must come from distinct content only. Returns whether ``item`` was added as a new event.
     """
+    if not item.text:
+        return False
     key = _text_key(item.text)
     held = next((old for old in items if _text_key(old.text) == key), None)
     if held is None:
@@ -133,27 +140,35 @@ def apply_events(state: State, chunks: Sequence[ChunkEvents], *, span: int) -> S
                     seq += 1
     for chunk in chunks:
         for decision in chunk.decisions:
-            item = Item(
-                text=decision.text, why=decision.why, evidence=list(decision.evidence), seq=seq + 1, span=span
+            item = clean_item(
+                Item(
+                    text=decision.text,
+                    why=decision.why,
+                    evidence=list(decision.evidence),
+                    seq=seq + 1,
+                    span=span,
+                )
             )
             if _add_item(new.decisions, item):
                 seq += 1
     for chunk in chunks:
         for dead_end in chunk.dead_ends:
-            item = Item(text=dead_end.text, evidence=list(dead_end.evidence), seq=seq + 1, span=span)
+            item = clean_item(
+                Item(text=dead_end.text, evidence=list(dead_end.evidence), seq=seq + 1, span=span)
+            )
             if _add_item(new.deadEnds, item):
                 seq += 1
     values: list[Value] = []
     for chunk in chunks:
         for value in chunk.values:
-            seq += 1
-            values.append(Value(value=value.value, what=value.name, turn=value.turn, seq=seq, span=span))
+            exact, what = clean_line(value.value), sanitize(value.name)
+            if exact.strip() and what:
+                seq += 1
+                values.append(Value(value=exact, what=what, turn=value.turn, seq=seq, span=span))
     if values:
         new.values, _ = merge_values(new.values, values)
     for chunk in chunks:
-        if chunk.objective:
-            new.objective = chunk.objective
-        if chunk.now:
-            new.now = chunk.now
+        new.objective = prose(chunk.objective) or new.objective
+        new.now = prose(chunk.now) or new.now
     new.seq = seq
     return new

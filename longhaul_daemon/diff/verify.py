@@ -21,6 +21,9 @@ Decisions taken here (the proposals unless said otherwise):
   (not a re-offered rule already held, FAIL-18); "older" means given by an earlier message.
 - In a non-final answer a label whose words are a defect counts as not yet judged; in the final answer every
   accepted label counts as judged, a dropped rule included (QUOTE-4: the message is not carried).
+- Issue 12: accepted rule words are cleaned where they are cut (``clean_span``): the same cut of the message
+  cleaned as a whole, so they stay a verbatim substring of the cleaned message and compare equal to the
+  State's cleaned words (FAIL-18). Words with nothing printable left give no rule.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from longhaul_daemon.diff.quotes import (
 )
 from longhaul_daemon.diff.schema import DeadEnd, Decision, Defect, LabeledMessage, ParsedAnswer, cut_to_bounds
 from longhaul_daemon.diff.values import ValueCandidate, check_values
+from longhaul_daemon.state.clean import clean_span, clean_text
 from longhaul_daemon.state.model import Rule
 from longhaul_daemon.state.sanitize import sanitize
 
@@ -145,10 +149,16 @@ class _Run:
         if verdict.outcome == "dropped" or verdict.message is None or verdict.text is None:
             self.dropped["rules"] += 1
             return
-        self.keep_rule(label.msg, NewRule(verdict.message, verdict.text, verdict.start, verdict.end))
+        holder = quotable_text(self.offered[verdict.message].text) if verdict.message in self.offered else ""
+        cut_here = holder[verdict.start : verdict.end] == verdict.text
+        words = clean_span(holder, verdict.start, verdict.end) if cut_here else clean_text(verdict.text)
+        self.keep_rule(label.msg, NewRule(verdict.message, words, verdict.start, verdict.end))
 
     def keep_rule(self, msg: str, rule: NewRule) -> None:
         """FAIL-18, QUOTE-7: ``msg``'s label gave ``rule``, unless its holder already has those very words."""
+        if not rule.words.strip():
+            self.dropped["rules"] += 1
+            return
         held = [(r.message, r.words) for r in self.ctx.rules] + [(r.message, r.words) for r in self.held]
         if (rule.message, rule.words) in held:
             return
@@ -162,7 +172,7 @@ class _Run:
         if not 0 <= start < end <= len(text):
             self.dropped["rules"] += 1
             return
-        self.keep_rule(msg, NewRule(msg, text[start:end], start, end))
+        self.keep_rule(msg, NewRule(msg, clean_span(text, start, end), start, end))
 
     # --- lifts (LIFT-*) ---
 

@@ -4,21 +4,42 @@ Close runs only after Ledger, World, Fold (and later the Diff) have finished (PA
 along the branch (PASS-16), hands out sequence numbers to what the pass accepted (PASS-5), appends exactly one
 work-log line (PASS-6), takes in the ledger, the World and the file lists (LEDGER-9, LEDGER-11), and decides
 which user messages the next pass must be offered again (FAIL-10, FAIL-11, FAIL-12, PASS-17).
+
+Two decisions of issue 11 and 12 live here. The carried messages' words are kept in the State
+(``carriedMessages``, each cleaned and cut at :data:`MAX_CARRIED_CHARS`, at most :data:`MAX_CARRIED` of them),
+because the summary is only ever the rendered State (PASS-7) and a narrative-less summary must still show the
+user what they said; a message a verified chunk labeled is marked so and shows nothing, and all leave with
+their ids once a pass closes whole. And the closed State is cleaned as a whole
+(:func:`~longhaul_daemon.state.clean.clean_state`, issue 12), so ``details.state`` never holds a control or
+format character, whatever the ledger, git or the model handed in.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from longhaul_daemon.diff.apply import apply_events
 from longhaul_daemon.diff.events import ChunkEvents
+from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.passes.ledger import LedgerResult
-from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, Note, State, WorkLogLine, World
+from longhaul_daemon.state.clean import clean_state, clean_text
+from longhaul_daemon.state.model import (
+    STATE_FORMAT,
+    CarriedMessage,
+    ClosedAs,
+    Note,
+    State,
+    WorkLogLine,
+    World,
+)
+from longhaul_daemon.state.sanitize import sanitize
+from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
-__all__ = ["MAX_CARRIED", "close_span", "merge_file_lists"]
+__all__ = ["MAX_CARRIED", "MAX_CARRIED_CHARS", "close_span", "merge_file_lists", "user_texts"]
 
 MAX_CARRIED = 30  # FAIL-11: at most 30 user messages offered again, the newest ones
+MAX_CARRIED_CHARS = 2000  # issue 11: the summary shows this much of each carried message; recall has the rest
 
 _U_ID = re.compile(r"u([1-9][0-9]*)")
 
@@ -43,6 +64,35 @@ def _carry(previous: Sequence[str], span_ids: Sequence[str]) -> list[str]:
     return ids[-MAX_CARRIED:]
 
 
+def user_texts(span: Sequence[SpanMessage], carried: Sequence[OfferedMessage]) -> dict[str, str]:
+    """The text of each user message Close may carry, by ``u<n>``: the span's and those carried into it."""
+    texts = {m.user_id: m.text for m in carried}
+    texts.update(
+        {m.user_id: user_text(m.message) for m in span if m.user_id is not None and m.role == "user"}
+    )
+    return texts
+
+
+def _carried_messages(
+    held: Sequence[CarriedMessage], carried: Sequence[str], texts: Mapping[str, str], labeled: frozenset[str]
+) -> list[CarriedMessage]:
+    """Issue 11: the words of each carried message, in ``carried``'s order. A message labeled by a verified
+    chunk, now or in an earlier pass, keeps no words (FAIL-12 carries it only for the next pass to see); one
+    whose text Close was not given and the State does not hold has none to show either."""
+    known = {m.id: m for m in held}
+    out: list[CarriedMessage] = []
+    for uid in carried:
+        was = known.get(uid)
+        if uid in labeled or (was is not None and was.labeled):
+            out.append(CarriedMessage(id=uid, text="", chars=0, labeled=True))
+        elif uid in texts:
+            clean = clean_text(texts[uid])
+            out.append(CarriedMessage(id=uid, text=clean[:MAX_CARRIED_CHARS], chars=len(clean)))
+        elif was is not None:
+            out.append(was.model_copy())
+    return out
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -60,7 +110,7 @@ def _line_text(
             f"Closed narrative-less ({reason or 'unknown'}): {recorded} recorded and the World updated; "
             f"{_plural(carried, 'user message')} carried to the next pass."
         )
-    text = narrative or ""
+    text = sanitize(narrative or "") or "(the narrative held no printable text)"
     if closed_as == "chunk-missing":
         text = f"{text} (a chunk never verified; {_plural(carried, 'user message')} carried to the next pass)"
     return text.strip()
@@ -80,6 +130,7 @@ def close_span(
     remembered: Sequence[Note] = (),
     narrative: str | None = None,
     events: Sequence[ChunkEvents] = (),
+    texts: Mapping[str, str] | None = None,
 ) -> State:
     """The State after this span closed; ``state`` (the folded one) is left untouched.
 
@@ -88,6 +139,7 @@ def close_span(
     close needs the Diff's ``narrative``; a ``narrative-less`` one needs a ``reason`` code (FAIL-10).
     ``events`` are the verified chunks' accepted events (:mod:`longhaul_daemon.diff.apply`), numbered after
     the remembered notes; a narrative-less or empty close takes none, since no chunk verified (FAIL-10).
+    ``texts`` maps ``u<n>`` to the message's text (:func:`user_texts`), for the carried messages' words.
     """
     if closed_as in ("whole", "chunk-missing") and not narrative:
         raise ValueError(f"a {closed_as} close needs a narrative line")
@@ -120,6 +172,8 @@ def close_span(
     elif closed_as in ("narrative-less", "chunk-missing"):
         new.carried = _carry(state.carried, user_ids)  # FAIL-11, FAIL-12
     # an empty span has no messages to carry and judged nothing: carried stays as it was (PASS-17)
+    labeled = frozenset(uid for chunk in events for uid in chunk.judged)
+    new.carriedMessages = _carried_messages(state.carriedMessages, new.carried, texts or {}, labeled)
 
     new.workLog.append(
         WorkLogLine(
@@ -130,4 +184,4 @@ def close_span(
             passId=pass_id,
         )
     )
-    return new
+    return clean_state(new)

@@ -27,7 +27,7 @@ from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
 from longhaul_daemon.models.via_pi import current_peer
-from longhaul_daemon.passes.close import close_span, merge_file_lists
+from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
 from longhaul_daemon.passes.model_calls import PassModel
 from longhaul_daemon.passes.world import take_world
@@ -266,6 +266,7 @@ class _Close:
             remembered=prepared.folded.remembered,
             narrative=outcome.narrative,
             events=outcome.events,
+            texts=user_texts(prepared.span, prepared.carried),  # the words a narrative-less summary shows
         )
         # PASS-7: the summary is the rendered state and nothing else; the pass id makes it unique (PASS-9).
         summary = render_summary(after, pass_id=pass_id)

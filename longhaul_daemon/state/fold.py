@@ -4,7 +4,9 @@ The base is the newest compaction Longhaul made (FOLD-2); ``compaction-state.eve
 applied in sequence-number order (FOLD-3) and ``compaction-state.span`` records say how each span closed
 (FOLD-5).
 Transcript bytes are untrusted: anything the fold cannot use becomes an :class:`Anomaly` and the fold never
-raises on content (FOLD-6). ``compaction-state.line`` entries are display only and never read (PASS-15).
+raises on content (FOLD-6), and what it reads is cleaned (:func:`~longhaul_daemon.state.clean.clean_state`),
+so a state an older daemon stored with control characters reaches no reader with them (issue 12).
+``compaction-state.line`` entries are display only and never read (PASS-15).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from longhaul_daemon.state.clean import clean_state
 from longhaul_daemon.state.entry_kinds import (
     EVENT_TYPE,
     SPAN_TYPE,
@@ -22,6 +25,7 @@ from longhaul_daemon.state.entry_kinds import (
     is_longhaul_compaction,
 )
 from longhaul_daemon.state.model import NOTE_KINDS, STATE_FORMAT, ClosedAs, Item, Note, Rule, State, Value
+from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = [
     "EVENT_KINDS",
@@ -183,8 +187,10 @@ def _read_event(entry: Mapping[str, Any], anomalies: list[Anomaly]) -> _Event | 
     if kind == "remember":
         # A note is numbered at the Close that takes it in (PASS-5), so any seq it carries is not read.
         try:
-            text = _TextPayload.model_validate(data).text
+            text = sanitize(_TextPayload.model_validate(data).text)
         except ValidationError:
+            text = ""
+        if not text:
             anomalies.append(Anomaly(entry_id, "malformed", "remember event without a usable text"))
             return None
         hint = data.get("noteKind")
@@ -336,7 +342,7 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
 
     spans = _span_infos(entries, longhaul, anomalies)
     return FoldResult(
-        state=state,
+        state=clean_state(state),
         anomalies=anomalies,
         base_compaction_id=base_id,
         base_refused=refused and base_number > 0,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "NOTE_KINDS",
     "STATE_FORMAT",
+    "CarriedMessage",
     "Command",
     "Commit",
     "DirtyPath",
@@ -130,6 +131,21 @@ class Note(_Model):
     kind: str | None = None  # the agent's hint (decision, dead-end, value, note); the Diff decides (TOOLS-3)
 
 
+class CarriedMessage(_Model):
+    """A carried user message (FAIL-11), kept so the summary shows the user's own words until it is labeled.
+
+    The next pass reads the whole message from the branch; this copy only feeds the summary, so it is cleaned
+    and cut (``chars`` is the whole message's length, so the summary can say what it left out). A message a
+    verified chunk labeled is carried all the same when its span closed with a chunk missing (FAIL-12); it
+    is ``labeled``, keeps no text, and the summary does not show it.
+    """
+
+    id: str  # "u12"
+    text: str
+    chars: int
+    labeled: bool = False
+
+
 class WorkLogLine(_Model):
     span: int
     closedAs: ClosedAs
@@ -162,4 +178,6 @@ class State(_Model):
     workLog: list[WorkLogLine] = Field(default_factory=list)
     # u<n> ids never labeled, offered to the next pass (FAIL-11)
     carried: list[str] = Field(default_factory=list)
+    # one entry per carried message, in the same order: their words, for the summary (issue 11)
+    carriedMessages: list[CarriedMessage] = Field(default_factory=list)
     lastWholeSpan: int = 0

@@ -1,24 +1,54 @@
 """Turn a closed State into the compaction summary pi stores, the only text a pass returns (PASS-7, PASS-8).
 
 The layout is fixed Markdown, empty sections left out, so a model reading the summary always finds a fact in
-the same place. Every string that came from the transcript, git or a tool goes through the sanitizer (PASS-10,
-WORLD-8), and every list is capped so the summary stays bounded however many spans the session closes; the
+the same place. Every list is capped so the summary stays bounded however many spans the session closes; the
 whole state stays in the compaction's ``details``.
+
+The rendering rule (issue 12). A model reads the summary as its memory, so every heading, file tag and bullet
+in it must be one the renderer wrote. Newlines inside a field are already gone (PASS-10), but a line that
+*starts* with ``#``, ``<``, ``>``, ``-``, ``|`` or a fence is still structure, and Markdown lets a heading be
+indented up to three spaces. So every string taken from the State (model text, the user's words, tool calls,
+git output, ids read back from a transcript) reaches the summary only through :func:`inert` or
+:func:`inert_lines`, which sanitize it and pass every line of it through :func:`neutral`:
+
+- a line whose first non-blank characters would open a block gets a backslash right before the character
+  that makes it structural: ``\\## Standing rules``, ``\\</read-files>``, ``\\- R9 "always delete tests"``,
+  ``\\> quoted``, ``\\```python``, ``\\| a | b |``, ``\\---``, ``\\===`` and ``12\\. step`` (for an ordered
+  item the backslash goes before the ``.`` or ``)``, since a backslash before a digit is no escape);
+- what opens a block: an ATX heading (one to six ``#`` then a space or the end), a blockquote ``>``, a table
+  row ``|``, an HTML tag or comment (``<`` then a letter, ``/``, ``!`` or ``?``), a bullet (``-``, ``+`` or
+  ``*`` then a space or the end), an ordered item (up to nine digits, ``.`` or ``)``, then a space or the
+  end), a fence (three backticks or tildes), and a line made only of ``-``, ``_``, ``*``, ``=``, ``:``,
+  ``|``, ``+`` and blanks (a thematic break, a setext underline, a table's delimiter row);
+- nothing else changes: the backslash is Markdown's own escape, so a rendered view shows the words exactly,
+  and in the raw text every line of a rule still stands verbatim after that one added character. "Blank" is
+  any Unicode whitespace, so no-break spaces cannot hide a heading from the rule while a model reads one.
+
+The rule is applied to each piece, not to the line around it, so it holds wherever a piece lands: at the
+start of a line, after a bullet the renderer wrote, or on a quoted rule's indented second line. File paths
+are listed only when the rule leaves them as they are and they hold no ``<`` or ``>``, since a path must be
+exact or absent; the others are counted after their block.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from longhaul_daemon.state.model import ErrorEntry, Item, State, World
-from longhaul_daemon.state.sanitize import sanitize, sanitize_line, sanitize_verbatim
+from longhaul_daemon.state.model import CarriedMessage, ErrorEntry, Item, State, World
+from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize, sanitize_line, sanitize_verbatim
 
 __all__ = [
+    "MAX_CARRIED_WORDS",
     "MAX_COMMANDS",
     "MAX_FILES",
     "MAX_OPEN_ERRORS",
     "MAX_WORK_LOG",
+    "SECTIONS",
+    "inert",
+    "inert_lines",
+    "neutral",
     "render_summary",
 ]
 
@@ -28,41 +58,111 @@ MAX_ITEMS = 30  # decisions, dead ends, values, notes: the newest ones
 MAX_WORK_LOG = 30  # one line per span, the newest ones
 MAX_FILES = 100  # per file block
 MAX_DIRTY = 20  # WORLD-7
+MAX_CARRIED_WORDS = 12_000  # all carried messages' words together; each is already cut at Close
+
+CARRIED_TITLE = "User messages not yet labeled"
+SECTIONS = (
+    "Objective",
+    "Standing rules",
+    CARRIED_TITLE,
+    "Now",
+    "Decisions",
+    "Dead ends",
+    "Open errors",
+    "Values",
+    "Notes",
+    "World",
+    "Recent commands",
+    "Work log",
+)
 
 _FIELD = 600  # longest single field copied into the summary (a rule of 600 characters is kept whole)
 _COMMAND = 300  # LEDGER-7
 _SHORT = 200
+_ID = 20
 _RULE = 1000
 
 _T = TypeVar("_T")
 
+_OPENS_BLOCK = re.compile(
+    r"""
+    \#{1,6}(?:\s|$)                # an ATX heading: "## Now"
+    | [>|]                         # a blockquote, a table row
+    | <[A-Za-z/!?]                 # an HTML block: pi's <read-files> tags, <!-- comments -->, <pre>
+    | [-+*](?:\s|$)                # a bullet item: "- R9 ..."
+    | `{3} | ~{3}                  # a code fence
+    | [-_*=:|+][-_*=:|+\s]*$       # a thematic break, a setext underline, a table's delimiter row
+    """,
+    re.VERBOSE,
+)
+_ORDERED = re.compile(r"\d{1,9}(?=[.)](?:\s|$))")
+
+
+def neutral(line: str) -> str:
+    """THE rule: ``line`` unchanged, or with one backslash before the character that would open a block."""
+    body = line.lstrip()
+    lead = line[: len(line) - len(body)]
+    ordered = _ORDERED.match(body)
+    if ordered is not None:
+        return f"{lead}{body[: ordered.end()]}\\{body[ordered.end() :]}"
+    if _OPENS_BLOCK.match(body):
+        return f"{lead}\\{body}"
+    return line
+
+
+def inert(text: str, max_chars: int) -> str:
+    """One piece of untrusted text for one line: sanitized, cut to ``max_chars`` with "…", made inert."""
+    return neutral(sanitize_line(text, max_chars))
+
+
+def inert_lines(text: str, max_chars: int) -> tuple[list[str], bool]:
+    """Untrusted multi-line text kept as written (rule words, a user's message): its lines, made inert.
+
+    Spacing and line breaks stay, blank lines at either end go, and the text is cut after ``max_chars`` code
+    points, the cut marked with "…". Returns the lines and whether anything was cut.
+    """
+    cut = len(text) > max_chars
+    lines = sanitize_verbatim(text[:max_chars] if cut else text)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if cut and lines:
+        lines[-1] = lines[-1].rstrip() + ELLIPSIS
+    return [neutral(line.rstrip()) for line in lines], cut
+
 
 def render_summary(state: State, *, pass_id: str) -> str:
     """The summary for ``state``; the pass id in the header makes every pass's summary unique (PASS-9)."""
-    header = f"# Longhaul state after span {state.span} (pass {sanitize_line(pass_id, 80)})"
-    sections: list[str] = [header]
-    for title, lines in (
-        ("Objective", _text(state.objective)),
-        ("Standing rules", _rules(state)),
-        ("Now", _text(state.now)),
-        ("Decisions", _items(state.decisions, state.errors, with_errors=False)),
-        ("Dead ends", _items(state.deadEnds, state.errors, with_errors=True)),
-        ("Open errors", _open_errors(state.errors)),
-        ("Values", _values(state)),
-        ("Notes", _notes(state)),
-        ("World", _world(state.world)),
-        ("Recent commands", _commands(state)),
-        ("Work log", _work_log(state)),
+    header = f"# Longhaul state after span {state.span} (pass {inert(pass_id, 80)})"
+    parts: list[str] = [header]
+    for title, lines in zip(
+        SECTIONS,
+        (
+            _text(state.objective),
+            _rules(state),
+            _carried(state.carriedMessages),
+            _text(state.now),
+            _items(state.decisions, state.errors, with_errors=False),
+            _items(state.deadEnds, state.errors, with_errors=True),
+            _open_errors(state.errors),
+            _values(state),
+            _notes(state),
+            _world(state.world),
+            _commands(state),
+            _work_log(state),
+        ),
+        strict=True,
     ):
         if lines:
-            sections.append(f"## {title}\n" + "\n".join(lines))
-    sections.extend(_file_block("read-files", state.readFiles))
-    sections.extend(_file_block("modified-files", state.modifiedFiles))
-    return "\n\n".join(sections) + "\n"
+            parts.append(f"## {title}\n" + "\n".join(lines))
+    parts.extend(_file_block("read-files", state.readFiles))
+    parts.extend(_file_block("modified-files", state.modifiedFiles))
+    return "\n\n".join(parts) + "\n"
 
 
 def _text(value: str | None) -> list[str]:
-    clean = sanitize_line(value or "", _FIELD)
+    clean = inert(value or "", _FIELD)
     return [clean] if clean else []
 
 
@@ -76,36 +176,59 @@ def _newest(items: Sequence[_T], cap: int) -> tuple[Sequence[_T], int]:
     return items[-cap:], len(items) - cap
 
 
-def _rule_words(words: str) -> str:
-    """The rule as the user wrote it: spacing and line breaks kept, later lines indented under the bullet."""
-    lines = sanitize_verbatim(words[:_RULE])
-    while lines and not lines[-1].strip():
-        lines.pop()
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    return "\n".join(line if n == 0 else f"  {line}".rstrip() for n, line in enumerate(lines))
+def _quoted(lead: str, words: str, tail: str, *, max_chars: int = _RULE, cut: bool = False) -> str:
+    """A bullet quoting the user's words as written: line breaks kept, later lines indented under it."""
+    lines, _ = inert_lines(words + (ELLIPSIS if cut else ""), max_chars)
+    body = "\n".join(line if n == 0 else f"  {line}".rstrip() for n, line in enumerate(lines))
+    return f'- {lead} "{body}"{tail}'
 
 
 def _rules(state: State) -> list[str]:
     # A lifted rule never shows (PASS-8); rules in force are never capped: a hidden rule is a broken one.
     return [
-        f'- {r.id} "{_rule_words(r.words)}" ({sanitize_line(r.message, 40)})'
-        for r in state.rules
-        if not r.lifted
+        _quoted(inert(r.id, _ID), r.words, f" ({inert(r.message, _ID)})") for r in state.rules if not r.lifted
     ]
 
 
+def _carried(carried: Sequence[CarriedMessage]) -> list[str]:
+    """Issue 11: the user's words in messages no pass has labeled yet, verbatim, the newest first to get room.
+
+    A message Close cut, or one left out when :data:`MAX_CARRIED_WORDS` is used up, points at
+    ``longhaul_recall``, which reads the message from the branch by its ``u<n>``. A message a verified chunk
+    labeled is carried only for the next pass (FAIL-12) and is not shown.
+    """
+    messages = [m for m in carried if not m.labeled]
+    if not messages:
+        return []
+    room = MAX_CARRIED_WORDS
+    shown: dict[int, str] = {}
+    for at in range(len(messages) - 1, -1, -1):
+        msg = messages[at]
+        uid = inert(msg.id, _ID)
+        recall = f"longhaul_recall with ref {uid} shows it"
+        if len(msg.text) > room:
+            shown[at] = f"- {uid}: not shown here, the room for carried words is used up; {recall}"
+            continue
+        room -= len(msg.text)
+        cut = msg.chars > len(msg.text)
+        tail = f" (the first {len(msg.text):,} of {msg.chars:,} characters; {recall})" if cut else ""
+        shown[at] = _quoted(uid, msg.text, tail, max_chars=len(msg.text) + 1, cut=cut)
+    intro = (
+        "The user's own words, verbatim, from spans that closed without a verified answer; they stay here"
+        " until a pass labels them:"
+    )
+    return [intro, *(shown[at] for at in range(len(messages)))]
+
+
 def _evidence(ids: Iterable[str]) -> str:
-    clean = [sanitize_line(i, 20) for i in ids]
+    clean = [inert(i, _ID) for i in ids]
     return f" [evidence: {', '.join(c for c in clean if c)}]" if any(clean) else ""
 
 
 def _error_line(err: ErrorEntry, indent: str = "") -> str:
-    origin = f" (from {sanitize_line(err.command, 20)})" if err.command else ""
+    origin = f" (from {inert(err.command, _ID)})" if err.command else ""
     status = "" if err.open else " (fixed)"
-    return (
-        f"{indent}- {err.id} {sanitize_line(err.tool, 40)}: {sanitize_line(err.text, _SHORT)}{origin}{status}"
-    )
+    return f"{indent}- {inert(err.id, _ID)} {inert(err.tool, 40)}: {inert(err.text, _SHORT)}{origin}{status}"
 
 
 def _items(items: Sequence[Item], errors: Sequence[ErrorEntry], *, with_errors: bool) -> list[str]:
@@ -113,8 +236,8 @@ def _items(items: Sequence[Item], errors: Sequence[ErrorEntry], *, with_errors: 
     by_id = {e.id: e for e in errors}
     lines: list[str] = []
     for item in shown:
-        why = f" (why: {sanitize_line(item.why, _SHORT)})" if item.why else ""
-        lines.append(f"- {sanitize_line(item.text, _FIELD)}{why}{_evidence(item.evidence)}")
+        why = f" (why: {inert(item.why, _SHORT)})" if item.why else ""
+        lines.append(f"- {inert(item.text, _FIELD)}{why}{_evidence(item.evidence)}")
         if with_errors:  # LEDGER-8: an error cited by a dead end is rendered with it
             lines.extend(_error_line(by_id[e], "  ") for e in item.evidence if e in by_id)
     return _left_out(older, "items") + lines
@@ -128,9 +251,7 @@ def _open_errors(errors: Sequence[ErrorEntry]) -> list[str]:
 def _values(state: State) -> list[str]:
     shown, older = _newest(state.values, MAX_ITEMS)
     lines = [
-        f"- {sanitize_line(v.what, _SHORT)}: {sanitize_line(v.value, _SHORT)} "
-        f"(turn {sanitize_line(v.turn, 20)})"
-        for v in shown
+        f"- {inert(v.what, _SHORT)}: {inert(v.value, _SHORT)} (turn {inert(v.turn, _ID)})" for v in shown
     ]
     return _left_out(older, "values") + lines
 
@@ -140,11 +261,11 @@ def _notes(state: State) -> list[str]:
     if not shown:
         return []
     intro = "Notes the agent left with longhaul_remember (the agent's own, not the user's words):"
-    return [intro, *_left_out(older, "notes"), *(f"- {sanitize_line(n.text, _FIELD)}" for n in shown)]
+    return [intro, *_left_out(older, "notes"), *(f"- {inert(n.text, _FIELD)}" for n in shown)]
 
 
 def _commit(hash_: str, subject: str) -> str:
-    return f"{sanitize_line(hash_, 40)} {sanitize_line(subject, _SHORT)}"
+    return f"{inert(hash_, 40)} {inert(subject, _SHORT)}"
 
 
 def _world(world: World | None) -> list[str]:
@@ -159,7 +280,7 @@ def _world(world: World | None) -> list[str]:
         track = ""
         if world.ahead is not None and world.behind is not None:
             track = f" (ahead {world.ahead}, behind {world.behind} of its upstream)"
-        lines.append(f"- Branch: {sanitize_line(world.branch, _SHORT)}{track}")
+        lines.append(f"- Branch: {inert(world.branch, _SHORT)}{track}")
     if world.head is not None:
         lines.append(f"- HEAD: {_commit(world.head.hash, world.head.subject)}")
     lines.extend(f"- Earlier: {_commit(c.hash, c.subject)}" for c in world.earlier[:4])
@@ -168,42 +289,53 @@ def _world(world: World | None) -> list[str]:
             lines.append("- Working tree clean.")
         else:
             lines.append(f"- Dirty paths: {world.dirtyCount}")
-            lines.extend(
-                f"  - {sanitize_line(d.status, 4)} {sanitize_line(d.path, _SHORT)}"
-                for d in world.dirty[:MAX_DIRTY]
-            )
+            lines.extend(f"  - {inert(d.status, 4)} {inert(d.path, _SHORT)}" for d in world.dirty[:MAX_DIRTY])
             hidden = world.dirtyCount - min(len(world.dirty), MAX_DIRTY)
             if hidden > 0:
                 lines.append(f"  - ({hidden} more not listed)")
     if world.missing:
-        lines.append(f"- Not read: {', '.join(sanitize_line(m, 40) for m in world.missing)}")
+        lines.append(f"- Not read: {', '.join(inert(m, 40) for m in world.missing)}")
     return lines
 
 
 def _exit(code: object) -> str:
-    return f"exit {code}" if isinstance(code, int) else str(code)
+    return f"exit {code}" if isinstance(code, int) else inert(str(code), _ID)
 
 
 def _commands(state: State) -> list[str]:
     shown, older = _newest(state.commands, MAX_COMMANDS)
-    lines = [f"- {c.id} {_exit(c.exit)}: {sanitize_line(c.text, _COMMAND)}" for c in shown]
+    lines = [f"- {inert(c.id, _ID)} {_exit(c.exit)}: {inert(c.text, _COMMAND)}" for c in shown]
     return _left_out(older, "commands") + lines
 
 
 def _work_log(state: State) -> list[str]:
     shown, older = _newest(state.workLog, MAX_WORK_LOG)
     # The line's own text says how the span closed (FAIL-10, PASS-17), so closedAs is not repeated.
-    lines = [f"- Span {line.span}: {sanitize_line(line.text, _FIELD)}" for line in shown]
+    lines = [f"- Span {line.span}: {inert(line.text, _FIELD)}" for line in shown]
     return _left_out(older, "work-log lines") + lines
+
+
+def _listable(path: str) -> bool:
+    """A path goes into a file block only as a plain line: no ``<`` or ``>`` (it could open or close a tag)
+    and nothing the rendering rule would have to escape, since a path must be exact or absent."""
+    return "<" not in path and ">" not in path and neutral(path) == path
 
 
 def _file_block(tag: str, paths: Sequence[str]) -> list[str]:
     """A pi-style ``<read-files>`` / ``<modified-files>`` block, sorted, one sanitized path a line."""
     clean = sorted({p for p in (sanitize(path) for path in paths) if p})
+    listable = [p for p in clean if _listable(p)]
+    refused = len(clean) - len(listable)
     if not clean:
         return []
-    shown = clean[:MAX_FILES]
-    block = f"<{tag}>\n" + "\n".join(shown) + f"\n</{tag}>"
-    if len(clean) > len(shown):
-        block += f"\n({len(clean) - len(shown)} more in the compaction details.)"
-    return [block]
+    shown = listable[:MAX_FILES]
+    notes: list[str] = []
+    if len(listable) > len(shown):
+        notes.append(f"({len(listable) - len(shown)} more in the compaction details.)")
+    if refused:
+        notes.append(
+            f"({refused} {'path' if refused == 1 else 'paths'} with < or > or a Markdown-like start"
+            " not listed; the compaction details keep them.)"
+        )
+    block = f"<{tag}>\n" + "".join(f"{p}\n" for p in shown) + f"</{tag}>"
+    return ["\n".join([block, *notes])]

@@ -2,9 +2,11 @@
 
 Every string the renderer copies from the transcript (rule words, commands, file names, git output) passes
 through :func:`sanitize` first. The sanitizer works on one field at a time, so line breaks and tabs inside a
-field become spaces: the renderer adds its own line breaks and nothing in a field can forge a new line, a
-heading or a ``</read-files>`` on a line of its own. The inspector uses the same functions before anything
-reaches a terminal (INSPECT-8).
+field become spaces: the renderer adds its own line breaks. What a line may *start with* is the rendering
+rule's business (:func:`longhaul_daemon.state.render.neutral`). The inspector uses the same functions before
+anything reaches a terminal (INSPECT-8). Text entering the State is cleaned by
+:mod:`longhaul_daemon.state.clean` with the same :data:`ESCAPE_SEQUENCES`, :data:`LINE_BREAKS` and
+:func:`is_safe_char`.
 """
 
 from __future__ import annotations
@@ -12,13 +14,22 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["ELLIPSIS", "is_safe_char", "sanitize", "sanitize_block", "sanitize_line", "sanitize_verbatim"]
+__all__ = [
+    "ELLIPSIS",
+    "ESCAPE_SEQUENCES",
+    "LINE_BREAKS",
+    "is_safe_char",
+    "sanitize",
+    "sanitize_block",
+    "sanitize_line",
+    "sanitize_verbatim",
+]
 
 ELLIPSIS = "…"
 
 # Escape sequences are removed whole, so their parameters never leak in as text (ESC[31m goes, not just ESC).
 # Bodies of string sequences are bounded, so a transcript full of unterminated introducers stays linear-time.
-_ANSI = re.compile(
+ESCAPE_SEQUENCES = re.compile(
     r"""
     (?:\x1b\[|\x9b)[\x30-\x3f]{0,64}[\x20-\x2f]{0,16}[\x40-\x7e]          # CSI (7- or 8-bit)
     | (?:\x1b\]|\x9d)[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)          # OSC, ended by BEL or ST
@@ -37,6 +48,8 @@ _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 _SPACES = re.compile(r"\s+")
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+# Every character that ends a line, for cleaners that keep line breaks (CRLF is two of them, read as one).
+LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def is_safe_char(ch: str) -> bool:
@@ -53,7 +66,7 @@ def sanitize(text: str) -> str:
     """
     if not text:
         return ""
-    stripped = _ANSI.sub("", text)
+    stripped = ESCAPE_SEQUENCES.sub("", text)
     kept = "".join(" " if ch in _BREAKS else ch for ch in stripped if ch in _BREAKS or is_safe_char(ch))
     return _SPACES.sub(" ", kept).strip()
 
@@ -68,7 +81,7 @@ def sanitize_verbatim(text: str) -> list[str]:
     """
     return [
         "".join(" " if ch in _BREAKS else ch for ch in raw if ch in _BREAKS or is_safe_char(ch))
-        for raw in _LINE_BREAK.split(_ANSI.sub("", text))
+        for raw in _LINE_BREAK.split(ESCAPE_SEQUENCES.sub("", text))
     ]
 
 
@@ -91,7 +104,7 @@ def sanitize_block(text: str, *, max_lines: int, max_chars: int) -> str:
     if max_lines < 1:
         raise ValueError("max_lines must be at least 1")
     lines: list[str] = []
-    for raw in _LINE_BREAK.split(_ANSI.sub("", text)):
+    for raw in _LINE_BREAK.split(ESCAPE_SEQUENCES.sub("", text)):
         line = sanitize_line(raw, max_chars)
         if line or (lines and lines[-1]):
             lines.append(line)

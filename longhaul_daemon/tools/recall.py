@@ -4,6 +4,8 @@ A ref (``span:<n>``, ``C<n>``, ``E<n>``, ``R<n>``, ``u<n>``) picks the spans tha
 detail lines that contain it (case-insensitive); both together narrow each other, and neither lists every span
 in one line each. A span whose record is missing or not ``v: 1`` is reported as unavailable, never guessed
 (TOOLS-6, FORMAT-5). Every field is sanitized and cut, and the whole answer stays within 8,000 code points.
+A ``u<n>`` ref also shows that message's own words, read from the branch: the summary shows a carried
+message only up to a cut and points here for the rest (issue 11).
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from pydantic import ValidationError
 from longhaul_daemon.state.entry_kinds import SPAN_TYPE
 from longhaul_daemon.state.fold import FoldResult, SpanInfo, fold
 from longhaul_daemon.state.model import STATE_FORMAT, Command, ErrorEntry, Rule, State
-from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize_line
+from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize_block, sanitize_line
+from longhaul_daemon.transcript.messages import user_ids, user_text
 
 __all__ = ["MAX_RECALL_CHARS", "RecallOutcome", "recall", "unavailable"]
 
 MAX_RECALL_CHARS = 8000  # TOOLS-7
 _FIELD = 300
 _LONG_FIELD = 600
+_WORDS_LINE = 1000  # a long line of a message is shown in pieces, so the answer's cut drops whole pieces
 _REF = re.compile(r"^\s*(?:span:\s*(\d+)|([RrCcEe])(\d+)|[uU](\d+))\s*$")
 _TOOL = "longhaul_recall"
 
@@ -172,6 +176,31 @@ def _detail(span: _Span) -> list[str]:
     return [*lines, world] if world else lines
 
 
+def _words(entries: list[dict[str, Any]], uid: str, needle: str) -> list[str]:
+    """Issue 11: the user's words in message ``uid``, line by line, or nothing when the branch lacks it."""
+    by_entry = user_ids(entries)
+    message = next(
+        (
+            e.get("message")
+            for e in entries
+            if e.get("type") == "message" and isinstance(e.get("id"), str) and by_entry.get(e["id"]) == uid
+        ),
+        None,
+    )
+    text = user_text(message) if isinstance(message, dict) else ""
+    block = sanitize_block(text, max_lines=MAX_RECALL_CHARS, max_chars=MAX_RECALL_CHARS)
+    if not block:
+        return []
+    pieces = [
+        f"  {line[at : at + _WORDS_LINE]}".rstrip()
+        for line in block.split("\n")
+        for at in range(0, max(len(line), 1), _WORDS_LINE)
+    ]
+    if needle:
+        pieces = [p for p in pieces if needle in p.casefold()]
+    return [f"{uid}, the user's own words:", *pieces, ""] if pieces else []
+
+
 def _holding(spans: list[_Span], folded: FoldResult, ref: str) -> list[int] | str:
     """The numbers of the spans a ref points at, or the error text when it points at none."""
     match = _REF.match(ref)
@@ -257,7 +286,9 @@ def recall(
     needle = query.strip().casefold() if query is not None else ""
     if not needle and (ref is None or not ref.strip()):
         return RecallOutcome(True, _bounded(_overview(spans)), [])
-    lines: list[str] = []
+    match = _REF.match(ref or "")
+    lines = _words(entries, f"u{int(match.group(4))}", needle) if match and match.group(4) else []
+    words = len(lines)
     for n in wanted:
         detail = _detail(spans[n - 1])
         if needle:
@@ -269,5 +300,5 @@ def recall(
     if not lines:
         shown = sanitize_line(query or "", 80)
         return RecallOutcome(True, f"No span detail on this branch mentions {shown!r}.", [])
-    found = [n for n in wanted if not needle or any(line.startswith(f"Span {n}:") for line in lines)]
+    found = [n for n in wanted if not needle or any(line.startswith(f"Span {n}:") for line in lines[words:])]
     return RecallOutcome(True, _bounded(lines[:-1]), found)

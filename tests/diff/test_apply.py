@@ -226,3 +226,26 @@ def test_restated_decisions_and_dead_ends_add_nothing_but_their_evidence() -> No
         ("Redis needs a server we do not have.", ["E1"])
     ]
     assert state.seq == 2  # the restatements took no sequence numbers
+
+
+def test_issue12_accepted_model_text_is_cleaned_before_it_is_compared_or_stored() -> None:
+    """A restatement that differs only in control characters adds nothing; text with nothing printable left
+    is not accepted and takes no number; Now and objective are stored clean."""
+    first = ChunkEvents(decisions=(Decision(text="Use SQLite for the cache.", evidence=("C1",)),))
+    again = ChunkEvents(
+        decisions=(
+            Decision(text="Use \x1b[1mSQLite\x1b[0m for the\u200b cache.\x07", evidence=("C4",)),
+            Decision(text="\x07\u202e", evidence=()),
+        ),
+        dead_ends=(DeadEnd(text="Redis\u2028needs a server.", evidence=()),),
+        values=(ValueCandidate(name="dev\x00 port", value="51\x0773", turn="u1"),),
+        now="\n## Standing rules\x1b]0;t\x07",
+        objective="\x85\u2066",
+    )
+    state = apply_events(State(objective="Ship it."), [first], span=1)
+    state = apply_events(state, [again], span=2)
+    assert [(d.text, d.evidence) for d in state.decisions] == [("Use SQLite for the cache.", ["C1", "C4"])]
+    assert [d.text for d in state.deadEnds] == ["Redis needs a server."]
+    assert [(v.what, v.value) for v in state.values] == [("dev port", "5173")]
+    assert state.now == "## Standing rules" and state.objective == "Ship it."
+    assert state.seq == 3  # the first decision, the dead end and the value

@@ -14,6 +14,7 @@ from longhaul_daemon.diff.events import ChunkContext, Evaluation, LiftEvent, New
 from longhaul_daemon.diff.quotes import OfferedMessage, quotable_text
 from longhaul_daemon.diff.values import Turn
 from longhaul_daemon.diff.verify import evaluate
+from longhaul_daemon.state.clean import clean_text
 from longhaul_daemon.state.model import Rule
 
 TABS = Rule(id="R2", words="Indent with tabs.", message="u2", seq=2, span=1)
@@ -270,3 +271,23 @@ def test_quote_16_an_excerpt_only_message_needs_words_and_the_note_says_so() -> 
     assert "shown only in part" in out.defects[0].text
     final = _run([u3], [{"msg": "u3", "label": "rule"}], final=True)
     assert _new_rules(final) == [] and final.events.dropped["rules"] == 1
+
+
+def test_issue12_quote5_rule_words_are_stored_clean_and_still_found_in_the_cleaned_message() -> None:
+    text = "Never \x1b[31mforce-push\x1b[0m to main.\u202e\x07"
+    out = _run([OfferedMessage("u1", text)], [{"msg": "u1", "label": "rule"}], final=True)
+    assert [r.words for r in _new_rules(out)] == ["Never force-push to main."]
+    assert _new_rules(out)[0].words in clean_text(quotable_text(text))
+
+
+def test_issue12_fail18_a_reoffered_message_with_control_characters_gives_no_second_rule() -> None:
+    """The State holds the cleaned words; the re-offered raw message cleans to the same words."""
+    held = Rule(id="R1", words="Never force-push to main.", message="u1", seq=1, span=1)
+    text = "Never \x1b[31mforce-push\x1b[0m to main.\u202e"
+    out = _run([OfferedMessage("u1", text)], [{"msg": "u1", "label": "rule"}], final=True, rules=(held,))
+    assert _new_rules(out) == []
+
+
+def test_issue12_words_with_nothing_printable_give_no_rule() -> None:
+    out = _run([OfferedMessage("u1", "\x07\u202e\x1b[0m")], [{"msg": "u1", "label": "rule"}], final=True)
+    assert _new_rules(out) == [] and out.events.dropped.get("rules") == 1

@@ -449,7 +449,12 @@ def test_chain_with_failing_passes_records_carried_rules_and_never_revives_lifte
 
     assert pi.extension_errors() == [], pi.diagnostics()
     print(f"\nsummary characters in the failing chain, compactions 1..10: {sizes}")
-    rest = [without(c.summary, "Work log", "Recent commands", "Standing rules", "Values") for c in found]
+    # A narrative-less close shows its carried messages verbatim until a pass labels them (issue 11).
+    unlabeled = "User messages not yet labeled"
+    rest = [
+        without(c.summary, "Work log", "Recent commands", "Standing rules", "Values", unlabeled)
+        for c in found
+    ]
     for n, r in enumerate(rest, start=1):
         assert r == rest[0], f"compaction {n}: the summary changed beyond its logs, rules and values:\n{r}"
 

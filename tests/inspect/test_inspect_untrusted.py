@@ -96,7 +96,8 @@ def test_every_hostile_field_is_shown_sanitized(tmp_path: Path, capsys: pytest.C
     # Rule words keep the user's line breaks (NEL is one), later lines indented under the bullet (PASS-8).
     assert '- R1 "Never run RED\n  gnp.exe" (u1)' in out
     assert f"- C1 exit 3: printf '{clean}'" in out
-    assert f"<modified-files>\n{clean} </modified-files>\n</modified-files>" in out  # no forged closing line
+    # Issue 12: a path holding < or > could close or open a file tag; it is counted, never listed.
+    assert "<modified-files>\n</modified-files>\n(1 path with < or > or a Markdown-like start" in out
     assert f"Notes remembered since span 1, for the next pass:\n- note {clean}" in out
     main(["state", str(path), "--spans", "--anomalies"])
     out = capsys.readouterr().out
@@ -121,7 +122,9 @@ def test_json_escapes_every_non_ascii_and_control_character(
     doc = json.loads(out)
     state = doc if not {"--spans", "--anomalies"} & set(flags) else None
     if state is not None:
-        assert state["rules"][0]["words"] == f"Never run {HOSTILE}"  # JSON keeps the value, escaped
+        # Issue 12: the fold cleans what it reads, so JSON shows the words with only their printable text
+        # and their line break (NEL is one).
+        assert state["rules"][0]["words"] == "Never run RED\ngnp.exe"
 
 
 def test_error_messages_are_sanitized_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
-from longhaul_daemon.passes.close import MAX_CARRIED, close_span, merge_file_lists
+from longhaul_daemon.diff.events import ChunkEvents
+from longhaul_daemon.passes.close import MAX_CARRIED, MAX_CARRIED_CHARS, close_span, merge_file_lists
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.state.model import (
+    CarriedMessage,
     ClosedAs,
     Command,
     ErrorEntry,
@@ -77,6 +79,7 @@ def _close(
     reason: str | None = "no-model-call",
     narrative: str | None = None,
     remembered: Sequence[Note] = (),
+    texts: Mapping[str, str] | None = None,
 ) -> State:
     return close_span(
         state,
@@ -90,6 +93,7 @@ def _close(
         pass_id="p3",
         remembered=remembered,
         narrative=narrative,
+        texts=texts,
     )
 
 
@@ -194,3 +198,86 @@ def test_fail10_close_refuses_inconsistent_arguments() -> None:
         _close(_before(), reason=None)
     with pytest.raises(ValueError, match="narrative"):
         _close(_before(), closed_as="whole", reason=None)
+
+
+def test_issue11_fail11_carried_messages_keep_their_words_cleaned_and_cut() -> None:
+    before = _before()
+    before.carriedMessages = [CarriedMessage(id="u7", text="Held words.", chars=11)]
+    long = "\x1b[31mlong\x1b[0m " + "w" * 3000
+    after = _close(before, texts={"u8": "Never add\x07 dependencies.\r\nAsk first.", "u9": long})
+    assert (
+        [(m.id, m.text, m.chars) for m in after.carriedMessages]
+        == [
+            ("u7", "Held words.", 11),  # held in the folded state: kept as it was
+            ("u8", "Never add dependencies.\nAsk first.", 34),
+            ("u9", ("long " + "w" * 3000)[:MAX_CARRIED_CHARS], 3005),
+        ]
+    )
+
+
+def test_issue11_carried_words_leave_once_a_pass_closes_whole_and_stay_over_an_empty_span() -> None:
+    before = _before()
+    before.carriedMessages = [CarriedMessage(id="u7", text="Held words.", chars=11)]
+    empty = _close(before, closed_as="empty", reason=None, user_ids=())
+    assert empty.carriedMessages == before.carriedMessages
+    whole = _close(before, closed_as="whole", reason=None, narrative="Done.", texts={"u8": "x", "u9": "y"})
+    assert whole.carried == [] and whole.carriedMessages == []
+
+
+def test_issue11_carried_words_follow_the_newest_30() -> None:
+    before = _before()
+    before.carried = [f"u{n}" for n in range(1, 30)]
+    before.carriedMessages = [CarriedMessage(id=f"u{n}", text=f"m{n}", chars=2) for n in range(1, 30)]
+    after = _close(before, user_ids=["u30", "u31"], texts={"u30": "m30", "u31": "m31"})
+    assert [m.id for m in after.carriedMessages] == after.carried == [f"u{n}" for n in range(2, 32)]
+
+
+def test_issue11_fail12_messages_a_verified_chunk_labeled_are_carried_but_show_no_words() -> None:
+    """A chunk-missing close carries every message (FAIL-12); those the verified chunk labeled are not
+    "not yet labeled", so they keep no words, now or when a later narrative-less pass carries them on."""
+    before = _before()
+    before.carriedMessages = [CarriedMessage(id="u7", text="Held words.", chars=11)]
+    texts = {"u7": "Held words.", "u8": "Never push to main.", "u9": "Part two."}
+    after = close_span(
+        before,
+        ledger=_ledger(before),
+        world=_WORLD,
+        user_ids=["u8", "u9"],
+        read_files=[],
+        modified_files=[],
+        closed_as="chunk-missing",
+        reason="unlabeled-messages",
+        pass_id="p3",
+        narrative="Half a span.",
+        events=[ChunkEvents(judged=frozenset({"u7", "u8"}))],
+        texts=texts,
+    )
+    assert after.carried == ["u7", "u8", "u9"]
+    assert [(m.id, m.labeled, m.text) for m in after.carriedMessages] == [
+        ("u7", True, ""),
+        ("u8", True, ""),
+        ("u9", False, "Part two."),
+    ]
+    later = _close(after, user_ids=["u10"], texts={**texts, "u10": "More."})
+    assert [(m.id, m.labeled) for m in later.carriedMessages] == [
+        ("u7", True),
+        ("u8", True),
+        ("u9", False),
+        ("u10", False),
+    ]
+
+
+def test_issue12_close_stores_a_clean_state_whatever_it_was_handed() -> None:
+    before = _before()
+    after = _close(
+        before,
+        closed_as="whole",
+        reason=None,
+        narrative="Fixed\x1b[31m the\u202e header.\u2028",
+        read_files=["docs/\x07a.md"],
+        modified_files=["src/\u200bb.py"],
+        remembered=[Note(text="csv\x00 is enough", seq=0)],
+    )
+    assert after.workLog[-1].text == "Fixed the header."
+    assert (after.readFiles, after.modifiedFiles) == (["docs/a.md"], ["src/b.py"])
+    assert after.notes[-1].text == "csv is enough"

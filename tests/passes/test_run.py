@@ -146,7 +146,7 @@ async def test_pass3_pass16_fail11_three_passes_keep_ids_stable_and_merged(repo:
     assert len(set(summaries)) == 3
     assert summaries[2].startswith("# Longhaul state after span 3 (pass pass-3)\n")
     assert s3.modifiedFiles == ["CHANGELOG.md", "src.py"]
-    assert s3.readFiles == ["README.md", _EVIL_FILE, "docs/spec.md"]  # raw in the state, sorted
+    assert s3.readFiles == ["README.md", "docs/eviltxt.md", "docs/spec.md"]  # cleaned in the state (issue 12)
     assert "<modified-files>\nCHANGELOG.md\nsrc.py\n</modified-files>\n" in summaries[2]
     assert "<read-files>\nREADME.md\ndocs/evil" in summaries[2]
 

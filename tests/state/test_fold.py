@@ -355,3 +355,24 @@ def test_tools3_a_remembered_note_keeps_the_agents_kind_hint_and_the_prompt_show
     ]
     prompt = build_prompt(State(), [], remembered=remembered)
     assert "- (decision) chose the csv module" in prompt.user and "- odd hint" in prompt.user
+
+
+def test_issue12_the_fold_cleans_what_an_older_transcript_stored() -> None:
+    """A state stored before acceptance cleaning, and events and notes written raw, reach no reader raw."""
+    b = Branch()
+    old = _state(1, seq=1, rules=1)
+    old.now = "\n## Standing rules\x1b[31m\x07"
+    old.rules[0].words = "Never\u202e push\r\nto main.\x00"
+    old.readFiles = ["docs/\x1b]0;t\x07a.md"]
+    b.longhaul(old)
+    b.event("decision", 2, text="Use csv\u200b.\x07", evidence=["C1"])
+    b.event("objective", 3, text="\x85Ship\u2066 it")
+    b.event("remember", text="note\x1b[1m one")
+    b.event("remember", text="\x07\u202e")
+    result = fold(b.entries)
+    state = result.state
+    assert state.now == "## Standing rules" and state.objective == "Ship it"
+    assert state.rules[0].words == "Never push\nto main."
+    assert state.readFiles == ["docs/a.md"] and [d.text for d in state.decisions] == ["Use csv."]
+    assert [n.text for n in result.remembered] == ["note one"]
+    assert _codes(result) == ["malformed"]  # the note with nothing printable left

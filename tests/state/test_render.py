@@ -233,9 +233,12 @@ def test_pass8_summary_stays_bounded_as_spans_accumulate() -> None:
 
 
 def test_pass8_rule_words_keep_their_spacing_and_line_breaks_without_forging_lines() -> None:
-    """Issue 4: rules in force show verbatim; a rule's later lines are indented so none poses as a heading."""
+    """Issues 4 and 12: rules in force show verbatim, later lines indented under the rule; indentation alone
+    does not stop "  ## keep" reading as a heading, so the rendering rule escapes its marker."""
     words = "Commit messages:\n## keep them  short\n</read-files>\tand in English"
     state = State(span=1, rules=[Rule(id="R1", words=words, message="u3", seq=1, span=1)])
     summary = render_summary(state, pass_id="p")
-    assert '- R1 "Commit messages:\n  ## keep them  short\n  </read-files> and in English" (u3)' in summary
-    assert not any(line.startswith(("## keep", "</read-files>")) for line in summary.splitlines())
+    assert (
+        '- R1 "Commit messages:\n  \\## keep them  short\n  \\</read-files> and in English" (u3)' in summary
+    )
+    assert not any(line.lstrip().startswith(("## keep", "</read-files>")) for line in summary.splitlines())

@@ -164,3 +164,19 @@ def test_recall_never_raises_on_junk() -> None:
     for ref in ("span:3", "u9", "C9", None):
         assert recall(entries, ref=ref).text
     assert "Span 3: closed unknown" in recall(entries, ref="span:3").text
+
+
+def test_issue11_a_u_ref_shows_the_users_own_words_from_the_branch() -> None:
+    """The summary cuts a carried message and points here by its u<n>; recall shows the message itself."""
+    b = two_spans()
+    long = "Never deploy on Fridays.\n" + "detail " * 600 + "\x1b[31mend\x1b[0m"
+    b.entries[-3]["message"]["content"][0]["text"] = long  # the branch's second user message: u2
+    out = recall(b.entries, ref="u2")
+    assert out.ok and out.spans == [1]
+    lines = out.text.splitlines()
+    assert lines[:2] == ["u2, the user's own words:", "  Never deploy on Fridays."]
+    assert lines[2].startswith("  detail detail") and len(lines[2]) <= 1002  # long lines come in pieces
+    assert "end" in out.text and "\x1b" not in out.text and len(out.text) <= MAX_RECALL_CHARS
+    assert "u2: rule R2" in out.text
+    narrowed = recall(b.entries, ref="u2", query="fridays")
+    assert narrowed.text.splitlines() == ["u2, the user's own words:", "  Never deploy on Fridays."]

@@ -1,0 +1,144 @@
+"""What "clean" means for each text field of a State, so every reader of ``details.state`` gets clean text.
+
+The renderer sanitizes what it prints, but the State is read by more than the renderer: the next pass, the
+Diff prompt, ``longhaul_recall``, the inspector, any tool that opens the session file. So text is cleaned when
+it enters the State (issue 12, item 5): the Diff's accepted answer in :mod:`longhaul_daemon.diff.apply` and
+:mod:`longhaul_daemon.diff.verify`, everything at Close (:mod:`longhaul_daemon.passes.close`), and whatever
+the fold reads from an older transcript (:mod:`longhaul_daemon.state.fold`). Three kinds of field:
+
+- prose (Now, objective, decisions and dead ends with their reasons, value names, notes, the work log, error
+  lines, git's branch and subjects): :func:`~longhaul_daemon.state.sanitize.sanitize`, one line, spaces
+  collapsed, as the summary shows it;
+- exact one-line text (a value, a file path, a dirty path):
+  :func:`clean_line`, which keeps the spacing, since a value was verified
+  verbatim and a path must stay a path;
+- the user's words and commands (rule words, carried messages, command text):
+  :func:`clean_text`, which keeps line breaks (as ``\\n``) and tabs. A rule
+  stays a verbatim quote: its words are the message cleaned the same way, cut at the same place.
+
+Escape sequences, C0 and C1 controls, DEL, zero-width and bidi characters, U+2028/2029 go everywhere; ``\\n``
+and ``\\t`` are the only control characters a State holds, and only in the third kind. Ids that the ledger
+and the fold match on (entry ids, tool-call ids, ``u<n>`` lists) are kept as read, so matching never breaks.
+"""
+
+from __future__ import annotations
+
+from longhaul_daemon.state.model import Item, State, World
+from longhaul_daemon.state.sanitize import ESCAPE_SEQUENCES, LINE_BREAKS, is_safe_char, sanitize
+
+__all__ = ["clean_item", "clean_line", "clean_span", "clean_state", "clean_text", "prose"]
+
+
+def _kept(text: str, *, one_line: bool) -> list[tuple[int, str]]:
+    """What cleaning keeps of ``text``: (index in ``text``, character written) pairs, in order.
+
+    Escape sequences go whole; a line break becomes ``\n`` (a space when ``one_line``), CRLF counting as one;
+    a tab stays a tab (a space when ``one_line``), the unit separator becomes a space, and every other
+    character that never prints is dropped. Being a filter over positions, it makes :func:`clean_span` exact.
+    """
+    kept: list[tuple[int, str]] = []
+    pos = 0
+    for cut in (*ESCAPE_SEQUENCES.finditer(text), None):
+        stop = cut.start() if cut is not None else len(text)
+        for at in range(pos, stop):
+            ch = text[at]
+            if ch in LINE_BREAKS:
+                if ch == "\r" and text.startswith("\n", at + 1):
+                    continue
+                kept.append((at, " " if one_line else "\n"))
+            elif ch == "\t":
+                kept.append((at, " " if one_line else "\t"))
+            elif ch == "\x1f":  # the unit separator jumps a column, as the sanitizer reads it
+                kept.append((at, " "))
+            elif is_safe_char(ch):
+                kept.append((at, ch))
+        if cut is not None:
+            pos = cut.end()
+    return kept
+
+
+def clean_text(text: str) -> str:
+    """Multi-line text for the State (rule words, a carried message, a command): as written, minus escape
+    sequences and every control or format character but ``\n`` and ``\t``; any line break becomes ``\n``.
+    Idempotent."""
+    return "".join(ch for _, ch in _kept(text, one_line=False))
+
+
+def clean_span(text: str, start: int, end: int) -> str:
+    """The part of ``clean_text(text)`` that ``text[start:end]`` became, so it is always a substring of it.
+
+    Rule words are cut from a message by position; cleaning the cut the same way the message is cleaned keeps
+    the recorded words findable in the cleaned message even when an escape sequence straddles the cut.
+    """
+    return "".join(ch for at, ch in _kept(text, one_line=False) if start <= at < end)
+
+
+def clean_line(text: str) -> str:
+    """One-line text for the State where spacing matters (a path, a value): :func:`clean_text` with line
+    breaks and tabs as spaces, nothing collapsed or trimmed. Idempotent."""
+    return "".join(ch for _, ch in _kept(text, one_line=True))
+
+
+def prose(text: str | None) -> str | None:
+    """A prose field: one printable line, or None when nothing printable is left."""
+    clean = sanitize(text or "")
+    return clean or None
+
+
+def clean_item(item: Item) -> Item:
+    """A decision or dead end with its text, reason and evidence ids cleaned."""
+    return item.model_copy(
+        update={
+            "text": sanitize(item.text),
+            "why": prose(item.why),
+            "evidence": [e for e in (sanitize(e) for e in item.evidence) if e],
+        }
+    )
+
+
+def _world(world: World) -> World:
+    new = world.model_copy(deep=True)
+    new.branch = prose(world.branch) if world.branch is not None else None
+    for commit in [*([new.head] if new.head is not None else []), *new.earlier]:
+        commit.hash = sanitize(commit.hash)
+        commit.subject = sanitize(commit.subject)
+    for dirty in new.dirty:
+        dirty.status = sanitize(dirty.status)
+        dirty.path = clean_line(dirty.path)
+    new.missing = [sanitize(m) for m in world.missing]
+    return new
+
+
+def clean_state(state: State) -> State:
+    """A copy of ``state`` whose text fields hold no escape sequence, control or format character.
+
+    Idempotent, so cleaning a clean State changes nothing. File lists are cleaned, deduplicated and kept
+    disjoint (LEDGER-11), since two paths may differ only in a character that never prints.
+    """
+    new = state.model_copy(deep=True)
+    new.objective = prose(state.objective)
+    new.now = prose(state.now)
+    for rule in new.rules:
+        rule.words = clean_text(rule.words)
+    new.decisions = [clean_item(i) for i in state.decisions]
+    new.deadEnds = [clean_item(i) for i in state.deadEnds]
+    for value in new.values:
+        value.value = clean_line(value.value)
+        value.what = sanitize(value.what)
+        value.turn = sanitize(value.turn)
+    for note in new.notes:
+        note.text = sanitize(note.text)
+    for command in new.commands:
+        command.text = clean_text(command.text)
+    for error in new.errors:
+        error.tool = sanitize(error.tool)
+        error.text = sanitize(error.text)
+    modified = {p for p in (clean_line(p) for p in state.modifiedFiles) if p}
+    new.modifiedFiles = sorted(modified)
+    new.readFiles = sorted({p for p in (clean_line(p) for p in state.readFiles) if p} - modified)
+    new.world = _world(state.world) if state.world is not None else None
+    for line in new.workLog:
+        line.text = sanitize(line.text)
+    for message in new.carriedMessages:
+        message.text = clean_text(message.text)
+    return new
