@@ -55,6 +55,10 @@ def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _str_or_empty(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _bool_or_none(value: object) -> bool | None:
     return value if isinstance(value, bool) else None
 
@@ -87,12 +91,12 @@ class _Lenient(BaseModel):
 
 class TextBlock(_Lenient):
     type: Literal["text"] = "text"
-    text: Annotated[str, BeforeValidator(lambda v: v if isinstance(v, str) else "")] = ""
+    text: Annotated[str, BeforeValidator(_str_or_empty)] = ""
 
 
 class ThinkingBlock(_Lenient):
     type: Literal["thinking"] = "thinking"
-    thinking: Annotated[str, BeforeValidator(lambda v: v if isinstance(v, str) else "")] = ""
+    thinking: Annotated[str, BeforeValidator(_str_or_empty)] = ""
 
 
 class ImageBlock(_Lenient):
@@ -115,26 +119,30 @@ class UnknownBlock(_Lenient):
 
 Block = TextBlock | ThinkingBlock | ImageBlock | ToolCallBlock | UnknownBlock
 
-_BLOCK_TYPES: dict[str, type[TextBlock | ThinkingBlock | ImageBlock | ToolCallBlock]] = {
-    "text": TextBlock,
-    "thinking": ThinkingBlock,
-    "image": ImageBlock,
-    "toolCall": ToolCallBlock,
-}
-
-
 def parse_block(raw: object) -> Block:
-    """One content block; anything unreadable is an ``UnknownBlock``."""
+    """One content block; anything unreadable is an ``UnknownBlock``.
+
+    Built field by field with the same lenient readings the models' validators apply, then constructed
+    without validation: a pass reads thousands of blocks, and validating each one cost more than the pass's
+    own work. ``tests/transcript`` holds this to the validated models on arbitrary JSON.
+    """
     if not isinstance(raw, dict):
         return UnknownBlock()
     kind = raw.get("type")
-    model = _BLOCK_TYPES.get(kind) if isinstance(kind, str) else None
-    try:
-        if model is not None:
-            return model.model_validate(raw)
-        return UnknownBlock.model_validate(raw)
-    except (ValidationError, TypeError, ValueError):
-        return UnknownBlock(type=kind if isinstance(kind, str) else None)
+    if kind == "text":
+        return TextBlock.model_construct(type="text", text=_str_or_empty(raw.get("text")))
+    if kind == "toolCall":
+        return ToolCallBlock.model_construct(
+            type="toolCall",
+            id=_str_or_none(raw.get("id")),
+            name=_str_or_none(raw.get("name")),
+            arguments=_dict_or_empty(raw.get("arguments")),
+        )
+    if kind == "thinking":
+        return ThinkingBlock.model_construct(type="thinking", thinking=_str_or_empty(raw.get("thinking")))
+    if kind == "image":
+        return ImageBlock.model_construct(type="image", mimeType=_str_or_none(raw.get("mimeType")))
+    return UnknownBlock.model_construct(type=kind if isinstance(kind, str) else None)
 
 
 def _content(value: object) -> str | tuple[Block, ...] | None:
@@ -190,13 +198,30 @@ class Message(_Lenient):
 
 
 def parse_message(raw: object) -> Message | None:
-    """A message, or None when ``raw`` is not a JSON object."""
+    """A message, or None when ``raw`` is not a JSON object; built as :func:`parse_block` builds blocks."""
     if not isinstance(raw, dict):
         return None
-    try:
-        return Message.model_validate(raw)
-    except (ValidationError, TypeError, ValueError):
-        return Message(role="unknown")
+    role = raw.get("role")
+    get = raw.get
+    return Message.model_construct(
+        role=role if isinstance(role, str) else "unknown",
+        content=_content(get("content")),
+        timestamp=_timestamp(get("timestamp")),
+        stopReason=_str_or_none(get("stopReason")),
+        errorMessage=_str_or_none(get("errorMessage")),
+        toolCallId=_str_or_none(get("toolCallId")),
+        toolName=_str_or_none(get("toolName")),
+        isError=_bool_or_none(get("isError")),
+        details=get("details"),
+        command=_str_or_none(get("command")),
+        output=_str_or_none(get("output")),
+        exitCode=_int_or_none(get("exitCode")),
+        cancelled=_bool_or_none(get("cancelled")),
+        truncated=_bool_or_none(get("truncated")),
+        excludeFromContext=_bool_or_none(get("excludeFromContext")),
+        customType=_str_or_none(get("customType")),
+        summary=_str_or_none(get("summary")),
+    )
 
 
 def _message(value: object) -> Message | None:

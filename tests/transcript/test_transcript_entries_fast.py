@@ -1,0 +1,83 @@
+"""The fast builders of messages and blocks read any JSON exactly as the validated pydantic models do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from longhaul_daemon.transcript.entries import (
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    UnknownBlock,
+    parse_block,
+    parse_message,
+)
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_block_types = st.sampled_from(["text", "thinking", "image", "toolCall", "other", 3, None])
+_blocks = st.one_of(
+    _json,
+    st.fixed_dictionaries(
+        {"type": _block_types},
+        optional={
+            "text": _json,
+            "thinking": _json,
+            "mimeType": _json,
+            "id": _json,
+            "name": _json,
+            "arguments": _json,
+        },
+    ),
+)
+_fields = ["role", "timestamp", "stopReason", "errorMessage", "toolCallId", "toolName", "isError", "details"]
+_fields += [
+    "command",
+    "output",
+    "exitCode",
+    "cancelled",
+    "truncated",
+    "excludeFromContext",
+    "customType",
+    "summary",
+]
+_messages = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": st.one_of(_json, st.lists(_blocks, max_size=4)),
+        **{name: st.one_of(_json, st.sampled_from(["user", "assistant", "toolResult"])) for name in _fields},
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_messages)
+def test_a_message_reads_as_the_validated_model_reads_it(raw: dict[str, Any]) -> None:
+    fast = parse_message(raw)
+    assert fast is not None
+    assert fast.model_dump() == Message.model_validate(raw).model_dump()
+    assert fast == Message.model_validate(raw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_blocks)
+def test_a_block_reads_as_the_validated_model_reads_it(raw: Any) -> None:
+    fast = parse_block(raw)
+    if not isinstance(raw, dict):
+        assert fast == UnknownBlock()
+        return
+    model = {"text": TextBlock, "toolCall": ToolCallBlock}.get(raw.get("type"))  # type: ignore[arg-type]
+    if model is not None:
+        assert fast == model.model_validate(raw)
+    validated: type[BaseModel] = type(fast)
+    assert validated.model_validate(raw) == fast
