@@ -76,7 +76,8 @@ def test_a_block_reads_as_the_validated_model_reads_it(raw: Any) -> None:
     if not isinstance(raw, dict):
         assert fast == UnknownBlock()
         return
-    model = {"text": TextBlock, "toolCall": ToolCallBlock}.get(raw.get("type"))  # type: ignore[arg-type]
+    kinds: dict[object, type[BaseModel]] = {"text": TextBlock, "toolCall": ToolCallBlock}
+    model = kinds.get(raw.get("type"))
     if model is not None:
         assert fast == model.model_validate(raw)
     validated: type[BaseModel] = type(fast)
