@@ -120,9 +120,16 @@ def apply_events(state: State, chunks: Sequence[ChunkEvents], *, span: int) -> S
     """PASS-5: a new State holding ``chunks``' accepted events, numbered after ``state.seq``.
 
     ``span`` is the number of the span being closed, given to every new rule, item and value. ``state``
-    is left untouched.
+    is left untouched: only what this function changes is copied (the rules, which a lift marks, and the
+    items, whose evidence a restatement joins), never the ledger, which a long session makes large.
     """
-    new = state.model_copy(deep=True)
+    new = state.model_copy(
+        update={
+            "rules": [rule.model_copy() for rule in state.rules],
+            "decisions": [item.model_copy() for item in state.decisions],
+            "deadEnds": [item.model_copy() for item in state.deadEnds],
+        }
+    )
     seq = new.seq
     made: dict[str, str] = {}  # message -> the R<n> its first new rule got in this Close
     for chunk in chunks:

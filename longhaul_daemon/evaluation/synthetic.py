@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from longhaul_daemon.passes.close import MAX_STATE_COMMANDS
+
 __all__ = ["SyntheticSession", "write_session"]
 
 Compactor = Literal["pi", "longhaul"]
@@ -59,6 +61,8 @@ class _Writer:
         self.entries = 0
         self._ids: set[str] = set()
         self.since_kept: list[str] = []  # message entry ids from the newest kept boundary on
+        self.commands: list[dict[str, Any]] = []  # the ledger so far, as Longhaul's state records it
+        self.span = 0  # Longhaul compactions written so far
 
     def new_id(self) -> str:
         while True:
@@ -121,7 +125,7 @@ def _turn(w: _Writer, rng: random.Random, n: int, output_bytes: int) -> str:
     )
     call_id = f"call_{n}_{rng.getrandbits(24):06x}"
     command = f"pytest -q tests/test_mod{n % 97}.py"
-    w.message(
+    asked = w.message(
         {
             "role": "assistant",
             "content": [
@@ -131,6 +135,10 @@ def _turn(w: _Writer, rng: random.Random, n: int, output_bytes: int) -> str:
             "usage": _USAGE,
             "stopReason": "toolUse",
         }
+    )
+    w.commands.append(
+        {"id": f"C{len(w.commands) + 1}", "text": command, "exit": 0, "span": w.span + 1}
+        | {"entryId": asked, "toolCallId": call_id}
     )
     w.message(
         {
@@ -160,7 +168,11 @@ def _compaction(w: _Writer, compactor: Compactor, first_kept: str, span: int, to
             "compaction", summary=summary, firstKeptEntryId=first_kept, tokensBefore=tokens, fromHook=False
         )
     pass_id = f"synth{span:07d}"
-    state = {"stateFormat": 1, "span": span, "seq": 0, "workLog": []}
+    w.span = span
+    # The state such a compaction carries: the newest commands of the ledger, as Close bounds it.
+    commands = w.commands[-MAX_STATE_COMMANDS:]
+    state = {"stateFormat": 1, "span": span, "seq": 0, "workLog": [], "commands": commands}
+    state["nextCommand"] = len(w.commands) + 1
     details = {"stateFormat": 1, "compactor": "longhaul", "passId": pass_id, "span": span, "state": state}
     summary = f"# Longhaul state after span {span} (pass {pass_id})\n"
     return w.entry(

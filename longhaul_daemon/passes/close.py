@@ -28,6 +28,8 @@ from longhaul_daemon.state.model import (
     STATE_FORMAT,
     CarriedMessage,
     ClosedAs,
+    Command,
+    ErrorEntry,
     Note,
     State,
     WorkLogLine,
@@ -36,10 +38,21 @@ from longhaul_daemon.state.model import (
 from longhaul_daemon.state.sanitize import sanitize
 from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
-__all__ = ["MAX_CARRIED", "MAX_CARRIED_CHARS", "close_span", "merge_file_lists", "user_texts"]
+__all__ = [
+    "MAX_CARRIED",
+    "MAX_CARRIED_CHARS",
+    "MAX_CLOSED_ERRORS",
+    "MAX_STATE_COMMANDS",
+    "bounded_ledger",
+    "close_span",
+    "merge_file_lists",
+    "user_texts",
+]
 
 MAX_CARRIED = 30  # FAIL-11: at most 30 user messages offered again, the newest ones
 MAX_CARRIED_CHARS = 2000  # issue 11: the summary shows this much of each carried message; recall has the rest
+MAX_STATE_COMMANDS = 500  # LEDGER-12: the newest commands the State carries; span records hold every one
+MAX_CLOSED_ERRORS = 200  # LEDGER-12: closed errors the State carries beside every open one
 
 _U_ID = re.compile(r"u([1-9][0-9]*)")
 
@@ -51,6 +64,24 @@ def merge_file_lists(
     modified = set(state.modifiedFiles) | set(written) | set(edited)
     read_only = (set(state.readFiles) | set(read)) - modified
     return sorted(read_only), sorted(modified)
+
+
+def bounded_ledger(
+    commands: Sequence[Command], errors: Sequence[ErrorEntry]
+) -> tuple[list[Command], list[ErrorEntry]]:
+    """LEDGER-12 (our choice): what of the ledger the State carries from span to span.
+
+    Every open error, the newest :data:`MAX_CLOSED_ERRORS` closed ones, the newest :data:`MAX_STATE_COMMANDS`
+    commands and every command an error kept here names. The rest stays in the span record of the span that
+    ran it (``longhaul_recall`` reads them there), and the counters keep ids unique (LEDGER-5). A State that
+    kept the whole ledger grew with the session, and so did every pass's work and every compaction entry.
+    """
+    closed = [e for e in errors if not e.open]
+    kept_closed = {id(e) for e in closed[-MAX_CLOSED_ERRORS:]}
+    kept_errors = [e for e in errors if e.open or id(e) in kept_closed]
+    named = {e.command for e in kept_errors if e.command is not None}
+    newest = {id(c) for c in commands[-MAX_STATE_COMMANDS:]}
+    return [c for c in commands if id(c) in newest or c.id in named], kept_errors
 
 
 def _u_number(uid: str) -> int:
@@ -147,18 +178,20 @@ def close_span(
         raise ValueError("a narrative-less close needs a reason code")
     if closed_as in ("narrative-less", "empty") and events:
         raise ValueError(f"a {closed_as} close takes no Diff events")
-    new = state.model_copy(deep=True)
+    # A shallow copy: every list below is replaced, never changed in place, and the models in it are shared,
+    # not copied (nothing changes a model once it is in a State), so a long ledger costs nothing to carry.
+    new = state.model_copy(update={"notes": list(state.notes), "workLog": list(state.workLog)})
     new.stateFormat = STATE_FORMAT
     new.span = state.span + 1  # PASS-16: one number per Longhaul compaction along the branch
 
-    # LEDGER-5, LEDGER-6, LEDGER-9: the ledger's merged lists replace the carried ones, whatever the Diff did.
-    new.commands = [c.model_copy(deep=True) for c in ledger.commands]
-    new.errors = [e.model_copy(deep=True) for e in ledger.errors]
+    # LEDGER-5, LEDGER-6, LEDGER-9: the ledger's merged lists replace the carried ones, whatever the Diff did;
+    # LEDGER-12: bounded, so a long session's State does not grow with it.
+    new.commands, new.errors = bounded_ledger(ledger.commands, ledger.errors)
     new.nextCommand = max(state.nextCommand, ledger.next_command)
     new.nextError = max(state.nextError, ledger.next_error)
     new.readFiles = sorted(set(read_files) - set(modified_files))
     new.modifiedFiles = sorted(set(modified_files))
-    new.world = world.model_copy(deep=True)  # PASS-6, WORLD-8: the newest World, also kept in the span record
+    new.world = world  # PASS-6, WORLD-8: the newest World, also kept in the span record
 
     # PASS-5: what this pass accepted is numbered after the highest number already held, in a fixed order.
     for note in remembered:

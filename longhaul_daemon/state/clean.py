@@ -23,8 +23,14 @@ and the fold match on (entry ids, tool-call ids, ``u<n>`` lists) are kept as rea
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from pydantic import BaseModel
+
 from longhaul_daemon.state.model import Item, State, World
-from longhaul_daemon.state.sanitize import ESCAPE_SEQUENCES, LINE_BREAKS, is_safe_char, sanitize
+from longhaul_daemon.state.sanitize import ESCAPE_SEQUENCES, LINE_BREAKS, is_plain, is_safe_char, sanitize
+
+M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["clean_item", "clean_line", "clean_span", "clean_state", "clean_text", "prose"]
 
@@ -61,6 +67,8 @@ def clean_text(text: str) -> str:
     """Multi-line text for the State (rule words, a carried message, a command): as written, minus escape
     sequences and every control or format character but ``\n`` and ``\t``; any line break becomes ``\n``.
     Idempotent."""
+    if is_plain(text):
+        return text
     return "".join(ch for _, ch in _kept(text, one_line=False))
 
 
@@ -76,6 +84,8 @@ def clean_span(text: str, start: int, end: int) -> str:
 def clean_line(text: str) -> str:
     """One-line text for the State where spacing matters (a path, a value): :func:`clean_text` with line
     breaks and tabs as spaces, nothing collapsed or trimmed. Idempotent."""
+    if is_plain(text):
+        return text
     return "".join(ch for _, ch in _kept(text, one_line=True))
 
 
@@ -87,13 +97,8 @@ def prose(text: str | None) -> str | None:
 
 def clean_item(item: Item) -> Item:
     """A decision or dead end with its text, reason and evidence ids cleaned."""
-    return item.model_copy(
-        update={
-            "text": sanitize(item.text),
-            "why": prose(item.why),
-            "evidence": [e for e in (sanitize(e) for e in item.evidence) if e],
-        }
-    )
+    evidence = [e for e in (sanitize(e) for e in item.evidence) if e]
+    return _cleaned(item, text=sanitize(item.text), why=prose(item.why), evidence=evidence)
 
 
 def _world(world: World) -> World:
@@ -109,36 +114,40 @@ def _world(world: World) -> World:
     return new
 
 
+def _cleaned(model: M, **fields: object) -> M:
+    """``model`` itself when cleaning changed none of ``fields``, else a copy with the cleaned values: a clean
+    State is shared, not copied, so cleaning a long ledger costs a scan, not a copy."""
+    if all(getattr(model, name) == value for name, value in fields.items()):
+        return model
+    return model.model_copy(update=fields)
+
+
 def clean_state(state: State) -> State:
-    """A copy of ``state`` whose text fields hold no escape sequence, control or format character.
+    """A State like ``state`` whose text fields hold no escape sequence, control or format character.
 
     Idempotent, so cleaning a clean State changes nothing. File lists are cleaned, deduplicated and kept
-    disjoint (LEDGER-11), since two paths may differ only in a character that never prints.
+    disjoint (LEDGER-11), since two paths may differ only in a character that never prints. ``state`` and the
+    models in it are never changed: a model whose text changes is replaced by a cleaned copy.
     """
-    new = state.model_copy(deep=True)
-    new.objective = prose(state.objective)
-    new.now = prose(state.now)
-    for rule in new.rules:
-        rule.words = clean_text(rule.words)
-    new.decisions = [clean_item(i) for i in state.decisions]
-    new.deadEnds = [clean_item(i) for i in state.deadEnds]
-    for value in new.values:
-        value.value = clean_line(value.value)
-        value.what = sanitize(value.what)
-        value.turn = sanitize(value.turn)
-    for note in new.notes:
-        note.text = sanitize(note.text)
-    for command in new.commands:
-        command.text = clean_text(command.text)
-    for error in new.errors:
-        error.tool = sanitize(error.tool)
-        error.text = sanitize(error.text)
     modified = {p for p in (clean_line(p) for p in state.modifiedFiles) if p}
-    new.modifiedFiles = sorted(modified)
-    new.readFiles = sorted({p for p in (clean_line(p) for p in state.readFiles) if p} - modified)
-    new.world = _world(state.world) if state.world is not None else None
-    for line in new.workLog:
-        line.text = sanitize(line.text)
-    for message in new.carriedMessages:
-        message.text = clean_text(message.text)
-    return new
+    return state.model_copy(
+        update={
+            "objective": prose(state.objective),
+            "now": prose(state.now),
+            "rules": [_cleaned(r, words=clean_text(r.words)) for r in state.rules],
+            "decisions": [clean_item(i) for i in state.decisions],
+            "deadEnds": [clean_item(i) for i in state.deadEnds],
+            "values": [
+                _cleaned(v, value=clean_line(v.value), what=sanitize(v.what), turn=sanitize(v.turn))
+                for v in state.values
+            ],
+            "notes": [_cleaned(n, text=sanitize(n.text)) for n in state.notes],
+            "commands": [_cleaned(c, text=clean_text(c.text)) for c in state.commands],
+            "errors": [_cleaned(e, tool=sanitize(e.tool), text=sanitize(e.text)) for e in state.errors],
+            "modifiedFiles": sorted(modified),
+            "readFiles": sorted({p for p in (clean_line(p) for p in state.readFiles) if p} - modified),
+            "world": _world(state.world) if state.world is not None else None,
+            "workLog": [_cleaned(line, text=sanitize(line.text)) for line in state.workLog],
+            "carriedMessages": [_cleaned(m, text=clean_text(m.text)) for m in state.carriedMessages],
+        }
+    )

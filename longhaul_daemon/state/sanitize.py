@@ -52,6 +52,17 @@ _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
+# Plain text: ASCII without a control character. Most of a transcript is plain, and plain text has no escape
+# sequence, no line break and nothing that never prints, so the cleaners can hand it back as it is.
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def is_plain(text: str) -> bool:
+    """Whether ``text`` is ASCII with no control character: every cleaner leaves such text as it is (but for
+    the spacing :func:`sanitize` collapses)."""
+    return text.isascii() and _ASCII_CONTROL.search(text) is None
+
+
 def is_safe_char(ch: str) -> bool:
     """Whether one character may appear in sanitized text."""
     return ch not in _BREAKS and unicodedata.category(ch) not in _UNSAFE_CATEGORIES
@@ -66,6 +77,8 @@ def sanitize(text: str) -> str:
     """
     if not text:
         return ""
+    if is_plain(text) and "  " not in text and text[0] != " " and text[-1] != " ":
+        return text
     stripped = ESCAPE_SEQUENCES.sub("", text)
     kept = "".join(" " if ch in _BREAKS else ch for ch in stripped if ch in _BREAKS or is_safe_char(ch))
     return _SPACES.sub(" ", kept).strip()

@@ -119,6 +119,7 @@ class UnknownBlock(_Lenient):
 
 Block = TextBlock | ThinkingBlock | ImageBlock | ToolCallBlock | UnknownBlock
 
+
 def parse_block(raw: object) -> Block:
     """One content block; anything unreadable is an ``UnknownBlock``.
 

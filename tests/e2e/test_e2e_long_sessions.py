@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from longhaul_daemon.evaluation.synthetic import write_session
+from longhaul_daemon.passes.close import MAX_STATE_COMMANDS
 
 from .daemon_proc import Daemon
 from .model_server import ModelServer
@@ -67,7 +68,9 @@ def test_a_generated_25_mb_session_compacts_as_longhauls_with_default_settings(
         found = expect_longhaul(info.path, 1, span=1)
         assert pi.extension_errors() == [], pi.diagnostics()
     assert found.span_record["data"]["closedAs"] == "whole"
-    assert len(found.state["commands"]) >= info.turns - 2  # every tool call of the span is in the ledger
+    # Every tool call of the span is in the ledger: the span record holds them all, the State the newest.
+    assert len(found.span_record["data"]["commands"]) >= info.turns - 2
+    assert len(found.state["commands"]) == MAX_STATE_COMMANDS
     (record,) = _records(sandbox, "compaction")
     assert record["branch"]["source"] == "file" and record["branch"]["cold"] is True
     assert _records(sandbox, "fallback") == []
@@ -129,7 +132,7 @@ def test_a_session_file_the_daemon_must_not_read_is_refused_and_the_pass_goes_in
         entries = read_entries(pi.session_file())
     assert len(compactions(entries)) == 1
     found = expect_longhaul(info.path, 1, span=1)
-    assert len(found.state["commands"]) >= info.turns - 1  # the generated turns, read from the inline entries
+    assert len(found.span_record["data"]["commands"]) >= info.turns - 1  # read from the inline entries
     (record,) = _records(sandbox, "compaction")
     assert record["branch"] == {"source": "inline", "refused": how}
     assert _records(sandbox, "fallback") == []

@@ -7,7 +7,14 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from longhaul_daemon.diff.events import ChunkEvents
-from longhaul_daemon.passes.close import MAX_CARRIED, MAX_CARRIED_CHARS, close_span, merge_file_lists
+from longhaul_daemon.passes.close import (
+    MAX_CARRIED,
+    MAX_CARRIED_CHARS,
+    MAX_CLOSED_ERRORS,
+    MAX_STATE_COMMANDS,
+    close_span,
+    merge_file_lists,
+)
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.state.model import (
     CarriedMessage,
@@ -281,3 +288,41 @@ def test_issue12_close_stores_a_clean_state_whatever_it_was_handed() -> None:
     assert after.workLog[-1].text == "Fixed the header."
     assert (after.readFiles, after.modifiedFiles) == (["docs/a.md"], ["src/b.py"])
     assert after.notes[-1].text == "csv is enough"
+
+
+def test_ledger12_the_state_carries_a_bounded_ledger_and_every_open_error_with_its_command() -> None:
+    """LEDGER-12 (our choice): the newest MAX_STATE_COMMANDS commands, every open error and the newest
+    MAX_CLOSED_ERRORS closed ones, and every command a kept error names; ids keep counting (LEDGER-5)."""
+    count = MAX_STATE_COMMANDS + 700
+    commands = [Command(id=f"C{n}", text=f"make step{n}", exit=0, span=1) for n in range(1, count + 1)]
+    errors = [
+        ErrorEntry(id=f"E{n}", tool="bash", text="failed", command=f"C{n}", span=1, open=n == 1)
+        for n in range(1, MAX_CLOSED_ERRORS + 60)
+    ]
+    ledger = LedgerResult(
+        commands=commands,
+        errors=errors,
+        new_commands=commands,
+        new_errors=errors,
+        next_command=count + 1,
+        next_error=len(errors) + 1,
+    )
+    after = close_span(
+        _before(),
+        ledger=ledger,
+        world=_WORLD,
+        user_ids=(),
+        read_files=(),
+        modified_files=(),
+        closed_as="narrative-less",
+        reason="no-model",
+        pass_id="p9",
+    )
+    kept_errors = [e.id for e in after.errors]
+    assert kept_errors[0] == "E1" and len(kept_errors) == MAX_CLOSED_ERRORS + 1  # the open one stays
+    assert kept_errors[1:] == [e.id for e in errors if not e.open][-MAX_CLOSED_ERRORS:]
+    named = {e.command for e in after.errors}
+    ids = [c.id for c in after.commands]
+    assert ids[-MAX_STATE_COMMANDS:] == [c.id for c in commands[-MAX_STATE_COMMANDS:]]
+    assert set(ids) == {c.id for c in commands[-MAX_STATE_COMMANDS:]} | named  # an error's command stays
+    assert after.nextCommand == count + 1 and after.nextError == len(errors) + 1
