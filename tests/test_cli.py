@@ -118,6 +118,26 @@ def test_serve_refuses_a_symlinked_socket_directory(short_tmp: Path) -> None:
     assert list(real.iterdir()) == []
 
 
+@pytest.mark.parametrize("shared", ["/tmp", "made here"])
+def test_serve_in_a_shared_directory_suggests_a_private_one_and_never_a_chmod(
+    short_tmp: Path, shared: str
+) -> None:
+    """``--socket /tmp/x.sock`` once advised 'chmod 700 /tmp'; the refusal now points at a private place."""
+    directory = Path(shared)
+    if shared == "made here":
+        directory = short_tmp / "shared"
+        directory.mkdir()
+        directory.chmod(0o1777)
+    mode = directory.stat().st_mode
+    result = run_cli("serve", "--socket", str(directory / "lh-cli-test.sock"))
+    assert result.returncode == 1
+    assert "chmod" not in result.stderr
+    assert "a directory only you can reach" in result.stderr
+    assert "mkdir -m 700 ~/.longhaul" in result.stderr
+    assert directory.stat().st_mode == mode
+    assert not (directory / "lh-cli-test.sock").exists()
+
+
 def test_serve_refuses_an_overlong_socket_path() -> None:
     result = run_cli("serve", "--socket", "/tmp/" + "x" * 120 + "/d.sock")
     assert result.returncode == 1
