@@ -15,8 +15,9 @@ import structlog
 
 from longhaul_daemon.server.lifecycle import configure_operational_log
 
-# The real-HOME guard: loaded with this file, before any test runs, it points HOME, pi's agent dir and the
-# XDG dirs at scratch dirs for the whole run and fails the run if the real ones are touched (tests/home_guard.py).
+# The real-HOME guard (tests/home_guard.py): loaded with this file, before any test runs, it points HOME,
+# pi's agent dir and the XDG dirs at scratch dirs for the whole run and fails the run if the real ones are
+# touched.
 pytest_plugins = ("home_guard",)
 
 
