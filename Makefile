@@ -6,6 +6,10 @@ PI_VERSION := 0.73.1
 BIN := $(VENV)/bin
 PY_STAMP := $(VENV)/.longhaul-installed
 NODE_STAMP := client_shim/node_modules/.longhaul-installed
+# pytest-xdist workers: one per core. Every test, the e2e ones included, makes its own sandbox, socket and model
+# server, and each worker gets its own HOME and runtime dir (tests/home_guard.py), so they can run side by side.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 WHEELHOUSE := $(VENV)/wheelhouse
 WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
 
@@ -49,13 +53,13 @@ typecheck: $(PY_STAMP)
 	$(BIN)/mypy
 
 pytest: install
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 node-test: $(NODE_STAMP)
 	cd client_shim && npm run --silent typecheck && npm test
 
 e2e: install
-	$(BIN)/pytest -m e2e
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m e2e
 
 test: install lint typecheck pytest node-test
 

@@ -245,32 +245,44 @@ class Guard:
 
 
 def install_guard(environ: os._Environ[str] | dict[str, str] = os.environ) -> Guard:
-    """Point this process (and so its children) at the scratch dirs, and start watching the real places."""
+    """Point this process (and so its children) at the scratch dirs, and start watching the real places.
+
+    An xdist worker gets its own HOME and runtime dir under the run's scratch dir, so two workers never share
+    a default socket path, a record log or a session dir."""
     inherited = environ.get(SCRATCH_ENV, "")
     if inherited and Path(inherited).is_dir():
+        worker = environ.get("PYTEST_XDIST_WORKER", "")
+        if worker:
+            _point_at(environ, Path(inherited) / worker)
         return Guard(real_places(_original(environ), os.getuid()), Path(inherited), first=False)
     places = real_places(environ, os.getuid())
-    original = {f"LONGHAUL_TEST_REAL_{name}": environ.get(name, "") for name in (*_REDIRECTED, *_MORE_XDG)}
+    environ.update(
+        {f"LONGHAUL_TEST_REAL_{name}": environ.get(name, "") for name in (*_REDIRECTED, *_MORE_XDG)}
+    )
     scratch = Path(tempfile.mkdtemp(prefix="lh-tests-"))
-    home = scratch / "home"
-    for path in (home, home / ".pi" / "agent", scratch / "run"):
-        path.mkdir(mode=0o700, parents=True)
     for name in _DROPPED:
         environ.pop(name, None)
-    environ.update(original)
+    environ[SCRATCH_ENV] = str(scratch)
+    _point_at(environ, scratch)
+    return Guard(places, scratch, first=True)
+
+
+def _point_at(environ: os._Environ[str] | dict[str, str], root: Path) -> None:
+    """HOME, pi's agent dir and the XDG dirs, all under ``root``; the agent dir exists, as after pi ran."""
+    home = root / "home"
+    for path in (home / ".pi" / "agent", root / "run"):
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
     environ.update(
         {
-            SCRATCH_ENV: str(scratch),
             "HOME": str(home),
             "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
             "XDG_CONFIG_HOME": str(home / ".config"),
             "XDG_DATA_HOME": str(home / ".local" / "share"),
             "XDG_STATE_HOME": str(home / ".local" / "state"),
             "XDG_CACHE_HOME": str(home / ".cache"),
-            "XDG_RUNTIME_DIR": str(scratch / "run"),
+            "XDG_RUNTIME_DIR": str(root / "run"),
         }
     )
-    return Guard(places, scratch, first=True)
 
 
 def _original(environ: Mapping[str, str]) -> dict[str, str]:

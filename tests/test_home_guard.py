@@ -53,7 +53,9 @@ def _inner_run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[
     suite.mkdir()
     (suite / "conftest.py").write_text(_INNER_CONFTEST, encoding="utf-8")
     (suite / "test_inner.py").write_text(_INNER_TESTS, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "LONGHAUL_TEST_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "LONGHAUL_TEST_", "PYTEST_XDIST_"))
+    }
     env.pop(SCRATCH_ENV, None)
     env.pop("PI_CODING_AGENT_DIR", None)
     env.update(HOME=str(real), PYTHONPATH=os.pathsep.join([str(TESTS_DIR), env.get("PYTHONPATH", "")]))
@@ -129,3 +131,13 @@ def test_a_session_counts_only_for_a_working_directory_under_the_temp_dir(
     slug = "--" + tempfile.gettempdir().strip("/") + "-lh-e2e-x-proj--" if slug_under_temp else "--srv-app--"
     (agent / "sessions" / slug).mkdir()
     assert bool(compare(before, snapshot(places))) is slug_under_temp
+
+
+def test_this_run_is_in_the_scratch_dirs_and_each_xdist_worker_has_its_own() -> None:
+    scratch = Path(os.environ[SCRATCH_ENV])
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = scratch / worker if worker else scratch
+    assert os.environ["HOME"] == str(root / "home")
+    assert os.environ["PI_CODING_AGENT_DIR"] == str(root / "home" / ".pi" / "agent")
+    assert os.environ["XDG_RUNTIME_DIR"] == str(root / "run")
+    assert Path(os.environ["PI_CODING_AGENT_DIR"]).is_dir()
