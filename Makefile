@@ -8,7 +8,7 @@ PY_STAMP := $(VENV)/.longhaul-installed
 NODE_STAMP := client_shim/node_modules/.longhaul-installed
 # pytest-xdist workers: one per core. Every test, the e2e ones included, makes its own sandbox, socket and model
 # server, and each worker gets its own HOME and runtime dir (tests/home_guard.py), so they can run side by side.
-PYTEST_WORKERS ?= auto
+PYTEST_WORKERS ?= auto  # 0: no workers, everything in one process
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 WHEELHOUSE := $(VENV)/wheelhouse
 WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
