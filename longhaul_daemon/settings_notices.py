@@ -83,7 +83,10 @@ def route_issue(settings: Settings, route: RouteChoice | None) -> ConfigIssue | 
     if route is None or route.configured is None or route.why is None:
         return None
     where = f' ("summarizer" in {settings.summarizer_file})' if settings.summarizer_file else ""
-    reason = _ROUTE_PROBLEMS.get(route.why, route.why)
+    failed = route.why.removeprefix("failed:")
+    reason = _ROUTE_PROBLEMS.get(
+        route.why, f"calling it failed ({failed})" if failed != route.why else route.why
+    )
     instead = (
         f"the session's model {route.used} wrote this summary"
         if route.used

@@ -164,6 +164,9 @@ def test_a_summarizer_that_was_used_is_no_problem(tmp_path: Path) -> None:
     assert gone is not None and gone.text.endswith(
         "pi has no such model; no model wrote this summary's narrative"
     )
+    failed = route_issue(settings, RouteChoice(configured="a/b", used="s/m", why="failed:RateLimited"))
+    assert failed is not None
+    assert "was not used: calling it failed (RateLimited); the session's model s/m" in failed.text
 
 
 def test_a_failing_report_never_spoils_the_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
