@@ -16,6 +16,7 @@ real places anyway:
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import pwd
@@ -260,6 +261,7 @@ def install_guard(environ: os._Environ[str] | dict[str, str] = os.environ) -> Gu
         {f"LONGHAUL_TEST_REAL_{name}": environ.get(name, "") for name in (*_REDIRECTED, *_MORE_XDG)}
     )
     scratch = Path(tempfile.mkdtemp(prefix="lh-tests-"))
+    atexit.register(shutil.rmtree, scratch, True)  # also when the run stops before its session finishes
     for name in _DROPPED:
         environ.pop(name, None)
     environ[SCRATCH_ENV] = str(scratch)
