@@ -6,6 +6,12 @@ PI_VERSION := 0.73.1
 BIN := $(VENV)/bin
 PY_STAMP := $(VENV)/.longhaul-installed
 NODE_STAMP := client_shim/node_modules/.longhaul-installed
+# pytest-xdist workers: one per core. Every test, the e2e ones included, makes its own sandbox, socket and model
+# server, and each worker gets its own HOME and runtime dir (tests/home_guard.py), so they can run side by side.
+PYTEST_WORKERS ?= auto  # 0: no workers, everything in one process
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
+WHEELHOUSE := $(VENV)/wheelhouse
+WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
 
 .PHONY: run test install lint typecheck pytest node-test e2e bench load-bench clean
 
@@ -23,7 +29,14 @@ $(NODE_STAMP): client_shim/package.json client_shim/package-lock.json
 	  if [ "$$installed" != "$(PI_VERSION)" ]; then echo "pi $$installed installed, $(PI_VERSION) expected" >&2; exit 1; fi
 	touch $@
 
-install: $(PY_STAMP) $(NODE_STAMP)
+# Wheels of the runtime dependencies (and of the build's setuptools, and pip for pipx), so the install e2e can
+# `pipx install` a fresh copy offline, as a user would from a clone (tests/e2e/test_e2e_install.py).
+$(WHEEL_STAMP): pyproject.toml | $(PY_STAMP)
+	$(BIN)/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > $(VENV)/runtime-requirements.txt
+	$(BIN)/python -m pip wheel --quiet --wheel-dir $(WHEELHOUSE) -r $(VENV)/runtime-requirements.txt 'setuptools>=77' pip
+	touch $@
+
+install: $(PY_STAMP) $(NODE_STAMP) $(WHEEL_STAMP)
 
 run: $(PY_STAMP)
 	$(BIN)/longhaul-daemon serve
@@ -44,13 +57,13 @@ typecheck: $(PY_STAMP)
 	$(BIN)/mypy
 
 pytest: install
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 node-test: $(NODE_STAMP)
 	cd client_shim && npm run --silent typecheck && npm test
 
 e2e: install
-	$(BIN)/pytest -m e2e
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m e2e
 
 test: install lint typecheck pytest node-test
 

@@ -158,17 +158,34 @@ def _serve(args: argparse.Namespace) -> int:
         via_pi_apis=through_pi,
     )
     try:
-        anyio.run(_run, options, backend="asyncio")
+        anyio.run(_run, options, sys.stdout.isatty(), backend="asyncio")
     except StartupError as exc:
         sys.stderr.write(f"longhaul-daemon: {exc}\n")
         return EXIT_STARTUP_FAILED
     return 0
 
 
-async def _run(options: ServeOptions) -> None:
+def listening_line(socket_path: str, pass_budget_s: float) -> str:
+    """The one line a person at a terminal gets; everything else is the JSON operational log on stderr."""
+    return (
+        f"longhaul-daemon {__version__} listening on {socket_path}, pass budget {pass_budget_s:g} s "
+        "(Ctrl-C stops it; the JSON lines on stderr are its log)"
+    )
+
+
+async def _run(options: ServeOptions, tty: bool) -> None:
+    import anyio
+
     from longhaul_daemon.server.lifecycle import run_daemon
 
-    await run_daemon(options)
+    try:
+        async with anyio.create_task_group() as group:
+            handle = await group.start(run_daemon, options)
+            if tty:  # a person started it by hand; under systemd stdout is the journal, not a terminal
+                sys.stdout.write(listening_line(str(handle.socket_path), options.pass_budget_s) + "\n")
+                sys.stdout.flush()
+    except* StartupError as group_error:
+        raise group_error.exceptions[0] from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,7 @@ __all__ = [
     "CompactResult",
     "CompactedParams",
     "Compaction",
+    "ConfigStatus",
     "FileOps",
     "HelloParams",
     "HelloResult",
@@ -345,6 +346,17 @@ class LogFileStatus(_Result):
     dropped: int = 0
 
 
+class ConfigStatus(_Result):
+    """What ``status`` shows of the last pass's configuration (longhaul_daemon/settings_notices.py)."""
+
+    summarizer: str | None = None  # configured in longhaul.json; None: the session's own model
+    summarizerFile: str | None = None
+    used: str | None = None  # the model the Diff called
+    why: str | None = None  # why the configured summarizer was not used
+    at: str | None = None  # when that pass finished (UTC, ISO 8601)
+    problems: list[str] = Field(default_factory=list)  # each names the file and the key
+
+
 class StatusResult(_Result):
     version: str
     protocolVersion: int
@@ -357,6 +369,7 @@ class StatusResult(_Result):
     sessionsSeen: int
     routes: list[RouteHealth] = Field(default_factory=list)
     logFiles: list[LogFileStatus] = Field(default_factory=list)
+    config: ConfigStatus | None = None  # None until a pass has run
 
 
 # ---- the agent's tools and the kept-window strip (longhaul_daemon/tools, rpc/tool_methods.py) -------------

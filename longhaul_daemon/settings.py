@@ -49,6 +49,7 @@ class SettingsProblem:
 
     source: Literal["agent", "project"]
     code: str  # unreadable | not-json | not-object | too-large | not-regular | bad-<key>
+    path: str = field(default="", compare=False)  # for the user's notice and status; never logged
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Settings:
     # Per-provider concurrency: ("default" | provider | provider@baseUrl, calls at once), sorted by key.
     concurrency: tuple[tuple[str, int], ...] = ()
     problems: tuple[SettingsProblem, ...] = field(default=())
+    summarizer_file: str | None = field(default=None, compare=False)  # the file that set ``summarizer``
 
 
 def _read_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -93,7 +95,7 @@ def _read_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _apply(
-    values: dict[str, Any], source: Literal["agent", "project"], into: dict[str, Any]
+    values: dict[str, Any], source: Literal["agent", "project"], into: dict[str, Any], path: Path
 ) -> list[SettingsProblem]:
     """Copy the valid known keys of one file into ``into``; each invalid one becomes a problem."""
     problems: list[SettingsProblem] = []
@@ -101,26 +103,28 @@ def _apply(
         spec = values["summarizer"]
         if spec is None or (isinstance(spec, str) and spec.strip() == ""):
             into["summarizer"] = None
+            into["summarizer_file"] = None
         elif isinstance(spec, str) and _SPEC.match(spec.strip()) and len(spec) <= 512:
             into["summarizer"] = spec.strip()
+            into["summarizer_file"] = str(path)
         else:
-            problems.append(SettingsProblem(source, "bad-summarizer"))
+            problems.append(SettingsProblem(source, "bad-summarizer", str(path)))
     if "narrativeMode" in values:
         mode = values["narrativeMode"]
         if mode in ("diff", "turns"):
             into["narrativeMode"] = mode
         else:
             into["narrativeMode"] = DEFAULT_NARRATIVE_MODE  # CONFIG-6: any other value means the default
-            problems.append(SettingsProblem(source, "bad-narrativeMode"))
+            problems.append(SettingsProblem(source, "bad-narrativeMode", str(path)))
     if "retryNoteChars" in values:
         chars = values["retryNoteChars"]
         if isinstance(chars, int) and not isinstance(chars, bool) and chars > 0:
             into["retryNoteChars"] = chars
         else:
             into["retryNoteChars"] = DEFAULT_RETRY_NOTE_CHARS  # CONFIG-7: an invalid value means the default
-            problems.append(SettingsProblem(source, "bad-retryNoteChars"))
+            problems.append(SettingsProblem(source, "bad-retryNoteChars", str(path)))
     if "concurrency" in values and not _apply_concurrency(values["concurrency"], into):
-        problems.append(SettingsProblem(source, "bad-concurrency"))
+        problems.append(SettingsProblem(source, "bad-concurrency", str(path)))
     return problems
 
 
@@ -162,7 +166,7 @@ def load_settings(agent_dir: str, cwd: str) -> Settings:
     for source, path in sources:
         values, problem = _read_object(path)
         if problem is not None:
-            problems.append(SettingsProblem(source, problem))
+            problems.append(SettingsProblem(source, problem, str(path)))
         if values is not None:
-            problems.extend(_apply(values, source, merged))
+            problems.extend(_apply(values, source, merged, path))
     return Settings(**merged, problems=tuple(problems))

@@ -1,5 +1,5 @@
-"""Shared pytest fixtures: the anyio backend (asyncio only: jsonrpcserver needs it), short socket dirs and
-the daemon's operational log captured in memory."""
+"""Shared pytest fixtures: the real-HOME guard, the anyio backend (asyncio only: jsonrpcserver needs it),
+short socket dirs and the daemon's operational log captured in memory."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ import pytest
 import structlog
 
 from longhaul_daemon.server.lifecycle import configure_operational_log
+
+# The real-HOME guard (tests/home_guard.py): loaded with this file, before any test runs, it points HOME,
+# pi's agent dir and the XDG dirs at scratch dirs for the whole run and fails the run if the real ones are
+# touched.
+pytest_plugins = ("home_guard",)
 
 
 @pytest.fixture

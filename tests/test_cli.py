@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,6 +119,72 @@ def test_serve_refuses_a_symlinked_socket_directory(short_tmp: Path) -> None:
     assert result.returncode == 1
     assert "symbolic link" in result.stderr
     assert list(real.iterdir()) == []
+
+
+@pytest.mark.parametrize("shared", ["/tmp", "made here"])
+def test_serve_in_a_shared_directory_suggests_a_private_one_and_never_a_chmod(
+    short_tmp: Path, shared: str
+) -> None:
+    """``--socket /tmp/x.sock`` once advised 'chmod 700 /tmp'; the refusal now points at a private place."""
+    directory = Path(shared)
+    if shared == "made here":
+        directory = short_tmp / "shared"
+        directory.mkdir()
+        directory.chmod(0o1777)
+    mode = directory.stat().st_mode
+    result = run_cli("serve", "--socket", str(directory / "lh-cli-test.sock"))
+    assert result.returncode == 1
+    assert "chmod" not in result.stderr
+    assert "a directory only you can reach" in result.stderr
+    assert "mkdir -m 700 ~/.longhaul" in result.stderr
+    assert directory.stat().st_mode == mode
+    assert not (directory / "lh-cli-test.sock").exists()
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_serve_in_a_terminal_says_where_it_listens_in_one_human_line(short_tmp: Path, tty: bool) -> None:
+    """Issue #13: the foreground daemon printed only JSON lines; a person at a terminal now gets one line."""
+    socket_path = short_tmp / "d.sock"
+    primary, secondary = pty.openpty() if tty else os.pipe()
+    proc = subprocess.Popen(
+        daemon_command("serve", "--socket", str(socket_path), "--pass-budget", "42"),
+        stdout=secondary,
+        stderr=subprocess.PIPE,
+        env={**os.environ},
+    )
+    os.close(secondary)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not socket_path.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the daemon never listened"
+            time.sleep(0.02)
+        time.sleep(0.2)  # the line is written right after the socket appears
+        proc.send_signal(signal.SIGTERM)
+        _, log = proc.communicate(timeout=WAIT_S)
+        shown = _read_all(primary)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        os.close(primary)
+    assert proc.returncode == 0
+    assert '"event":"daemon_ready"' in log.decode()  # the JSON log is still there, on stderr
+    expected = f"longhaul-daemon {__version__} listening on {socket_path}, pass budget 42 s"
+    assert (expected in shown) is tty
+    assert shown.strip() == "" or tty
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # a pty reports EIO once the other side is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def test_serve_refuses_an_overlong_socket_path() -> None:

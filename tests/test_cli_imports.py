@@ -62,6 +62,7 @@ def _loaded(*args: str, env: dict[str, str], cwd: Path) -> tuple[int, set[str]]:
 def private_env(tmp_path: Path) -> dict[str, str]:
     """The test's environment with HOME, the XDG dirs and pi's agent dir moved under ``tmp_path``."""
     env = {k: v for k, v in os.environ.items() if k not in {"LONGHAUL_SOCKET", "PI_COMPACT_STATE_DEBUG"}}
+    (tmp_path / "agent").mkdir()  # report refuses an agent dir that does not exist
     return {
         **env,
         "HOME": str(tmp_path / "home"),

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeEach, test } from "node:test";
 import {
 	beforeCompactEvent,
@@ -162,6 +164,10 @@ test("daemon absent: undefined, exactly one warning notice, no throw", async () 
 	assert.equal(ctx.notices[0].level, "warning");
 	assert.match(ctx.notices[0].message, /^Longhaul: daemon not running \(.*ENOENT.*\); pi's own compaction runs instead$/);
 	assert.ok(ctx.notices[0].message.includes(path));
+	// FAIL-15: the shim writes that fallback record itself, into the agent dir npm test set up (never the real one).
+	const log = join(process.env.PI_CODING_AGENT_DIR, "logs", "compaction-state.jsonl");
+	assert.ok(log.startsWith(process.env.LONGHAUL_TEST_SCRATCH), "npm test runs with a scratch agent dir");
+	await waitFor(() => existsSync(log) && readFileSync(log, "utf8").includes('"reason":"daemon-unavailable"'));
 });
 
 test("JSON-RPC error: undefined + fallback incident with protocol-error", async () => {

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,15 +176,35 @@ def build_report(agent_dir: str, cwd: str, debug: str | None) -> Report:
 
 
 def run_report(
-    args: argparse.Namespace, *, out: TextIO, env: Mapping[str, str] | None = None, cwd: str | None = None
+    args: argparse.Namespace,
+    *,
+    out: TextIO,
+    err: TextIO | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> int:
-    """Print the digest without a daemon (the log is read directly); an empty or absent log is not an error.
+    """Print the digest without a daemon (the log is read directly); exit 1 when the agent dir is missing.
 
     The log in effect is the one this shell would give pi: ``PI_COMPACT_STATE_DEBUG`` against the current
-    directory, else ``<agent dir>/logs/compaction-state.jsonl``.
+    directory, else ``<agent dir>/logs/compaction-state.jsonl``. An empty or absent log is not an error (pi
+    has not compacted yet), but an agent directory that does not exist is: "no records yet" would hide a typo
+    in ``--agent-dir`` or ``PI_CODING_AGENT_DIR``.
     """
     env = os.environ if env is None else env
     agent_dir = args.agent_dir or default_agent_dir(env)
+    if env.get(DEBUG_ENV) is None and not Path(agent_dir).is_dir():
+        named_by = (
+            "--agent-dir"
+            if args.agent_dir
+            else "$PI_CODING_AGENT_DIR"
+            if env.get("PI_CODING_AGENT_DIR")
+            else "the default"
+        )
+        (err if err is not None else sys.stderr).write(
+            f"longhaul-daemon report: pi's agent directory {agent_dir} ({named_by}) does not exist; "
+            "name the right one with --agent-dir DIR or $PI_CODING_AGENT_DIR\n"
+        )
+        return 1
     report = build_report(agent_dir, cwd if cwd is not None else os.getcwd(), env.get(DEBUG_ENV))
     out.write(report.digest + "\n")
     return 0

@@ -1,4 +1,4 @@
-"""What ``longhaul-daemon status`` shows: per-route model health, the record-log files, and the table itself.
+"""What ``longhaul-daemon status`` shows: model routes and health, the record-log files, and the table itself.
 
 The daemon side keeps a :class:`RouteHealthBook` (the model-access code calls :meth:`RouteHealthBook.record`
 once per model call) and reads the record log's files through :func:`known_log_files`; the client side turns a
@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from longhaul_daemon.protocol import LogFileStatus, RouteHealth, StatusResult
+from longhaul_daemon.protocol import ConfigStatus, LogFileStatus, RouteHealth, StatusResult
 
 __all__ = ["RouteHealthBook", "format_status", "format_uptime", "known_log_files"]
 
@@ -157,6 +157,24 @@ def _log_lines(files: list[LogFileStatus]) -> list[str]:
     return ["  logs", *_table(["file", "size", "dropped lines"], rows, right={1, 2})]
 
 
+def _config_lines(config: ConfigStatus | None) -> list[str]:
+    """The last pass's summarizer, the model it used and why, and every problem with longhaul.json."""
+    if config is None:
+        return ["  summarizer no pass yet"]
+    configured = (
+        "none configured (the session's model)"
+        if config.summarizer is None
+        else f"{config.summarizer}" + (f" from {config.summarizerFile}" if config.summarizerFile else "")
+    )
+    used = f"last pass ({config.at or 'time unknown'}) used {config.used or 'no model'}"
+    if config.why:
+        used += f", not the summarizer: {config.why}"
+    lines = [f"  summarizer {_printable(configured)}", f"             {_printable(used)}"]
+    for index, problem in enumerate(config.problems):
+        lines.append(f"  {'problems' if index == 0 else '':<10} {_printable(problem)}")
+    return lines
+
+
 def format_status(status: StatusResult) -> str:
     """The readable table: identity, passes, then one sub-table per route and per log file."""
     passes = status.passes
@@ -175,4 +193,6 @@ def format_status(status: StatusResult) -> str:
     ]
     header = f"longhaul-daemon {_printable(status.version)} (protocol {status.protocolVersion})"
     lines = [header, *(f"  {name:<10} {value}" for name, value in rows)]
-    return "\n".join([*lines, *_route_lines(status.routes), *_log_lines(status.logFiles)])
+    return "\n".join(
+        [*lines, *_config_lines(status.config), *_route_lines(status.routes), *_log_lines(status.logFiles)]
+    )

@@ -49,6 +49,7 @@ from longhaul_daemon.rpc.registry import RpcMethod, rpc
 from longhaul_daemon.rpc.tool_methods import build_tool_methods
 from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles
 from longhaul_daemon.settings import load_settings
+from longhaul_daemon.settings_notices import ConfigWatch
 from longhaul_daemon.transcript.messages import span_refs
 
 __all__ = ["RunPass", "Services", "build_methods", "new_pass_id"]
@@ -93,6 +94,7 @@ class Services:
     provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
     session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
     http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
+    config_watch: ConfigWatch = field(default_factory=ConfigWatch)  # longhaul.json and route problems
 
     async def read_branch(
         self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
@@ -141,6 +143,7 @@ class Services:
             sessionsSeen=len(self.sessions_seen),
             routes=self.route_health.snapshot(),
             logFiles=known_log_files(),
+            config=self.config_watch.status(),
         )
 
     def count_result(self, result: CompactResult) -> None:
@@ -208,6 +211,7 @@ async def _run_busy_compact(
                 access=services.model_access(),
                 pass_budget_s=left_s,
             )
+            result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
             services.count_result(result)
             log.info("pass_finished", span=result.span, fallback=_code(result.fallback))
             services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))

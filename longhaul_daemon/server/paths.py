@@ -11,6 +11,7 @@ from pathlib import Path
 from longhaul_daemon.errors import SocketPathInvalid, UnsafeSocketDir
 
 __all__ = [
+    "PRIVATE_DIR_HINT",
     "SOCKET_ENV",
     "SOCKET_NAME",
     "check_socket_path_length",
@@ -24,6 +25,11 @@ SOCKET_ENV = "LONGHAUL_SOCKET"
 SOCKET_NAME = "daemon.sock"
 _RUNTIME_SUBDIR = "longhaul"
 _MAX_SUN_PATH = 107  # sockaddr_un.sun_path holds 108 bytes including the terminating NUL
+PRIVATE_DIR_HINT = (
+    "put the socket in a directory only you can reach, e.g. 'mkdir -m 700 ~/.longhaul' and "
+    "--socket ~/.longhaul/daemon.sock, or leave out --socket and $LONGHAUL_SOCKET for the default "
+    "($XDG_RUNTIME_DIR/longhaul/daemon.sock)"
+)
 
 
 def default_socket_path(env: Mapping[str, str], uid: int) -> Path:
@@ -79,14 +85,16 @@ def ensure_private_dir(directory: Path, *, uid: int, may_narrow: bool) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise UnsafeSocketDir(f"socket directory {directory} exists and is not a directory")
     if st.st_uid != uid:
-        raise UnsafeSocketDir(f"socket directory {directory} is owned by uid {st.st_uid}, not by uid {uid}")
+        raise UnsafeSocketDir(
+            f"socket directory {directory} is owned by uid {st.st_uid}, not by uid {uid}; {PRIVATE_DIR_HINT}"
+        )
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077 == 0:
         return
     if not (created or may_narrow) or mode & stat.S_ISVTX:
+        # Never advise changing the directory: it may be /tmp or a project dir that others rely on.
         raise UnsafeSocketDir(
-            f"socket directory {directory} is accessible by other users (mode {mode:04o}); "
-            f"run 'chmod 700 {directory}' or choose a private directory"
+            f"socket directory {directory} is accessible by other users (mode {mode:04o}); {PRIVATE_DIR_HINT}"
         )
     _narrow(directory, expected=st)
 

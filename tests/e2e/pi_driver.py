@@ -39,13 +39,23 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 class PiRpc:
     """``pi --mode rpc -e <shim>``; stdout is framed on b"\\n" only (JSON may contain U+2028)."""
 
-    def __init__(self, sandbox: Sandbox, *, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        extra_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        with_e: bool = True,
+    ) -> None:
+        """``with_e=False`` starts pi without ``-e``, so only what pi's settings install is loaded (the
+        install e2e); ``env`` replaces the sandbox's pi environment."""
         self.sandbox = sandbox
-        argv = [str(sandbox.pi_bin), "--mode", "rpc", "-e", str(sandbox.shim_dir), *extra_args]
+        load = ["-e", str(sandbox.shim_dir)] if with_e else []
+        argv = [str(sandbox.pi_bin), "--mode", "rpc", *load, *extra_args]
         self.proc = subprocess.Popen(
             argv,
             cwd=sandbox.project,
-            env=sandbox.pi_env(),
+            env=sandbox.pi_env() if env is None else env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -14,7 +15,7 @@ import pytest
 
 from longhaul_daemon.cli import main
 from longhaul_daemon.log.records import RecordLog
-from longhaul_daemon.log.report import build_report, digest, read_newest, short_hash
+from longhaul_daemon.log.report import build_report, digest, read_newest, run_report, short_hash
 from longhaul_daemon.protocol import SessionFacts
 
 SECRET_CWD = "/home/alice/secret-project"
@@ -139,6 +140,35 @@ def test_report1_cli_default_agent_dir_from_env_without_a_daemon(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "1. 2026-12-02T10:00:01.000Z compacted" in done.stdout
     assert SECRET_CWD not in done.stdout
+
+
+@pytest.mark.parametrize("named_by", ["--agent-dir", "$PI_CODING_AGENT_DIR", "the default"])
+def test_a_missing_agent_dir_is_an_error_not_an_empty_log(tmp_path: Path, named_by: str) -> None:
+    missing = tmp_path / "nonexistent"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "LONGHAUL_"))}
+    args = ["report"]
+    if named_by == "--agent-dir":
+        args += ["--agent-dir", str(missing)]
+    elif named_by == "$PI_CODING_AGENT_DIR":
+        env["PI_CODING_AGENT_DIR"] = str(missing)
+    else:
+        env["HOME"] = str(tmp_path)  # a HOME where pi never ran: no .pi/agent
+        missing = tmp_path / ".pi" / "agent"
+    done = subprocess.run(
+        [sys.executable, "-m", "longhaul_daemon", *args], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert f"pi's agent directory {missing} ({named_by}) does not exist" in done.stderr
+    assert "no records yet" not in done.stderr
+
+
+def test_an_agent_dir_without_a_log_yet_is_not_an_error(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    args = argparse.Namespace(agent_dir=str(tmp_path))
+    assert run_report(args, out=out, err=err, env={}, cwd=str(tmp_path)) == 0
+    assert out.getvalue() == "Longhaul report: the log (compaction-state.jsonl) holds no records yet.\n"
+    assert err.getvalue() == ""
 
 
 def test_report_never_reads_through_a_symlink_or_a_fifo(tmp_path: Path) -> None:

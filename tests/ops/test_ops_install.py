@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from longhaul_daemon.cli import main
+from longhaul_daemon.ops import shim as shim_module
 from longhaul_daemon.ops.install import run_install, run_uninstall
+from longhaul_daemon.ops.shim import shim_files, shim_source
 from longhaul_daemon.ops.units import DROPIN_DIR, DROPIN_NAME, SERVICE, SOCKET, render_units
 
 ARGV = ["/opt/longhaul/bin/longhaul-daemon"]
@@ -41,34 +44,40 @@ class World:
             fake.write_text(_FAKE, encoding="utf-8")
             fake.chmod(0o755)
         self.log = root / "calls.log"
-        self.shim = root / "checkout" / "client_shim"
-        self.shim.mkdir(parents=True)
         self.restriction = root / "apparmor_restrict_unprivileged_userns"
         self.restriction.write_text("0\n", encoding="ascii")
+        self.home = root / "home"
         self.env = {
-            "HOME": str(root / "home"),
+            "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(root / "config"),
             "PATH": str(self.bin),
             "FAKE_LOG": str(self.log),
         }
         self.units = root / "config" / "systemd" / "user"
+        self.shim = self.home / ".local" / "share" / "longhaul" / "pi-extension"
 
-    def install(self, *, dry_run: bool = False, sandbox: bool | None = None, **env: str) -> tuple[int, str]:
+    def install(
+        self,
+        *,
+        dry_run: bool = False,
+        sandbox: bool | None = None,
+        env: dict[str, str] | None = None,
+        **more: str,
+    ) -> tuple[int, str]:
         out = io.StringIO()
         code = run_install(
             dry_run=dry_run,
             sandbox=sandbox,
-            env={**self.env, **env},
+            env={**self.env, **(env or {}), **more},
             out=out,
             argv=ARGV,
-            shim=self.shim,
             restriction=self.restriction,
         )
         return code, out.getvalue()
 
     def uninstall(self, *, dry_run: bool = False, **env: str) -> tuple[int, str]:
         out = io.StringIO()
-        code = run_uninstall(dry_run=dry_run, env={**self.env, **env}, out=out, shim=self.shim)
+        code = run_uninstall(dry_run=dry_run, env={**self.env, **env}, out=out)
         return code, out.getvalue()
 
     def calls(self) -> list[str]:
@@ -93,7 +102,7 @@ def expected_files(*, sandbox: bool) -> dict[str, str]:
     return {unit.relative: unit.content for unit in render_units(ARGV, sandbox=sandbox)}
 
 
-def test_install_writes_the_units_enables_the_socket_and_installs_the_shim(world: World) -> None:
+def test_install_writes_the_units_enables_the_socket_and_installs_a_copy_of_the_shim(world: World) -> None:
     code, out = world.install()
     assert code == 0, out
     assert world.files() == expected_files(sandbox=True)
@@ -106,17 +115,31 @@ def test_install_writes_the_units_enables_the_socket_and_installs_the_shim(world
         f"pi install {world.shim}",
     ]
     assert all(os.stat(world.units / name).st_mode & 0o777 == 0o644 for name in (SOCKET, SERVICE))
+    source = shim_source()
+    assert source is not None
+    assert shim_files(world.shim) == shim_files(source) and "index.ts" in shim_files(source)
+    for relative in shim_files(source):
+        assert (world.shim / relative).read_bytes() == (source / relative).read_bytes()
     assert 'loginctl enable-linger "$USER"' in out
 
 
 def test_install_twice_changes_nothing_the_second_time(world: World) -> None:
     world.install()
-    before = {p: p.stat().st_mtime_ns for p in world.units.rglob("*") if p.is_file()}
+    before = {p: p.stat().st_mtime_ns for p in world.root.rglob("*") if p.is_file() and p != world.log}
     code, out = world.install()
     assert code == 0, out
-    assert {p: p.stat().st_mtime_ns for p in world.units.rglob("*") if p.is_file()} == before
-    assert out.count("unchanged  ") == 3
-    assert world.files() == expected_files(sandbox=True)
+    after = {p: p.stat().st_mtime_ns for p in world.root.rglob("*") if p.is_file() and p != world.log}
+    assert after == before
+    assert out.count("unchanged  ") == 3 + len(shim_files(world.shim))
+
+
+def test_a_file_the_new_shim_no_longer_has_is_removed_from_the_copy(world: World) -> None:
+    world.install()
+    stale = world.shim / "lib" / "gone.ts"
+    stale.write_text("export {};\n", encoding="utf-8")
+    code, out = world.install()
+    assert code == 0, out
+    assert f"removed    {stale}" in out and not stale.exists()
 
 
 def test_install_leaves_the_sandbox_out_where_user_namespaces_are_blocked(world: World) -> None:
@@ -149,11 +172,12 @@ def test_without_a_user_manager_install_enables_offline_and_prints_the_rest(worl
     assert "  systemctl --user start longhaul-daemon.socket\n" in out
 
 
-def test_without_systemctl_and_pi_install_writes_the_units_and_prints_every_command(tmp_path: Path) -> None:
+def test_without_systemctl_and_pi_install_writes_the_files_and_prints_every_command(tmp_path: Path) -> None:
     world = World(tmp_path, programs=())
     code, out = world.install()
     assert code == 0, out
     assert world.files() == expected_files(sandbox=True)
+    assert (world.shim / "index.ts").is_file()
     assert world.calls() == []
     for command in (
         "systemctl --user daemon-reload",
@@ -163,37 +187,103 @@ def test_without_systemctl_and_pi_install_writes_the_units_and_prints_every_comm
         assert f"  {command}\n" in out
 
 
-def test_install_without_the_shim_beside_it_says_how_to_install_it(world: World) -> None:
-    out = io.StringIO()
-    code = run_install(
-        dry_run=False,
-        sandbox=False,
-        env=world.env,
-        out=out,
-        argv=ARGV,
-        shim=None,
-        restriction=world.restriction,
-    )
+def _steps(out: str, *, dry: bool) -> list[str]:
+    """The programs run or skipped, in the dry run's wording (labels are 11 characters wide)."""
+    if dry:
+        return [line for line in out.splitlines() if line.startswith(("would run  ", "would skip "))]
+    wording = {"ran        ": "would run  ", "skipped    ": "would skip "}
+    return [wording[line[:11]] + line[11:] for line in out.splitlines() if line[:11] in wording]
+
+
+@pytest.mark.parametrize("case", ["manager", "no manager", "no programs", "no pi"])
+def test_a_dry_run_says_what_the_real_run_then_does(tmp_path: Path, case: str) -> None:
+    """Issue #13: the dry run said it would run systemctl and pi where neither was reachable."""
+    programs = {"no programs": (), "no pi": ("systemctl",)}.get(case, ("systemctl", "pi"))
+    world = World(tmp_path, programs=programs)
+    env = {"FAKE_NO_MANAGER": "1"} if case == "no manager" else {}
+    code, dry = world.install(dry_run=True, env=env)
+    assert code == 0, dry
+    assert not world.units.exists() and not world.shim.exists()
+    assert [c for c in world.calls() if "show-environment" not in c] == []  # only the read-only probe ran
+    code, real = world.install(env=env)
+    assert code == 0, real
+    assert _steps(dry, dry=True) == _steps(real, dry=False)
+    assert _steps(real, dry=False), real
+    if case != "manager":
+        later = real.split("Run these yourself when the tools are available:\n")[1].split("Done.")[0]
+        assert later in dry
+
+
+def test_install_without_a_copy_of_the_shim_says_so(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shim_module, "shim_source", lambda: None)
+    code, out = world.install(sandbox=False)
     assert code == 0
-    assert "pi install <checkout>/client_shim" in out.getvalue()
+    assert "skipped    pi: this install carries no copy of the shim" in out
     assert not any(call.startswith("pi ") for call in world.calls())
 
 
-def test_dry_run_prints_every_file_and_command_and_touches_nothing(world: World) -> None:
-    code, out = world.install(dry_run=True)
+def test_an_earlier_longhaul_entry_in_pi_is_removed_so_the_hook_runs_once(world: World) -> None:
+    agent = world.home / ".pi" / "agent"
+    checkout = world.root / "checkout"
+    (checkout / "client_shim").mkdir(parents=True)
+    (checkout / "client_shim" / "package.json").write_text(
+        '{"name": "longhaul-client-shim"}', encoding="utf-8"
+    )
+    other = world.root / "other"
+    other.mkdir()
+    (other / "package.json").write_text('{"name": "some-other-extension"}', encoding="utf-8")
+    agent.mkdir(parents=True)
+    entries = ["../../../checkout/client_shim", "../../../other", "npm:@someone/pkg"]
+    (agent / "settings.json").write_text(f'{{"packages": {entries!r}}}'.replace("'", '"'), encoding="utf-8")
+    code, out = world.install()
     assert code == 0, out
-    assert not (world.root / "config").exists()
-    assert world.calls() == []
-    for unit in render_units(ARGV, sandbox=True):
-        assert f"would write {world.units / unit.relative} (mode 0644):\n{unit.content}" in out
-    for command in (
-        "systemctl --user daemon-reload",
-        "systemctl --user enable --now longhaul-daemon.socket",
-        "systemctl --user try-restart longhaul-daemon.service",
+    assert [c for c in world.calls() if c.startswith("pi ")] == [
+        "pi remove ../../../checkout/client_shim",
         f"pi install {world.shim}",
-    ):
-        assert f"would run  {command}\n" in out
-    assert "nothing was written" in out
+    ]
+    assert "pi also loads a Longhaul shim from ../../../checkout/client_shim" in out
+
+
+@pytest.mark.parametrize(
+    ("agent_dir", "sandbox", "warned"),
+    [
+        ("/srv/pi-agent", None, True),
+        ("/srv/pi-agent", False, False),
+        ("~/.pi/agent", None, False),
+        (None, None, False),
+    ],
+)
+def test_a_sandbox_that_would_drop_the_record_log_is_warned_about(
+    world: World, agent_dir: str | None, sandbox: bool | None, warned: bool
+) -> None:
+    env = {} if agent_dir is None else {"PI_CODING_AGENT_DIR": agent_dir.replace("~", str(world.home))}
+    code, out = world.install(sandbox=sandbox, env=env)
+    assert code == 0, out
+    assert ("warning    PI_CODING_AGENT_DIR is /srv/pi-agent" in out) is warned
+    assert ("ReadWritePaths=" in out and "--no-sandbox" in out) is warned
+
+
+def test_a_service_run_out_of_the_checkout_is_warned_about(world: World) -> None:
+    root = shim_module.checkout_root()
+    assert root is not None, "the tests run from a checkout"
+    out = io.StringIO()
+    code = run_install(
+        dry_run=True,
+        sandbox=False,
+        env=world.env,
+        out=out,
+        argv=[str(root / ".venv" / "bin" / "longhaul-daemon")],
+    )
+    assert code == 0
+    assert f"inside the checkout {root}: 'make clean' there would stop the service" in out.getvalue()
+    assert "inside the checkout" not in world.install(dry_run=True)[1]
+
+
+def test_sandbox_and_no_sandbox_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["install", "--sandbox", "--no-sandbox", "--dry-run"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_an_unwritable_unit_directory_fails_before_running_anything(world: World) -> None:
@@ -216,14 +306,15 @@ def test_uninstall_reverses_install_and_is_idempotent(world: World) -> None:
     world.log.unlink()
     code, out = world.uninstall()
     assert code == 0, out
-    assert world.files() == {}
-    assert not (world.units / DROPIN_DIR).exists()
+    assert not (world.root / "config" / "systemd").exists()
+    assert not (world.home / ".local" / "share" / "longhaul").exists()
     assert world.calls() == [
         "systemctl --user show-environment",
         "systemctl --user disable --now longhaul-daemon.socket longhaul-daemon.service",
         "systemctl --user daemon-reload",
         f"pi remove {world.shim}",
     ]
+    assert "pipx uninstall longhaul-daemon" in out
     world.log.unlink()
     code, out = world.uninstall(FAKE_FAIL="remove")  # pi: "No matching package found"
     assert code == 0, out
@@ -237,12 +328,14 @@ def test_uninstall_dry_run_lists_the_steps_and_removes_nothing(world: World) -> 
     before = world.files()
     code, out = world.uninstall(dry_run=True)
     assert code == 0, out
-    assert world.files() == before
-    assert world.calls() == []
+    assert world.files() == before and (world.shim / "index.ts").exists()
+    assert world.calls() == ["systemctl --user show-environment"]
     for name in (SOCKET, SERVICE, f"{DROPIN_DIR}/{DROPIN_NAME}"):
         assert f"would remove {world.units / name}\n" in out
-    assert "would run  systemctl --user disable --now longhaul-daemon.socket longhaul-daemon.service\n" in out
-    assert f"would run  pi remove {world.shim}\n" in out
+    assert f"would remove {world.shim / 'index.ts'}\n" in out
+    disable = "--user disable --now longhaul-daemon.socket longhaul-daemon.service"
+    assert f"would run  {world.bin / 'systemctl'} {disable}\n" in out
+    assert f"would run  {world.bin / 'pi'} remove {world.shim}\n" in out
 
 
 def test_the_command_line_install_points_exec_start_at_the_running_executable(tmp_path: Path) -> None:
