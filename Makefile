@@ -41,9 +41,12 @@ install: $(PY_STAMP) $(NODE_STAMP) $(WHEEL_STAMP)
 run: $(PY_STAMP)
 	$(BIN)/longhaul-daemon serve
 
-# Timings of the pure pass steps on long synthetic sessions; numbers to compare, never asserted in tests.
+# Numbers to compare between changes, never asserted in tests: the pure pass steps on long synthetic sessions,
+# then the long-haul table through a real daemon (1 to 200 MB sessions; BENCH_WORK keeps the session files).
+BENCH_WORK ?= $(VENV)/bench-work
 bench: $(PY_STAMP)
 	$(BIN)/python bench/pass_bench.py
+	$(BIN)/python bench/daemon_bench.py --work $(BENCH_WORK)
 
 # 64 concurrent passes on a real daemon against a scripted 1 s model: wall time, passes/s, status latency.
 load-bench: $(PY_STAMP)
