@@ -25,6 +25,7 @@ from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage, Prompt, 
 from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
 from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.diff.turns import span_turns
+from longhaul_daemon.offload import THREADS, Offload
 from longhaul_daemon.state.model import Command, ErrorEntry, Note, State
 from longhaul_daemon.transcript.messages import SpanMessage
 
@@ -44,6 +45,7 @@ class DiffInputs:
     focus: str | None = None
     retry_note_chars: int = 2000
     takeover: Takeover | None = None  # TAKEOVER-1: set when the newest compaction is another compactor's
+    offload: Offload = THREADS  # where the CPU steps run: a worker thread unless the pass is small
 
 
 def chunk_prompt(

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
-import anyio.to_thread
-
 from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
@@ -35,6 +33,7 @@ from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult
+from longhaul_daemon.offload import Offload
 from longhaul_daemon.state.model import ClosedAs
 
 __all__ = ["DiffInputs", "DiffModel", "DiffResult", "run_diff"]
@@ -84,12 +83,6 @@ class _ChunkRun:
     failure: str | None = None
 
 
-async def _off_loop(evaluation: partial[Evaluation]) -> Evaluation:
-    # Cancellation waits for the thread: verification is bounded by the chunk, and abandoning it would
-    # leave a thread computing for nobody.
-    return await anyio.to_thread.run_sync(evaluation)
-
-
 def _failure_code(error: ModelCallError) -> str:
     return "budget-exhausted" if isinstance(error, BudgetExceeded) else "model-error"
 
@@ -97,8 +90,9 @@ def _failure_code(error: ModelCallError) -> str:
 class _Chunk:
     """The calls of one chunk, in the order FAIL-1, FAIL-2, FAIL-7 and LIFT-10..18 give them."""
 
-    def __init__(self, model: DiffModel, prompt: Prompt, ctx: ChunkContext) -> None:
+    def __init__(self, model: DiffModel, prompt: Prompt, ctx: ChunkContext, offload: Offload) -> None:
         self._model = model
+        self._offload = offload
         self._prompt = prompt
         self._ctx = ctx
         self._budget = model.first_budget()
@@ -138,7 +132,7 @@ class _Chunk:
             reply, parsed = await self._ask(first_messages, "first")
         except ModelCallError as error:
             return _ChunkRun(failure=_failure_code(error))
-        first = await _off_loop(partial(evaluate, parsed, self._ctx, final=False))
+        first = await self._offload.run(partial(evaluate, parsed, self._ctx, final=False))
         settled, threw = parsed, False
         if not parsed.parsed or first.defects:
             note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
@@ -154,7 +148,7 @@ class _Chunk:
                 settled = await self._choose(parsed, first, retried)
         if not settled.parsed:
             return _ChunkRun(failure="unparsable-answer")
-        final = await _off_loop(partial(evaluate, settled, self._ctx, final=True))
+        final = await self._offload.run(partial(evaluate, settled, self._ctx, final=True))
         if final.unlabeled:
             return _ChunkRun(failure="unlabeled-messages")  # FAIL-4
         if final.questions and not threw:
@@ -167,7 +161,7 @@ class _Chunk:
             return kept
         if not kept.parsed:
             return retried
-        retried_eval = await _off_loop(partial(evaluate, retried, self._ctx, final=False))
+        retried_eval = await self._offload.run(partial(evaluate, retried, self._ctx, final=False))
         return kept if len(kept_eval.defects) < len(retried_eval.defects) else retried
 
     async def _question_round(self, settled: ParsedAnswer, final: Evaluation) -> Evaluation:
@@ -185,7 +179,8 @@ class _Chunk:
         additions = read_question_reply(result.text, asked)
         if not additions:
             return final
-        return await _off_loop(partial(evaluate, with_additions(settled, additions), self._ctx, final=True))
+        answered = with_additions(settled, additions)
+        return await self._offload.run(partial(evaluate, answered, self._ctx, final=True))
 
 
 def _merge_users(messages: Sequence[Message]) -> tuple[Message, ...]:
@@ -212,7 +207,7 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     ledger_ids = frozenset([c.id for c in inputs.commands] + [e.id for e in inputs.errors])
     budget_chars = model.input_tokens(model.first_budget()) * CHARS_PER_TOKEN
 
-    plan = await anyio.to_thread.run_sync(plan_diff, inputs, budget_chars)
+    plan = await inputs.offload.run(partial(plan_diff, inputs, budget_chars))
     accepted: list[ChunkEvents] = []
     failures: list[str] = []
     for index, chunk in enumerate(plan.chunks):
@@ -225,8 +220,8 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
             edge=plan.tool_edge,
             ledger_ids=ledger_ids,
         )
-        prompt, ctx = await anyio.to_thread.run_sync(prepare)
-        outcome = await _Chunk(model, prompt, ctx).run()
+        prompt, ctx = await inputs.offload.run(prepare)
+        outcome = await _Chunk(model, prompt, ctx, inputs.offload).run()
         if outcome.events is None:
             failures.append(outcome.failure or "unverified")
         else:

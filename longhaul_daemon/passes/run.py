@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
 from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.diff.events import ChunkEvents
@@ -27,6 +27,7 @@ from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
 from longhaul_daemon.models.via_pi import current_peer
+from longhaul_daemon.offload import Offload
 from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
 from longhaul_daemon.passes.model_calls import PassModel
@@ -104,7 +105,12 @@ def diff_budget_s(pass_budget_s: float) -> float:
 
 
 async def _diff(
-    prepared: _Prepared, params: CompactParams, settings: Settings, access: ModelAccess, budget: Budget
+    prepared: _Prepared,
+    params: CompactParams,
+    settings: Settings,
+    access: ModelAccess,
+    budget: Budget,
+    offload: Offload,
 ) -> _DiffOutcome:
     """The Diff stage over the routed model (DIFF-20), under the pass's budget."""
     plan: RoutePlan = plan_routes(params, settings)
@@ -124,6 +130,7 @@ async def _diff(
         focus=params.customInstructions,
         retry_note_chars=settings.retryNoteChars,
         takeover=prepared.takeover,
+        offload=offload,
     )
     # Each candidate's context window sizes its chunks; the summarizer's facts win over the session's.
     windows: dict[str, int | None] = {}
@@ -206,6 +213,9 @@ async def run_pass(
     pass reads the entries the request carried inline.
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
+    # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
+    # for an inline branch, so it always takes the thread)
+    offload = Offload.for_bytes((branch_stats or {}).get("wholeBytes") if branch is not None else None)
     budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
     settings = load_settings(params.session.agentDir, params.session.cwd)  # CONFIG-5: re-read every pass
     worlds: list[World] = []
@@ -215,10 +225,10 @@ async def run_pass(
 
     async with anyio.create_task_group() as group:  # Ledger with the World, and the Fold (PASS-2)
         group.start_soon(snapshot)
-        prepared = await anyio.to_thread.run_sync(_prepare, params, entries)
+        prepared = await offload.run(partial(_prepare, params, entries))
     world = worlds[0]
 
-    outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget)
+    outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget, offload)
     if prepared.takeover is not None:
         takeover = prepared.takeover
         picked = sum(1 for m in takeover.earlier if m.picked)
@@ -232,7 +242,7 @@ async def run_pass(
         outcome.stats["narrativeMode"] = f"{settings.narrativeMode}-unavailable"
 
     close = _Close(params, prepared, world, outcome, pass_id, branch_stats)
-    return await anyio.to_thread.run_sync(close.result)  # Close and render are CPU too (PASS-21)
+    return await offload.run(close.result)  # Close and render are CPU too (PASS-21)
 
 
 @dataclass(frozen=True)

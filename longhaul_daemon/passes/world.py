@@ -338,10 +338,43 @@ def _apply(name: str, outcome: _Outcome, fields: dict[str, Any]) -> bool:
     return False
 
 
+class _Taking:
+    """One snapshot being taken; passes that ask for the same directory meanwhile wait for it."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.world: World | None = None
+
+
+_taking: dict[tuple[str, str], _Taking] = {}  # (cwd, git) → the snapshot in flight; per daemon process
+
+
 async def take_world(
     cwd: str, *, git: str = "git", command_timeout: float = 5.0, total_timeout: float = 10.0
 ) -> World:
-    """The span's World (WORLD-1..7); never raises except on cancellation of the caller."""
+    """The span's World (WORLD-1..7); never raises except on cancellation of the caller.
+
+    Passes of several sessions in one directory at once share one snapshot instead of each running git's
+    five commands: a snapshot taken while the pass started is as current as one the pass would take itself.
+    A waiter whose snapshot was cancelled takes its own.
+    """
+    key = (cwd, git)
+    running = _taking.get(key)
+    if running is not None:
+        await running.done.wait()
+        if running.world is not None:
+            return running.world
+    mine = _taking[key] = _Taking()
+    try:
+        mine.world = await _snapshot(cwd, git, command_timeout, total_timeout)
+        return mine.world
+    finally:
+        if _taking.get(key) is mine:
+            del _taking[key]
+        mine.done.set()
+
+
+async def _snapshot(cwd: str, git: str, command_timeout: float, total_timeout: float) -> World:
     started = time.monotonic()
     deadline = started + total_timeout
 

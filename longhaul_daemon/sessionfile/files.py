@@ -52,6 +52,7 @@ class BranchRead:
     cold: bool  # the file was indexed from its first byte
     read_bytes: int  # bytes indexed by this read
     whole: int  # entries handed over (every one whole)
+    whole_bytes: int  # their size in the file: what the pass will work through
     left_out: int  # heavy entries before the unseen boundary: no step of a pass reads them
     capped: bool  # a stretch no pass saw was longer than UNSEEN_BYTES
 
@@ -62,6 +63,7 @@ class BranchRead:
             "readBytes": self.read_bytes,
             "entries": len(self.entries),
             "whole": self.whole,
+            "wholeBytes": self.whole_bytes,
             "leftOut": self.left_out,
             "capped": self.capped,
         }
@@ -158,6 +160,8 @@ class SessionFiles:
         start, capped = _whole_from(path_rows, span_ids) if whole else (len(path_rows), False)
         entries: list[dict[str, Any]] = [row.body for row in path_rows[:start] if row.body is not None]
         light = len(entries)
+        size = sum(row.length for row in path_rows[:start] if row.body is not None)
+        size += sum(row.length for row in path_rows[start:])
         for at in range(start, len(path_rows)):
             body = path_rows[at].body
             if body is None:
@@ -170,6 +174,7 @@ class SessionFiles:
             cold=index.last_refresh_cold,
             read_bytes=index.last_read_bytes,
             whole=len(entries),
+            whole_bytes=size,
             left_out=start - light,
             capped=capped,
         )

@@ -7,9 +7,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from longhaul_daemon.passes.world import take_world
+from longhaul_daemon.state.model import World
 
 pytestmark = pytest.mark.anyio
 GIT = shutil.which("git") or "git"
@@ -367,3 +369,42 @@ async def test_git_dir_file_and_included_filter(tmp_path: Path) -> None:
     world = await take_world(str(tmp_path / "wt"))
     assert markers(tmp_path) == []
     assert world.branch == "side" and world.dirtyCount == 1 and world.missing == []
+
+
+async def test_pass21_passes_at_once_in_one_directory_share_one_snapshot(repo: Path, tmp_path: Path) -> None:
+    """Several sessions compacting at once in one project run git's commands once, and all get that World."""
+    fake = fake_git(tmp_path, 'echo "$*" >> "$LOG"\nsleep 0.2\nexec "$REAL" "$@"')
+    worlds: list[World] = []
+
+    async def take() -> None:
+        worlds.append(await take_world(str(repo), git=fake))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(4):
+            group.start_soon(take)
+    assert len(calls(tmp_path)) == 5  # one snapshot's five commands, not four snapshots'
+    assert all(w == worlds[0] for w in worlds) and worlds[0].status == "repository"
+    await take()  # once nothing is in flight, a pass takes its own
+    assert len(calls(tmp_path)) == 10
+
+
+async def test_pass21_a_waiter_whose_snapshot_was_cancelled_takes_its_own(repo: Path, tmp_path: Path) -> None:
+    fake = fake_git(tmp_path, 'echo "$*" >> "$LOG"\nsleep 0.3\nexec "$REAL" "$@"')
+    got: list[World] = []
+    first = anyio.CancelScope()
+
+    async def first_taker() -> None:
+        with first:
+            await take_world(str(repo), git=fake)
+
+    async def waiter() -> None:
+        await anyio.sleep(0.05)  # joins the snapshot the first taker started
+        got.append(await take_world(str(repo), git=fake))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(first_taker)
+            group.start_soon(waiter)
+            await anyio.sleep(0.1)
+            first.cancel()
+    assert len(got) == 1 and got[0].status == "repository"

@@ -1,0 +1,43 @@
+"""CPU work of a pass off the event loop, when there is enough of it to matter (PASS-21).
+
+A big span's planning, prompts, verification and Close take long enough to stall ``status`` and other
+sessions, so they run in a worker thread. A small span's take less than the thread hop itself costs, and
+with many small passes at once the hops are most of the daemon's work; those run on the loop.
+:class:`Offload` is decided once per pass from what the pass reads and used by every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio.to_thread
+
+__all__ = ["INLINE_BYTES", "THREADS", "Offload"]
+
+T = TypeVar("T")
+
+INLINE_BYTES = 256 * 1024  # a pass over less transcript than this runs its CPU steps on the loop
+
+
+@dataclass(frozen=True)
+class Offload:
+    """Where a pass runs its pure steps: a worker thread, or the loop when the pass is small."""
+
+    threads: bool = True
+
+    @classmethod
+    def for_bytes(cls, transcript_bytes: int | None) -> Offload:
+        """Threads unless the pass reads less than :data:`INLINE_BYTES` (None: not known, so threads)."""
+        return cls(threads=transcript_bytes is None or transcript_bytes >= INLINE_BYTES)
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """``work()``, in a worker thread or here. Cancellation waits for a thread that already started: the
+        work is bounded by the pass, and abandoning it would leave a thread computing for nobody."""
+        if not self.threads:
+            return work()
+        return await anyio.to_thread.run_sync(work)
+
+
+THREADS = Offload()  # the default: every step in a worker thread
