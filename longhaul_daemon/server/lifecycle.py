@@ -9,6 +9,7 @@ keeps no truth of its own (the transcript does), so a cancelled pass only costs 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -100,11 +101,22 @@ async def run_daemon(
             interval = systemd.watchdog_interval()
             if interval is not None:
                 root.start_soon(_ping_watchdog, interval)
+            root.start_soon(_load_the_pass)
             await _serve_until_stopped(opened, services, options, stop_event, task_status)
             root.cancel_scope.cancel()
     finally:
         opened.release()
     _log.info("daemon_stopped")
+
+
+async def _load_the_pass() -> None:
+    """Import the pass in a worker thread once the daemon serves, so the first compaction does not pay for it.
+    The RPC layer imports it lazily so that it serves even when the pass cannot load; here a failure is only
+    logged, and the first pass will report it."""
+    try:
+        await anyio.to_thread.run_sync(importlib.import_module, "longhaul_daemon.passes.run")
+    except Exception as exc:
+        _log.error("pass_import_failed", error_class=type(exc).__name__)
 
 
 async def _serve_until_stopped(
