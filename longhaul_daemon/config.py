@@ -26,8 +26,10 @@ DEFAULT_PASS_BUDGET_S: Final = 300.0
 DEFAULT_GRACE_S: Final = 10.0
 """How long SIGTERM waits for in-flight requests before cancelling them, in seconds."""
 
-DEFAULT_MAX_FRAME: Final = 32 * 1024 * 1024
-"""Largest accepted NDJSON frame in bytes (payloads carry whole conversations)."""
+DEFAULT_MAX_FRAME: Final = 256 * 1024 * 1024
+"""Largest accepted NDJSON frame in bytes. A ``compact`` that names the session file is a few KB; one that
+carries the branch inline (``pi --no-session``, or a refused file) is as large as the session, and a session of
+200 MB must still go through."""
 
 MAX_BATCH: Final = 16
 """Largest accepted JSON-RPC batch."""
