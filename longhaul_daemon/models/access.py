@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from longhaul_daemon.models.http import HttpClient, make_client
 from longhaul_daemon.models.limits import ProviderLimits
+from longhaul_daemon.models.structured import StructuredMemory
 from longhaul_daemon.ops.status_view import RouteHealthBook
 
 __all__ = ["ModelAccess"]
@@ -15,12 +16,13 @@ __all__ = ["ModelAccess"]
 
 @dataclass
 class ModelAccess:
-    """Daemon-wide: per-provider concurrency limits, the route health ``status`` shows, the apis whose
-    calls go through pi's own provider layer (``model.complete``) instead of the daemon's clients, and the
-    daemon's one HTTP client."""
+    """Daemon-wide: per-provider concurrency limits, the route health ``status`` shows, the models whose
+    route refused a structured-output schema, the apis whose calls go through pi's own provider layer
+    (``model.complete``) instead of the daemon's clients, and the daemon's one HTTP client."""
 
     limits: ProviderLimits = field(default_factory=ProviderLimits)
     health: RouteHealthBook = field(default_factory=RouteHealthBook)
+    structured: StructuredMemory = field(default_factory=StructuredMemory)
     via_pi_apis: frozenset[str] = frozenset()
     client: HttpClient | None = None  # owned by the daemon's lifecycle; None outside a serving daemon
 

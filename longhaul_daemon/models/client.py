@@ -3,26 +3,31 @@
 The pass calls this and nothing below it. It never logs or raises text from the prompt, the reply or the
 provider's error message, and the API key travels only inside the request object. A call the daemon cannot or
 is told not to make itself goes to the shim as ``model.complete`` (:mod:`.via_pi`), under the same policy.
+A request with an output schema is sent structured where the route allows it (:mod:`.structured`), and a
+stream can be ended at the first whole JSON object the caller wants (:mod:`.json_scan`).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import anyio
+import orjson
 import structlog
 
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, UnsupportedApi
 from longhaul_daemon.models.http import HttpClient, PreparedCall, post_json, stream_sse
+from longhaul_daemon.models.json_scan import ObjectScanner
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.providers import PROVIDERS, Provider
 from longhaul_daemon.models.request import ModelRequest
 from longhaul_daemon.models.result import CallTrace, CompletionResult
 from longhaul_daemon.models.retry import MAX_ATTEMPTS, run_with_retries
+from longhaul_daemon.models.structured import StructuredMemory, is_schema_refusal
 from longhaul_daemon.models.via_pi import PiPeer, exchange_via_pi, recorded_reasoning
 
 __all__ = ["complete", "goes_through_pi", "provider_for"]
@@ -34,6 +39,7 @@ def _log() -> Any:
 
 
 TraceSink = Callable[[CallTrace], None]
+_CHARS_PER_TOKEN = 3  # the planner's rate (diff/chunks.py): an estimate that never understates the cost
 
 
 def provider_for(api: str | None) -> Provider:
@@ -49,6 +55,47 @@ def goes_through_pi(api: str | None, *, peer: PiPeer | None, via_pi_apis: Collec
     return peer is not None and (api in via_pi_apis or (api or "") not in PROVIDERS)
 
 
+@dataclass(frozen=True)
+class _Exchange:
+    """One logical call made ready: how to run an attempt, and what its trace says about the call."""
+
+    run: Callable[[], Awaitable[CompletionResult]]
+    api: str
+    via: Literal["daemon", "pi"]
+    reasoning: str | None
+    structured: str | None
+    structured_skip: str | None
+
+
+def _prepare(
+    request: ModelRequest, client: HttpClient, peer: PiPeer | None, via_pi_apis: Collection[str]
+) -> _Exchange:
+    target = request.target
+    if peer is not None and goes_through_pi(target.api, peer=peer, via_pi_apis=via_pi_apis):
+        pi_peer = peer
+        # pi-ai's completeSimple takes no schema: a call through pi is never structured, and says why
+        skip = "via-pi" if request.output_schema is not None else None
+        return _Exchange(
+            run=lambda: exchange_via_pi(pi_peer, request),
+            api=target.api or "none",
+            via="pi",
+            reasoning=recorded_reasoning(request),
+            structured=None,
+            structured_skip=skip,
+        )
+    provider = provider_for(target.api)
+    call, reasoning = provider.prepare(request)
+    stop_at = request.stop_at_object if call.stream else None
+    return _Exchange(
+        run=lambda: _exchange(client, provider, call, stop_at),
+        api=provider.api,
+        via="daemon",
+        reasoning=reasoning,
+        structured=call.structured,
+        structured_skip=call.structured_skip or request.structured_off,
+    )
+
+
 async def complete(
     request: ModelRequest,
     *,
@@ -61,6 +108,7 @@ async def complete(
     rand: Callable[[], float] = random.random,
     peer: PiPeer | None = None,
     via_pi_apis: Collection[str] = (),
+    structured: StructuredMemory | None = None,
 ) -> CompletionResult:
     """Call the model of ``request`` until it answers, fails fatally, or the budget or attempts run out.
 
@@ -70,32 +118,69 @@ async def complete(
 
     With ``peer`` (the shim of the pass's connection), an api in ``via_pi_apis`` or one the daemon does not
     speak goes through pi (PASS-22); without one, an api the daemon does not speak raises ``UnsupportedApi``.
+
+    With ``structured`` (the daemon's memory of routes that refuse a schema), a request's output schema is
+    left out for a model known to refuse it, and a 400 or 422 to a call that carried one is answered by the
+    same call without it; the refusal is remembered unless that call gets a 400 or 422 too
+    (:mod:`.structured`). Each of the two calls has its own trace.
     """
     target = request.target
-    exchange: Callable[[], Awaitable[CompletionResult]]
-    via: Literal["daemon", "pi"]
-    if peer is not None and goes_through_pi(target.api, peer=peer, via_pi_apis=via_pi_apis):
-        api, reasoning, via = target.api or "none", recorded_reasoning(request), "pi"
-        pi_peer = peer
+    key = (target.api, target.base_url, target.model_id)
+    if structured is not None and request.schema_to_send is not None and structured.refuses(*key):
+        request = replace(request, structured_off="refused")
 
-        def exchange() -> Awaitable[CompletionResult]:
-            return exchange_via_pi(pi_peer, request)
+    async def call(req: ModelRequest, exchange: _Exchange) -> CompletionResult:
+        return await _complete(
+            req,
+            exchange,
+            budget=budget,
+            limits=limits,
+            on_trace=on_trace,
+            max_attempts=max_attempts,
+            sleep=sleep,
+            rand=rand,
+        )
 
-    else:
-        provider = provider_for(target.api)
-        call, reasoning = provider.prepare(request)
-        api, via = provider.api, "daemon"
+    first = _prepare(request, client, peer, via_pi_apis)
+    try:
+        return await call(request, first)
+    except ModelCallError as error:
+        if structured is None or first.structured is None or not is_schema_refusal(error):
+            raise
+    plain = replace(request, structured_off="refused")
+    try:
+        result = await call(plain, _prepare(plain, client, peer, via_pi_apis))
+    except ModelCallError as error:
+        if not is_schema_refusal(error):
+            structured.remember(*key)  # the call got past the request check once the schema was gone
+        raise
+    structured.remember(*key)
+    return result
 
-        def exchange() -> Awaitable[CompletionResult]:
-            return _exchange(client, provider, call)
 
+async def _complete(
+    request: ModelRequest,
+    exchange: _Exchange,
+    *,
+    budget: Budget,
+    limits: ProviderLimits | None,
+    on_trace: TraceSink | None,
+    max_attempts: int,
+    sleep: Callable[[float], Awaitable[None]],
+    rand: Callable[[], float],
+) -> CompletionResult:
+    """One logical call: attempts under the retry policy, the budget and the concurrency limit, one trace."""
+    target = request.target
+    api, via = exchange.api, exchange.via
     trace = CallTrace(
         kind=request.kind,
         api=api,
         model=f"{target.provider}/{target.model_id}",
         output_budget=request.max_output_tokens,
-        reasoning=reasoning,
+        reasoning=exchange.reasoning,
         via=via,
+        structured=exchange.structured,
+        structured_skip=exchange.structured_skip,
     )
     limiter = limits.limiter(target.limit_key, provider=target.provider) if limits is not None else None
     started = budget.now()
@@ -106,10 +191,10 @@ async def complete(
         try:
             with budget.scope():
                 if limiter is None:
-                    result = await exchange()
+                    result = await exchange.run()
                 else:
                     async with limiter:
-                        result = await exchange()
+                        result = await exchange.run()
         except TimeoutError:
             raise BudgetExceeded() from None
         if result is None:  # fail_after raises rather than swallows; this satisfies the type checker
@@ -152,13 +237,23 @@ async def complete(
     trace.usage = result.usage
     trace.request_id = result.request_id
     trace.stop_reason = result.stop_reason
+    trace.stopped_early = result.stopped_early
     _finish(trace, started, budget)
     _emit(trace, on_trace)
     return result
 
 
-async def _exchange(client: HttpClient, provider: Provider, call: PreparedCall) -> CompletionResult:
-    """One HTTP attempt, streamed or not; errors keep the request id of the reply that carried them."""
+async def _exchange(
+    client: HttpClient,
+    provider: Provider,
+    call: PreparedCall,
+    stop_at: Callable[[dict[str, Any]], bool] | None = None,
+) -> CompletionResult:
+    """One HTTP attempt, streamed or not; errors keep the request id of the reply that carried them.
+
+    With ``stop_at``, a stream is ended as soon as a complete top-level JSON object it accepts has arrived:
+    leaving the stream closes the connection, so the server stops generating what nobody reads.
+    """
     if not call.stream:
         body, request_id = await post_json(client, call)
         try:
@@ -167,16 +262,44 @@ async def _exchange(client: HttpClient, provider: Provider, call: PreparedCall) 
             error.request_id = error.request_id or request_id
             raise
         return replace(result, request_id=request_id)
+    scanner = ObjectScanner() if stop_at is not None else None
     async with stream_sse(client, call) as (request_id, events):
         state = provider.new_stream()
         try:
             async for event in events:
-                state.feed(event)
-            result = state.finish()
+                piece = state.feed(event)
+                if scanner is not None and stop_at is not None and _accepted(scanner.feed(piece), stop_at):
+                    result = _estimated(state.partial())
+                    break
+            else:
+                result = state.finish()
         except ModelCallError as error:
             error.request_id = error.request_id or request_id
             raise
     return replace(result, request_id=request_id)
+
+
+def _accepted(groups: list[str], stop_at: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether one of the groups just completed is a JSON object ``stop_at`` wants (model text: hostile)."""
+    for group in groups:
+        try:
+            value = orjson.loads(group)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and stop_at(value):
+            return True
+    return False
+
+
+def _estimated(result: CompletionResult) -> CompletionResult:
+    """Usage of a stream ended early: servers report output tokens last, so count the reply's characters.
+
+    Never below what the server did report; the trace marks the call ``stoppedEarly``.
+    """
+    estimate = -(-len(result.text) // _CHARS_PER_TOKEN)
+    if result.usage.output >= estimate:
+        return result
+    return replace(result, usage=replace(result.usage, output=estimate))
 
 
 def _finish(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,12 +82,19 @@ def make_shared_client() -> httpx.AsyncClient:
 
 @dataclass(frozen=True)
 class PreparedCall:
-    """A provider request ready for the wire; headers and body are hidden from repr (keys, transcript)."""
+    """A provider request ready for the wire; headers and body are hidden from repr (keys, transcript).
+
+    ``structured`` names the structured-output form the body carries (``json_schema``, ``tool``,
+    ``response_schema``), None when it carries none; ``structured_skip`` why a schema asked for was left
+    out. The call's trace records both.
+    """
 
     url: str
     headers: Mapping[str, str] = field(repr=False)
     body: Mapping[str, Any] = field(repr=False)
     stream: bool
+    structured: str | None = None
+    structured_skip: str | None = None
 
 
 @dataclass(frozen=True)
@@ -217,18 +224,26 @@ async def post_json(client: httpx.AsyncClient, call: PreparedCall) -> tuple[Any,
 async def stream_sse(
     client: httpx.AsyncClient, call: PreparedCall
 ) -> AsyncIterator[tuple[str | None, AsyncIterator[SseEvent]]]:
-    """POST and yield the request id and events; leaving the block (or cancelling) closes the connection."""
+    """POST and yield the request id and events; leaving the block (or cancelling) closes the connection.
+
+    Leaving before the stream ended (the caller has what it wanted) closes the connection rather than
+    reading the rest, so the server sees the client go and can stop generating.
+    """
     try:
         async with client.stream(
             "POST", call.url, headers=dict(call.headers), content=_json_body(call.body)
         ) as response:
             await _raise_for_status(response)
-            yield request_id_of(response.headers), _events(response)
+            events = _events(response)
+            try:
+                yield request_id_of(response.headers), events
+            finally:
+                await events.aclose()
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise _transport_error(exc) from None
 
 
-async def _events(response: httpx.Response) -> AsyncIterator[SseEvent]:
+async def _events(response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
     parser = SseParser()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     async for chunk in response.aiter_bytes():

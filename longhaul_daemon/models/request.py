@@ -7,13 +7,14 @@ reject parameters the real APIs accept).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import SecretStr
 
+from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.protocol import ModelFacts
 
 __all__ = [
@@ -121,7 +122,13 @@ class Message:
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """One call: target, prompt, output budget, reasoning asked, streaming, and the FAIL-17 call kind."""
+    """One call: target, prompt, output budget, reasoning asked, streaming, and the FAIL-17 call kind.
+
+    ``output_schema``: the JSON Schema the reply must follow, sent in the provider's structured-output form
+    unless ``structured_off`` says why not (``"refused"``: the route rejected it before). ``stop_at_object``:
+    end a streamed reply at the first complete top-level JSON object this accepts (issue 11: a model that
+    keeps writing after its answer is not paid for); None reads the stream to its end.
+    """
 
     target: ModelTarget
     system: str = field(repr=False)
@@ -130,6 +137,14 @@ class ModelRequest:
     reasoning: str = "off"
     stream: bool = True
     kind: str = "first"
+    output_schema: OutputSchema | None = None
+    structured_off: str | None = None
+    stop_at_object: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def schema_to_send(self) -> OutputSchema | None:
+        """The schema a provider should put on the wire: none once the route is known to refuse it."""
+        return self.output_schema if self.structured_off is None else None
 
     def __post_init__(self) -> None:
         if self.max_output_tokens < 1:

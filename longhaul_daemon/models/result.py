@@ -111,6 +111,7 @@ class CompletionResult:
     raw_stop: str | None
     usage: Usage
     request_id: str | None = None
+    stopped_early: bool = False  # the stream was ended at the first complete JSON object it wanted
 
     @property
     def cut_off(self) -> bool:
@@ -135,6 +136,9 @@ class CallTrace:
     error: str | None = None
     error_code: str | None = None
     via: Literal["daemon", "pi"] = "daemon"  # "pi": made by the shim with pi's own code (``model.complete``)
+    structured: str | None = None  # the structured-output form sent: json_schema, tool, response_schema
+    structured_skip: str | None = None  # why a call with a schema sent none: via-pi, refused, thinking
+    stopped_early: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form the ``compaction`` record's ``narrative`` fields are built from (LOG-17)."""
@@ -152,4 +156,7 @@ class CallTrace:
             "error": self.error,
             "errorCode": self.error_code,
             "via": self.via,
+            "structured": self.structured,
+            "structuredSkip": self.structured_skip,
+            "stoppedEarly": self.stopped_early,
         }

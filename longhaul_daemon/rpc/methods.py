@@ -24,6 +24,7 @@ from longhaul_daemon.errors import Busy
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
+from longhaul_daemon.models.structured import StructuredMemory
 from longhaul_daemon.ops.status_view import RouteHealthBook, known_log_files
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
@@ -92,6 +93,7 @@ class Services:
     route_health: RouteHealthBook = field(default_factory=RouteHealthBook)  # model calls, for status
     via_pi_apis: frozenset[str] = frozenset()  # apis whose calls go through the shim (serve --via-pi)
     provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
+    structured_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing a schema
     session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
     http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
     config_watch: ConfigWatch = field(default_factory=ConfigWatch)  # longhaul.json and route problems
@@ -119,6 +121,7 @@ class Services:
         return ModelAccess(
             limits=self.provider_limits,
             health=self.route_health,
+            structured=self.structured_memory,
             via_pi_apis=self.via_pi_apis,
             client=self.http_client,
         )

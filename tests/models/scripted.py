@@ -1,7 +1,8 @@
 """A scripted HTTP/1.1 server on 127.0.0.1:0 with real sockets, for provider wire tests without MockTransport.
 
-Each POST takes the next ``Reply`` from the script: a whole body, chunked SSE, or a hang. The server records
-every request and notices when a client closes a connection it is still holding open.
+Each POST takes the next ``Reply`` from the script: a whole body, chunked SSE, or a hang, or a stream that
+never ends (``repeat``: a model looping until someone stops reading). The server records every request and
+notices when a client closes a connection it is still holding open or still writing to.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import json
 import select
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +40,7 @@ class Reply:
     chunks: list[bytes] = field(default_factory=list)
     hang_before_headers: bool = False
     hang_after_chunks: bool = False
+    repeat: bytes | None = None  # after ``chunks``, sent again and again until the client goes away
 
 
 @dataclass
@@ -66,11 +69,18 @@ def json_reply(body: Any, *, status: int = 200, headers: dict[str, str] | None =
     )
 
 
-def sse_reply(chunks: list[bytes], *, headers: dict[str, str] | None = None, hang: bool = False) -> Reply:
+def sse_reply(
+    chunks: list[bytes],
+    *,
+    headers: dict[str, str] | None = None,
+    hang: bool = False,
+    repeat: bytes | None = None,
+) -> Reply:
     return Reply(
         headers={"content-type": "text/event-stream", **(headers or {})},
         chunks=chunks,
         hang_after_chunks=hang,
+        repeat=repeat,
     )
 
 
@@ -83,6 +93,7 @@ class ScriptedServer:
         self.disconnected = threading.Event()
         self.holding = threading.Event()
         self.stop = threading.Event()
+        self.repeats = 0
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -99,6 +110,22 @@ class ScriptedServer:
             if not self.script:
                 return Reply(status=418, body=b'{"error": {"type": "script_exhausted"}}')
             return self.script.pop(0)
+
+    def stream_until_client_leaves(self, write: Callable[[bytes], None], chunk: bytes) -> None:
+        """Keep sending ``chunk`` (a model that never stops); set ``disconnected`` once a write fails.
+
+        ``repeats`` counts the chunks sent, so a test can tell the client stopped reading long before a
+        real server's output limit, without timing anything.
+        """
+        self.holding.set()
+        while not self.stop.is_set():
+            try:
+                write(chunk)
+            except OSError:  # BrokenPipe / ConnectionReset: the client closed the connection
+                self.disconnected.set()
+                return
+            self.repeats += 1
+            time.sleep(0.002)  # a generating model's pace; also keeps this thread from spinning
 
     def hold_until_client_leaves(self, conn: socket.socket) -> None:
         """Keep the connection open without writing; set ``disconnected`` once the client closes it."""
@@ -153,6 +180,15 @@ class ScriptedServer:
                 for chunk in reply.chunks:
                     self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                     self.wfile.flush()
+                if reply.repeat is not None:
+
+                    def write(data: bytes) -> None:
+                        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                        self.wfile.flush()
+
+                    server.stream_until_client_leaves(write, reply.repeat)
+                    self.close_connection = True
+                    return
                 if reply.hang_after_chunks:
                     server.hold_until_client_leaves(self.connection)
                     self.close_connection = True

@@ -6,6 +6,7 @@ while every byte the server sends is in that provider's own format.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,6 +16,7 @@ from pydantic import SecretStr
 from longhaul_daemon.models import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.request import default_compat
 from longhaul_daemon.models.result import Usage
+from longhaul_daemon.models.structured import OutputSchema, gemini_schema
 
 from .scripted import Recorded, Reply, json_reply, sse, sse_data, sse_reply
 
@@ -378,3 +380,97 @@ GOOGLE = Wire(
 )
 
 WIRES = [OPENAI_COMPLETIONS, ANTHROPIC_MESSAGES, OPENAI_RESPONSES, GOOGLE]
+
+
+# --- Structured output (issue 11): what each provider is sent, and how the answer comes back ---
+FORMS = {
+    "openai-completions": "json_schema",
+    "anthropic-messages": "tool",
+    "openai-responses": "json_schema",
+    "google-generative-ai": "response_schema",
+}
+# how many events open each wire's stream before the first text delta
+_OPENING = {
+    "openai-completions": 1,
+    "anthropic-messages": 3,
+    "openai-responses": 1,
+    "google-generative-ai": 1,
+}
+
+
+def check_structured(wire: Wire, rec: Recorded, schema: OutputSchema) -> None:
+    """The structured-output form of ``wire``'s API, exactly as its provider documents it."""
+    body = rec.body
+    if wire.api == "openai-completions":
+        assert body["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": schema.name, "schema": dict(schema.schema), "strict": True},
+        }
+    elif wire.api == "openai-responses":
+        wire_format = {"type": "json_schema", "name": schema.name, "schema": dict(schema.schema)}
+        assert body["text"] == {"format": {**wire_format, "strict": True}}
+    elif wire.api == "google-generative-ai":
+        config = body["generationConfig"]
+        assert config["responseMimeType"] == "application/json"
+        assert config["responseSchema"] == gemini_schema(schema.schema)
+    else:
+        [tool] = body["tools"]
+        assert tool["name"] == schema.name and tool["input_schema"] == dict(schema.schema)
+        assert body["tool_choice"] == {"type": "tool", "name": schema.name}
+
+
+def check_unstructured(rec: Recorded) -> None:
+    """No structured-output form of any provider in the body."""
+    body = rec.body
+    assert not {"response_format", "text", "tools", "tool_choice"} & set(body), sorted(body)
+    config = body.get("generationConfig") or {}
+    assert not {"responseSchema", "responseMimeType"} & set(config), sorted(config)
+
+
+def _an_tool_stream(pieces: list[str], *, closing: bool = True) -> list[bytes]:
+    out = _an_stream([], False)[:1]  # message_start
+    block = {"type": "tool_use", "id": "toolu_1", "name": "diff_answer", "input": {}}
+    start = {"type": "content_block_start", "index": 0, "content_block": block}
+    out.append(sse("content_block_start", start))
+    out += [_an_tool_delta(p) for p in pieces]
+    if closing:
+        out.append(sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        delta = {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 7}}
+        out += [sse("message_delta", delta), sse("message_stop", {"type": "message_stop"})]
+    return out
+
+
+def _an_tool_delta(piece: str) -> bytes:
+    delta = {"type": "input_json_delta", "partial_json": piece}
+    return sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+
+
+def answer_delta(wire: Wire, piece: str) -> bytes:
+    """One streamed event carrying ``piece`` of the answer (text, or the forced tool's input)."""
+    if wire.api == "anthropic-messages":
+        return _an_tool_delta(piece)
+    return wire.stream([piece], False)[_OPENING[wire.api]]
+
+
+def answer_stream(wire: Wire, pieces: list[str], *, repeat: str | None = None) -> Reply:
+    """The answer streamed in ``pieces``; with ``repeat``, the stream then never ends (a looping model)."""
+    if wire.api == "anthropic-messages":
+        chunks = _an_tool_stream(pieces, closing=repeat is None)
+    elif repeat is None:
+        chunks = wire.stream(pieces, False)
+    else:
+        chunks = wire.stream(pieces, False)[: _OPENING[wire.api] + len(pieces)]
+    again = answer_delta(wire, repeat) if repeat is not None else None
+    return sse_reply(chunks, headers={wire.request_id_header: "req_ok"}, repeat=again)
+
+
+def answer_whole(wire: Wire, text: str) -> Reply:
+    """The answer as a whole JSON reply (for Anthropic: a ``tool_use`` block whose input is the answer)."""
+    if wire.api != "anthropic-messages":
+        return wire.json_reply(text)
+    body = _an_whole("", False)
+    body["content"] = [
+        {"type": "tool_use", "id": "toolu_1", "name": "diff_answer", "input": json.loads(text)}
+    ]
+    body["stop_reason"] = "tool_use"
+    return json_reply(body, headers={wire.request_id_header: "req_ok"})

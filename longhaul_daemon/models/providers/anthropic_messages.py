@@ -2,10 +2,15 @@
 
 No sampling parameters are sent (``anthropic-version`` 2026-10-21 rejects them even at defaults), thinking is
 disabled where the model allows it, and ``overloaded_error`` before any text is retried like a 529.
+
+An output schema goes as the one tool offered, forced with ``tool_choice``; the answer then arrives as that
+tool call's input (``input_json_delta`` pieces when streamed), which is read as the reply's text. A forced
+tool cannot be combined with thinking, so a model that cannot turn thinking off is asked without the schema.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from longhaul_daemon.models.errors import FatalError, StreamError
@@ -13,6 +18,7 @@ from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
     completion,
+    early_result,
     error_code_of,
     join_url,
     merge_headers,
@@ -53,8 +59,24 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     elif plan.wire is not None:
         body["thinking"] = {"type": "adaptive"}
         body["output_config"] = {"effort": plan.wire}
+    schema = request.schema_to_send
+    thinking = plan.wire not in (None, "none")
+    if schema is not None and not thinking:
+        body["tools"] = [
+            {
+                "name": schema.name,
+                "description": schema.description or "Send the answer.",
+                "input_schema": dict(schema.schema),
+            }
+        ]
+        body["tool_choice"] = {"type": "tool", "name": schema.name}
     call = PreparedCall(
-        url=join_url(target.base_url, "/v1/messages"), headers=headers, body=body, stream=request.stream
+        url=join_url(target.base_url, "/v1/messages"),
+        headers=headers,
+        body=body,
+        stream=request.stream,
+        structured="tool" if "tools" in body else None,
+        structured_skip="thinking" if schema is not None and thinking else None,
     )
     return call, plan.recorded
 
@@ -86,11 +108,14 @@ def parse(body: Any) -> CompletionResult:
     content = data.get("content")
     if not isinstance(content, list):
         raise FatalError(code="malformed_reply")
-    text = "".join(
-        str(block.get("text", ""))
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "text"
-    )
+    blocks = [block for block in content if isinstance(block, dict)]
+    text = "".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text")
+    tools = [  # the forced tool's input is the answer
+        json.dumps(block["input"], ensure_ascii=False)
+        for block in blocks
+        if block.get("type") == "tool_use" and isinstance(block.get("input"), dict)
+    ]
+    text = "\n".join(part for part in (text, *tools) if part)
     raw_stop = data.get("stop_reason") if isinstance(data.get("stop_reason"), str) else None
     return completion(API, text, raw_stop, _usage(data.get("usage")))
 
@@ -104,9 +129,9 @@ class AnthropicStream:
         self._raw_stop: str | None = None
         self._stopped = False
 
-    def feed(self, event: SseEvent) -> None:
+    def feed(self, event: SseEvent) -> str:
         if event.event == "ping" or not event.data:
-            return
+            return ""
         data = parse_event_json(event)
         kind = data.get("type", event.event)
         if kind == "error" or event.event == "error":
@@ -118,6 +143,11 @@ class AnthropicStream:
             delta = data.get("delta")
             if isinstance(delta, dict) and delta.get("type") == "text_delta" and delta.get("text"):
                 self._parts.append(str(delta.get("text", "")))
+                return self._parts[-1]
+            tool_input = delta.get("partial_json") if isinstance(delta, dict) else None
+            if isinstance(delta, dict) and delta.get("type") == "input_json_delta" and tool_input:
+                self._parts.append(str(tool_input))  # the forced tool's input, piece by piece
+                return self._parts[-1]
         elif kind == "message_delta":
             delta = data.get("delta")
             if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
@@ -125,6 +155,10 @@ class AnthropicStream:
             self._usage = _usage(data.get("usage"), self._usage)
         elif kind == "message_stop":
             self._stopped = True
+        return ""
+
+    def partial(self) -> CompletionResult:
+        return early_result("".join(self._parts), self._usage)
 
     def finish(self) -> CompletionResult:
         if not self._stopped:

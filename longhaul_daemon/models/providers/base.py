@@ -1,7 +1,9 @@
 """What every provider module provides, and the few helpers they share, so ``client.py`` treats them alike.
 
 A provider is three pure functions of data: ``prepare`` (request → wire call), ``parse`` (JSON body →
-result) and a ``StreamState`` that folds SSE events into the same result. None of them does I/O.
+result) and a ``StreamState`` that folds SSE events into the same result. None of them does I/O. A stream
+state hands back each event's new answer text as it folds it, so the caller can end the stream once the
+answer is whole (:meth:`StreamState.partial`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = [
     "Provider",
     "StreamState",
     "completion",
+    "early_result",
     "error_code_of",
     "join_url",
     "merge_headers",
@@ -47,11 +50,17 @@ _TRANSIENT_STREAM_CODES = frozenset(
 
 
 class StreamState(Protocol):
-    """Folds one stream's events into a result; ``feed`` raises ``StreamError`` on an error event."""
+    """Folds one stream's events into a result; ``feed`` raises ``StreamError`` on an error event.
 
-    def feed(self, event: SseEvent) -> None: ...
+    ``feed`` returns the answer text the event added ("" for none). ``partial`` is the result so far, for a
+    stream the caller ends before the server finished it.
+    """
+
+    def feed(self, event: SseEvent) -> str: ...
 
     def finish(self) -> CompletionResult: ...
+
+    def partial(self) -> CompletionResult: ...
 
 
 @dataclass(frozen=True)
@@ -119,3 +128,8 @@ def completion(api: str, text: str, raw_stop: str | None, usage: Usage) -> Compl
     return CompletionResult(
         text=text, stop_reason=normalize_stop(api, raw_stop), raw_stop=raw_stop, usage=usage
     )
+
+
+def early_result(text: str, usage: Usage) -> CompletionResult:
+    """A stream ended by the caller at a complete answer: a finished reply, with the usage seen so far."""
+    return CompletionResult(text=text, stop_reason="stop", raw_stop=None, usage=usage, stopped_early=True)

@@ -1,7 +1,8 @@
 """Google Gemini ``generateContent`` / ``streamGenerateContent?alt=sse`` with ``x-goog-api-key``.
 
 Thought parts (``thought: true``) are skipped; ``thoughtsTokenCount`` is added to output usage because Gemini
-bills it as output. Every stream chunk is a whole ``GenerateContentResponse``.
+bills it as output. Every stream chunk is a whole ``GenerateContentResponse``. An output schema goes as
+``generationConfig.responseSchema`` in Gemini's OpenAPI dialect, with ``responseMimeType: application/json``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
     completion,
+    early_result,
     error_code_of,
     join_url,
     merge_headers,
@@ -23,6 +25,7 @@ from longhaul_daemon.models.providers.base import (
 )
 from longhaul_daemon.models.request import ModelRequest, plan_reasoning
 from longhaul_daemon.models.result import CompletionResult, Usage, int_field
+from longhaul_daemon.models.structured import gemini_schema
 
 __all__ = ["API", "PROVIDER", "GoogleStream", "parse", "prepare"]
 
@@ -44,6 +47,10 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     elif plan.wire is not None:
         budget = _THINKING_BUDGETS.get(plan.wire, _THINKING_BUDGETS["low"])
         config["thinkingConfig"] = {"thinkingBudget": budget, "includeThoughts": False}
+    schema = request.schema_to_send
+    if schema is not None:
+        config["responseMimeType"] = "application/json"
+        config["responseSchema"] = gemini_schema(schema.schema)
     body: dict[str, Any] = {
         "contents": [
             {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.text}]}
@@ -60,7 +67,11 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
         else f"/models/{model}:generateContent"
     )
     call = PreparedCall(
-        url=join_url(target.base_url, path), headers=headers, body=body, stream=request.stream
+        url=join_url(target.base_url, path),
+        headers=headers,
+        body=body,
+        stream=request.stream,
+        structured="response_schema" if schema is not None else None,
     )
     return call, plan.recorded
 
@@ -113,9 +124,9 @@ class GoogleStream:
         self._usage = Usage()
         self._raw_stop: str | None = None
 
-    def feed(self, event: SseEvent) -> None:
+    def feed(self, event: SseEvent) -> str:
         if not event.data:
-            return
+            return ""
         data = parse_event_json(event)
         if "error" in data:
             raise stream_error(error_code_of(data), got_text=bool(self._parts))
@@ -126,6 +137,10 @@ class GoogleStream:
             self._raw_stop = raw_stop
         if isinstance(data.get("usageMetadata"), dict):
             self._usage = _usage(data["usageMetadata"])
+        return text
+
+    def partial(self) -> CompletionResult:
+        return early_result("".join(self._parts), self._usage)
 
     def finish(self) -> CompletionResult:
         if self._raw_stop is None:

@@ -1,7 +1,9 @@
 """OpenAI Chat Completions, also spoken by most OpenAI-compatible servers (llama.cpp, vLLM, Ollama ``/v1``).
 
 Per-model ``Compat`` flags decide ``max_completion_tokens`` vs ``max_tokens``, whether ``reasoning_effort``
-and ``stream_options.include_usage`` are sent, and the system role; usage fields are all optional.
+and ``stream_options.include_usage`` are sent, and the system role; usage fields are all optional. An output
+schema goes as ``response_format: {type: "json_schema", json_schema: {name, schema, strict: true}}``, the form
+OpenAI, llama.cpp, vLLM and Ollama all read.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
     completion,
+    early_result,
     error_code_of,
     join_url,
     merge_headers,
@@ -50,6 +53,12 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     }
     if request.stream and compat.supports_usage_in_streaming:
         body["stream_options"] = {"include_usage": True}
+    schema = request.schema_to_send
+    if schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": schema.name, "schema": dict(schema.schema), "strict": True},
+        }
     recorded: str | None = None
     if target.reasoning:
         if compat.supports_reasoning_effort:
@@ -60,7 +69,9 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
         else:
             recorded = "default"  # the model reasons and we cannot say how much: record that
     url = join_url(target.base_url, "/chat/completions")
-    return PreparedCall(url=url, headers=headers, body=body, stream=request.stream), recorded
+    structured = "json_schema" if schema is not None else None
+    call = PreparedCall(url=url, headers=headers, body=body, stream=request.stream, structured=structured)
+    return call, recorded
 
 
 def usage_of(raw: Any) -> Usage:
@@ -99,12 +110,12 @@ class CompletionsStream:
         self._raw_stop: str | None = None
         self._done = False
 
-    def feed(self, event: SseEvent) -> None:
+    def feed(self, event: SseEvent) -> str:
         if not event.data:
-            return
+            return ""
         if event.data.strip() == "[DONE]":
             self._done = True
-            return
+            return ""
         data = parse_event_json(event)
         if "error" in data or event.event == "error":
             raise stream_error(error_code_of(data), got_text=bool(self._parts))
@@ -112,12 +123,17 @@ class CompletionsStream:
             self._usage = usage_of(data["usage"])
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            return
+            return ""
+        if isinstance(choices[0].get("finish_reason"), str):
+            self._raw_stop = choices[0]["finish_reason"]
         delta = choices[0].get("delta")
         if isinstance(delta, dict) and isinstance(delta.get("content"), str) and delta["content"]:
             self._parts.append(delta["content"])
-        if isinstance(choices[0].get("finish_reason"), str):
-            self._raw_stop = choices[0]["finish_reason"]
+            return str(delta["content"])
+        return ""
+
+    def partial(self) -> CompletionResult:
+        return early_result("".join(self._parts), self._usage)
 
     def finish(self) -> CompletionResult:
         if not self._done and self._raw_stop is None:

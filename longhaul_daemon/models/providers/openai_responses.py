@@ -1,7 +1,8 @@
 """OpenAI Responses API: ``POST /responses`` with ``store: false``; text comes from ``output_text`` parts.
 
 ``output_text`` as a top-level field exists only in the SDKs, so the reply is read from ``output[]``; a cut
-reply is ``status: "incomplete"`` with ``incomplete_details.reason == "max_output_tokens"``.
+reply is ``status: "incomplete"`` with ``incomplete_details.reason == "max_output_tokens"``. An output schema
+goes as ``text.format: {type: "json_schema", name, schema, strict: true}``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
     completion,
+    early_result,
     error_code_of,
     join_url,
     merge_headers,
@@ -44,6 +46,10 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     }
     if request.system:
         body["instructions"] = request.system
+    schema = request.schema_to_send
+    if schema is not None:
+        wire_format = {"type": "json_schema", "name": schema.name, "schema": dict(schema.schema)}
+        body["text"] = {"format": {**wire_format, "strict": True}}
     recorded: str | None = None
     if target.reasoning and target.compat.supports_reasoning_effort:
         plan = plan_reasoning(target, request.reasoning)
@@ -53,7 +59,11 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     elif target.reasoning:
         recorded = "default"
     call = PreparedCall(
-        url=join_url(target.base_url, "/responses"), headers=headers, body=body, stream=request.stream
+        url=join_url(target.base_url, "/responses"),
+        headers=headers,
+        body=body,
+        stream=request.stream,
+        structured="json_schema" if schema is not None else None,
     )
     return call, recorded
 
@@ -112,20 +122,25 @@ class ResponsesStream:
         self._parts: list[str] = []
         self._final: dict[str, Any] | None = None
 
-    def feed(self, event: SseEvent) -> None:
+    def feed(self, event: SseEvent) -> str:
         if not event.data or event.data.strip() == "[DONE]":
-            return
+            return ""
         data = parse_event_json(event)
         kind = data.get("type", event.event)
         if kind == "error":
             raise stream_error(error_code_of(data), got_text=bool(self._parts))
         if kind == "response.output_text.delta" and data.get("delta"):
             self._parts.append(str(data["delta"]))
-        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            return self._parts[-1]
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
             response = require_dict(data.get("response"))
             if kind == "response.failed":
                 raise stream_error(error_code_of(response), got_text=bool(self._parts))
             self._final = response
+        return ""
+
+    def partial(self) -> CompletionResult:
+        return early_result("".join(self._parts), Usage())
 
     def finish(self) -> CompletionResult:
         if self._final is None:

@@ -1,0 +1,104 @@
+"""Whole top-level JSON objects found in text that arrives piece by piece, so a stream can end at the answer.
+
+A small model asked for one JSON object often sends it and then keeps going (prose, the object again, padding)
+until the output limit, and every token of that is paid for. :class:`ObjectScanner` reads the reply as it
+streams and hands back each top-level ``{...}`` group the moment its closing brace arrives, so the caller can
+end the request there (issue 11). The same scanner finds objects in a whole reply (:func:`top_level_groups`),
+so a streamed reply and a stored one are read alike.
+
+The rules are those of DIFF-17's extraction: each ``{`` outside an earlier group starts a candidate; inside a
+group JSON strings are read (a brace or quote inside a string, or escaped, counts for nothing); a group ends
+when its braces balance. A group is handed back as text whether or not it is valid JSON: deciding that, and
+whether the object is the one wanted, is the caller's business. Text outside groups is skipped unread, so a
+quote in prose never opens a string. A group that never closes is left open (:meth:`ObjectScanner.pending`).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ObjectScanner", "top_level_groups"]
+
+_SPECIAL = re.compile(r'[{}"\\]')  # the only characters that change the scanner's state inside a group
+_IN_STRING = re.compile(r'["\\]')
+
+
+class ObjectScanner:
+    """Feed text in any chunking; :meth:`feed` returns the top-level groups completed by that piece.
+
+    Work is linear in the text fed: each character is looked at once, and text outside groups is skipped
+    with ``str.find``. Only the open group's text is kept.
+    """
+
+    def __init__(self) -> None:
+        self._group: list[str] = []  # pieces of the open group, from its "{"
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False
+
+    @property
+    def pending(self) -> str | None:
+        """The text of the group still open (the reply was cut or never closed it), or None."""
+        return "".join(self._group) if self._depth else None
+
+    def feed(self, piece: str) -> list[str]:
+        done: list[str] = []
+        at = 0
+        size = len(piece)
+        while at < size:
+            if not self._depth:
+                start = piece.find("{", at)
+                if start < 0:
+                    return done
+                self._depth, self._in_string, self._escaped = 1, False, False
+                self._group = []
+                at = start + 1
+                group_start = start
+            else:
+                group_start = at
+            end = self._scan(piece, at)
+            if end is None:
+                self._group.append(piece[group_start:])
+                return done
+            self._group.append(piece[group_start:end])
+            done.append("".join(self._group))
+            self._group = []
+            at = end
+        return done
+
+    def _scan(self, piece: str, at: int) -> int | None:
+        """Advance through ``piece`` from ``at`` inside an open group; the index after its closing brace."""
+        size = len(piece)
+        while at < size:
+            if self._escaped:
+                self._escaped = False
+                at += 1
+                continue
+            pattern = _IN_STRING if self._in_string else _SPECIAL
+            found = pattern.search(piece, at)
+            if found is None:
+                return None
+            ch = found.group()
+            at = found.end()
+            if self._in_string:
+                if ch == "\\":
+                    self._escaped = True
+                else:
+                    self._in_string = False
+            elif ch == '"':
+                self._in_string = True
+            elif ch == "{":
+                self._depth += 1
+            elif ch == "}":
+                self._depth -= 1
+                if self._depth == 0:
+                    return at
+            # a backslash outside a string is not JSON; it changes nothing and the group will not decode
+        return None
+
+
+def top_level_groups(text: str) -> tuple[list[str], str | None]:
+    """Every complete top-level group of ``text`` in order, and the group left open at its end (or None)."""
+    scanner = ObjectScanner()
+    groups = scanner.feed(text)
+    return groups, scanner.pending

@@ -1,0 +1,169 @@
+"""Structured output: the answer's JSON Schema in each provider's own form, and the routes known to refuse it.
+
+A small model asked in words for "one JSON object" answers in prose or echoes the prompt; the same model under
+a JSON Schema constraint answers with valid JSON every time (issue 11). So every call that has a schema sends
+it wherever the route supports one: ``response_format`` (Chat Completions), ``text.format`` (Responses),
+``responseSchema`` (Gemini) or a forced tool (Anthropic); the provider modules build those from the
+:class:`OutputSchema` here. Calls made through pi carry none: pi-ai's ``completeSimple`` takes no schema.
+
+The schema is kept inside the subset every one of those accepts (:func:`strict_schema`): every object closed
+(``additionalProperties: false``) with every property required, an optional property written as nullable,
+no ``$ref``, and no length or count keywords, which OpenAI's strict mode rejects with a 400. The bounds are
+enforced by code after the reply anyway (DIFF-16). Gemini's dialect is derived from it
+(:func:`gemini_schema`).
+
+A route that rejects the schema is remembered per model, daemon-wide like route health
+(:class:`StructuredMemory`), and asked again without it. What counts as a rejection (our choice): an HTTP
+400 or 422 to a call that carried the schema. The call is then made once more without it, and the refusal is
+remembered only when that second call does not get a 400 or 422 too, since then the request itself was bad
+and the schema is not to blame. A server that answers a schema with a 5xx (llama-cpp-python's own server
+does) looks like an outage and is retried as one; it is not remembered. The memory lives until the daemon
+restarts: a model that learns structured output is asked with a schema again after that.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from longhaul_daemon.models.errors import ModelCallError
+
+__all__ = [
+    "REFUSAL_STATUSES",
+    "OutputSchema",
+    "StructuredForm",
+    "StructuredMemory",
+    "gemini_schema",
+    "is_schema_refusal",
+    "strict_schema",
+]
+
+StructuredForm = Literal["json_schema", "tool", "response_schema"]
+
+REFUSAL_STATUSES = frozenset({400, 422})  # 422: servers built on FastAPI/pydantic (vLLM, TGI) reject so
+_MEMORY_SIZE = 256  # models remembered; a daemon talks to a handful, this only bounds a pathological case
+_DROPPED_KEYWORDS = frozenset(
+    {"title", "default", "description", "maxLength", "minLength", "maxItems", "minItems", "examples"}
+)
+
+
+@dataclass(frozen=True)
+class OutputSchema:
+    """A JSON Schema the reply must follow, already in :func:`strict_schema`'s subset, with a wire name."""
+
+    name: str  # a-z, A-Z, 0-9, _ and -, at most 64: OpenAI's rule for json_schema and tool names
+    schema: Mapping[str, Any] = field(repr=False)
+    description: str = ""
+
+
+def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+    return {k: _inline(v, defs) for k, v in node.items() if k != "$defs"}
+
+
+def _closed(node: Any) -> Any:
+    """Every object closed with every property required; a property that was optional becomes nullable."""
+    if isinstance(node, list):
+        return [_closed(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _closed(v) for k, v in node.items() if k not in _DROPPED_KEYWORDS}
+    if out.get("type") == "object" and isinstance(out.get("properties"), dict):
+        required = set(node.get("required") or ())
+        properties: dict[str, Any] = {}
+        for name, prop in out["properties"].items():
+            properties[name] = prop if name in required or _nullable(prop) else {"anyOf": [prop, _NULL]}
+        out["properties"] = properties
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+    return out
+
+
+_NULL: Mapping[str, Any] = {"type": "null"}
+
+
+def _nullable(prop: Any) -> bool:
+    """Whether a property already accepts null, or is a list (a missing list reads as empty, DIFF-15)."""
+    if not isinstance(prop, dict):
+        return False
+    options = prop.get("anyOf")
+    if isinstance(options, list) and any(o == _NULL for o in options):
+        return True
+    return prop.get("type") == "array"
+
+
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` (as pydantic writes it) in the subset OpenAI (strict), Anthropic, Gemini, llama.cpp take."""
+    defs = schema.get("$defs") or {}
+    closed = _closed(_inline(dict(schema), defs))
+    if not isinstance(closed, dict) or closed.get("type") != "object":
+        raise ValueError("an output schema must describe an object")
+    return closed
+
+
+def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Gemini's ``responseSchema`` dialect (OpenAPI 3.0): upper-case types, ``nullable`` instead of a null
+    branch, no ``additionalProperties``, and ``propertyOrdering`` so fields come in the schema's order."""
+    out: dict[str, Any] = {}
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if o != _NULL]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            return {**gemini_schema(kept[0]), "nullable": True}
+        out["anyOf"] = [gemini_schema(o) for o in kept if isinstance(o, dict)]
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        out["type"] = kind.upper()
+    if "enum" in schema:
+        out["enum"] = list(schema["enum"])
+    items = schema.get("items")
+    if isinstance(items, dict):
+        out["items"] = gemini_schema(items)
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        out["properties"] = {name: gemini_schema(prop) for name, prop in properties.items()}
+        out["required"] = [name for name in schema.get("required") or () if name in properties]
+        out["propertyOrdering"] = list(properties)
+    return out
+
+
+def is_schema_refusal(error: ModelCallError) -> bool:
+    """A status that may mean the route rejects the schema parameter (confirmed by the call without it)."""
+    return error.status in REFUSAL_STATUSES
+
+
+class StructuredMemory:
+    """Daemon-wide: the models whose route refused a schema, by api, base URL and model id.
+
+    Shared by every pass, so the lock keeps concurrent passes (worker threads never touch it, but the loop's
+    tasks do) from seeing a half-updated map.
+    """
+
+    def __init__(self, size: int = _MEMORY_SIZE) -> None:
+        self._refused: OrderedDict[tuple[str | None, str, str], None] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def refuses(self, api: str | None, base_url: str, model_id: str) -> bool:
+        with self._lock:
+            return (api, base_url, model_id) in self._refused
+
+    def remember(self, api: str | None, base_url: str, model_id: str) -> None:
+        with self._lock:
+            self._refused[(api, base_url, model_id)] = None
+            self._refused.move_to_end((api, base_url, model_id))
+            while len(self._refused) > self._size:
+                self._refused.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._refused)

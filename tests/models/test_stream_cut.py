@@ -1,0 +1,128 @@
+"""Issue 11: a stream ends at the first complete JSON object the caller wants, and the server sees it go.
+
+The scripted server plays a looping model: after the answer it keeps streaming more text for as long as
+anyone reads. The call must return the answer and close the connection, which the server notices as a failed
+write. The scanner that finds the object is checked on its own: any chunking of a reply gives the same groups.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from longhaul_daemon.models import Budget, CallTrace, complete, make_client
+from longhaul_daemon.models.http import HttpClient
+from longhaul_daemon.models.json_scan import ObjectScanner, top_level_groups
+
+from .scripted import ScriptedServer, scripted_server
+from .wires import WIRES, Wire, answer_stream, request
+
+pytestmark = pytest.mark.anyio
+
+WIRE_IDS = [w.api for w in WIRES]
+WAIT_S = 30.0  # bounds a wait so a regression fails instead of hanging; never an assertion about speed
+ANSWER = {"labels": [{"msg": "u1", "label": "rule"}], "narrative": 'a "}" in a string', "now": "next"}
+
+
+def wants_labels(obj: dict[str, Any]) -> bool:
+    return isinstance(obj.get("labels"), list)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[HttpClient]:
+    async with make_client() as http:
+        yield http
+
+
+async def disconnected(server: ScriptedServer) -> bool:
+    return await anyio.to_thread.run_sync(lambda: server.disconnected.wait(WAIT_S))
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
+async def test_a_looping_stream_is_cut_at_the_first_complete_object_and_the_server_sees_it(
+    wire: Wire, client: HttpClient
+) -> None:
+    text = json.dumps(ANSWER)
+    pieces = [text[:20], text[20:41], text[41:]]
+    loop = answer_stream(wire, pieces, repeat=" and the answer again, and again")
+    traces: list[CallTrace] = []
+    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
+        result = await complete(
+            replace(request(wire, server.url), stop_at_object=wants_labels),
+            budget=Budget.after(WAIT_S),
+            client=client,
+            on_trace=traces.append,
+        )
+        assert await disconnected(server), "the server never saw the client go"
+    assert json.loads(result.text) == ANSWER
+    assert result.stop_reason == "stop" and result.stopped_early
+    assert result.usage.output >= len(text) // 3  # the server sent no count: estimated from the text
+    [trace] = traces
+    assert trace.stopped_early and trace.as_dict()["stoppedEarly"] is True
+
+
+async def test_an_object_the_caller_does_not_want_does_not_end_the_stream(client: HttpClient) -> None:
+    """An object echoed from the prompt is read past; the answer after it ends the stream."""
+    wire = WIRES[0]
+    echo, answer = '{"status":"ok","uptime_s":812}', json.dumps(ANSWER)
+    loop = answer_stream(wire, ["Result: ", echo, " so: ", answer[:30], answer[30:]], repeat="...")
+    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
+        result = await complete(
+            replace(request(wire, server.url), stop_at_object=wants_labels),
+            budget=Budget.after(WAIT_S),
+            client=client,
+        )
+        assert await disconnected(server)
+    assert result.text == f"Result: {echo} so: {answer}"
+
+
+async def test_without_a_wanted_object_the_stream_is_read_to_its_end(client: HttpClient) -> None:
+    wire = WIRES[0]
+    reply = answer_stream(wire, ['{"status": "ok"}', " and prose"])
+    with scripted_server([reply]) as server, anyio.fail_after(WAIT_S):
+        result = await complete(
+            replace(request(wire, server.url), stop_at_object=wants_labels),
+            budget=Budget.after(WAIT_S),
+            client=client,
+        )
+    assert result.text == '{"status": "ok"} and prose' and not result.stopped_early
+    assert not server.disconnected.is_set()
+
+
+def test_scanner_reads_strings_escapes_and_nesting() -> None:
+    text = 'Sure! {"a": "}{\\"", "b": {"c": [1, "}"]}} and {not json} then {"d": 1} and {"open": "'
+    groups, pending = top_level_groups(text)
+    assert groups == ['{"a": "}{\\"", "b": {"c": [1, "}"]}}', "{not json}", '{"d": 1}']
+    assert pending == '{"open": "'
+    assert top_level_groups('a "quoted {" brace') == ([], '{" brace')  # quotes outside objects mean nothing
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["{", "}", '"', "\\", "x", " ", ":", ","]),
+            st.text(max_size=4),
+            st.just(json.dumps(ANSWER)),
+        ),
+        max_size=30,
+    ),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+)
+def test_scanner_finds_the_same_groups_whatever_the_chunking(parts: list[str], cuts: list[int]) -> None:
+    text = "".join(parts)
+    whole = top_level_groups(text)
+    scanner = ObjectScanner()
+    found: list[str] = []
+    at = 0
+    for cut in [*sorted({min(c, len(text)) for c in cuts}), len(text)]:
+        found += scanner.feed(text[at:cut])
+        at = cut
+    assert (found, scanner.pending) == whole
