@@ -40,6 +40,7 @@ def _log() -> Any:
 
 TraceSink = Callable[[CallTrace], None]
 _CHARS_PER_TOKEN = 3  # the planner's rate (diff/chunks.py): an estimate that never understates the cost
+_TRAILING_CHARS = 64  # text allowed after the wanted object before a stream is ended: a fence, a newline
 
 
 def provider_for(api: str | None) -> Provider:
@@ -251,8 +252,10 @@ async def _exchange(
 ) -> CompletionResult:
     """One HTTP attempt, streamed or not; errors keep the request id of the reply that carried them.
 
-    With ``stop_at``, a stream is ended as soon as a complete top-level JSON object it accepts has arrived:
-    leaving the stream closes the connection, so the server stops generating what nobody reads.
+    With ``stop_at``, a stream is ended once a complete top-level JSON object it accepts has arrived and
+    more than :data:`_TRAILING_CHARS` of text followed it: leaving the stream closes the connection, so the
+    server stops generating what nobody reads. The allowance lets a model that closes a code fence and stops
+    finish on its own, so its usage is the server's count and its connection is kept for the next call.
     """
     if not call.stream:
         body, request_id = await post_json(client, call)
@@ -263,12 +266,19 @@ async def _exchange(
             raise
         return replace(result, request_id=request_id)
     scanner = ObjectScanner() if stop_at is not None else None
+    answer_end: int | None = None  # where the wanted object ended, in characters of reply text
+    seen = 0
     async with stream_sse(client, call) as (request_id, events):
         state = provider.new_stream()
         try:
             async for event in events:
                 piece = state.feed(event)
-                if scanner is not None and stop_at is not None and _accepted(scanner.feed(piece), stop_at):
+                if scanner is None or stop_at is None or not piece:
+                    continue
+                seen += len(piece)
+                if answer_end is None:  # past the answer, only the length of what follows matters
+                    answer_end = _accepted(scanner.feed(piece), stop_at)
+                if answer_end is not None and seen - answer_end > _TRAILING_CHARS:
                     result = _estimated(state.partial())
                     break
             else:
@@ -279,16 +289,17 @@ async def _exchange(
     return replace(result, request_id=request_id)
 
 
-def _accepted(groups: list[str], stop_at: Callable[[dict[str, Any]], bool]) -> bool:
-    """Whether one of the groups just completed is a JSON object ``stop_at`` wants (model text: hostile)."""
-    for group in groups:
+def _accepted(groups: list[tuple[str, int]], stop_at: Callable[[dict[str, Any]], bool]) -> int | None:
+    """Where the first group just completed that is a JSON object ``stop_at`` wants ends (model text is
+    hostile: anything that does not decode is skipped), or None."""
+    for group, end in groups:
         try:
             value = orjson.loads(group)
         except orjson.JSONDecodeError:
             continue
         if isinstance(value, dict) and stop_at(value):
-            return True
-    return False
+            return end
+    return None
 
 
 def _estimated(result: CompletionResult) -> CompletionResult:

@@ -2,9 +2,9 @@
 
 A small model asked for one JSON object often sends it and then keeps going (prose, the object again, padding)
 until the output limit, and every token of that is paid for. :class:`ObjectScanner` reads the reply as it
-streams and hands back each top-level ``{...}`` group the moment its closing brace arrives, so the caller can
-end the request there (issue 11). The same scanner finds objects in a whole reply (:func:`top_level_groups`),
-so a streamed reply and a stored one are read alike.
+streams and hands back each top-level ``{...}`` group the moment its closing brace arrives, with where it
+ended, so the caller can end the request there (issue 11). The same scanner finds objects in a whole reply
+(:func:`top_level_groups`), so a streamed reply and a stored one are read alike.
 
 The rules are those of DIFF-17's extraction: each ``{`` outside an earlier group starts a candidate; inside a
 group JSON strings are read (a brace or quote inside a string, or escaped, counts for nothing); a group ends
@@ -35,14 +35,18 @@ class ObjectScanner:
         self._depth = 0
         self._in_string = False
         self._escaped = False
+        self.consumed = 0  # characters fed so far
 
     @property
     def pending(self) -> str | None:
         """The text of the group still open (the reply was cut or never closed it), or None."""
         return "".join(self._group) if self._depth else None
 
-    def feed(self, piece: str) -> list[str]:
-        done: list[str] = []
+    def feed(self, piece: str) -> list[tuple[str, int]]:
+        """The groups this piece completed, each with the offset just past its ``}`` in all text fed."""
+        base = self.consumed
+        self.consumed += len(piece)
+        done: list[tuple[str, int]] = []
         at = 0
         size = len(piece)
         while at < size:
@@ -61,7 +65,7 @@ class ObjectScanner:
                 self._group.append(piece[group_start:])
                 return done
             self._group.append(piece[group_start:end])
-            done.append("".join(self._group))
+            done.append(("".join(self._group), base + end))
             self._group = []
             at = end
         return done
@@ -100,5 +104,5 @@ class ObjectScanner:
 def top_level_groups(text: str) -> tuple[list[str], str | None]:
     """Every complete top-level group of ``text`` in order, and the group left open at its end (or None)."""
     scanner = ObjectScanner()
-    groups = scanner.feed(text)
+    groups = [group for group, _ in scanner.feed(text)]
     return groups, scanner.pending

@@ -177,9 +177,14 @@ class ScriptedServer:
                     return
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
-                for chunk in reply.chunks:
-                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                    self.wfile.flush()
+                try:
+                    for chunk in reply.chunks:
+                        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                        self.wfile.flush()
+                except OSError:  # the client left mid-reply (it had what it wanted): note it, no traceback
+                    server.disconnected.set()
+                    self.close_connection = True
+                    return
                 if reply.repeat is not None:
 
                     def write(data: bytes) -> None:

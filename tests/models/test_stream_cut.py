@@ -62,7 +62,15 @@ async def test_a_looping_stream_is_cut_at_the_first_complete_object_and_the_serv
             on_trace=traces.append,
         )
         assert await disconnected(server), "the server never saw the client go"
-    assert json.loads(result.text) == ANSWER
+    trailing = result.text.removeprefix(text)
+    assert trailing != result.text, "the reply should open with the answer"
+    assert 64 < len(trailing) <= 64 + 32 and set(trailing.split()) <= {
+        "and",
+        "the",
+        "answer",
+        "again,",
+        "again",
+    }
     assert result.stop_reason == "stop" and result.stopped_early
     assert result.usage.output >= len(text) // 3  # the server sent no count: estimated from the text
     [trace] = traces
@@ -81,19 +89,28 @@ async def test_an_object_the_caller_does_not_want_does_not_end_the_stream(client
             client=client,
         )
         assert await disconnected(server)
-    assert result.text == f"Result: {echo} so: {answer}"
+    assert result.text.startswith(f"Result: {echo} so: {answer}...") and result.stopped_early
 
 
-async def test_without_a_wanted_object_the_stream_is_read_to_its_end(client: HttpClient) -> None:
+@pytest.mark.parametrize(
+    "pieces",
+    [['{"status": "ok"}', " and prose"], [json.dumps(ANSWER), "\n```\n"]],
+    ids=["no-wanted-object", "answer-then-a-fence"],
+)
+async def test_a_stream_that_ends_on_its_own_is_read_to_its_end(
+    client: HttpClient, pieces: list[str]
+) -> None:
+    """No wanted object, or one followed by no more than a code fence: the server finishes the reply, so its
+    usage count is read and the connection stays open for the next call."""
     wire = WIRES[0]
-    reply = answer_stream(wire, ['{"status": "ok"}', " and prose"])
-    with scripted_server([reply]) as server, anyio.fail_after(WAIT_S):
+    with scripted_server([answer_stream(wire, pieces)]) as server, anyio.fail_after(WAIT_S):
         result = await complete(
             replace(request(wire, server.url), stop_at_object=wants_labels),
             budget=Budget.after(WAIT_S),
             client=client,
         )
-    assert result.text == '{"status": "ok"} and prose' and not result.stopped_early
+    assert result.text == "".join(pieces) and not result.stopped_early
+    assert result.usage == wire.usage
     assert not server.disconnected.is_set()
 
 
@@ -118,11 +135,12 @@ def test_scanner_reads_strings_escapes_and_nesting() -> None:
 )
 def test_scanner_finds_the_same_groups_whatever_the_chunking(parts: list[str], cuts: list[int]) -> None:
     text = "".join(parts)
-    whole = top_level_groups(text)
+    groups, pending = top_level_groups(text)
     scanner = ObjectScanner()
-    found: list[str] = []
+    found: list[tuple[str, int]] = []
     at = 0
     for cut in [*sorted({min(c, len(text)) for c in cuts}), len(text)]:
         found += scanner.feed(text[at:cut])
         at = cut
-    assert (found, scanner.pending) == whole
+    assert ([group for group, _ in found], scanner.pending) == (groups, pending)
+    assert all(text[:end].endswith(group) for group, end in found)  # each offset is just past its group
