@@ -6,20 +6,37 @@ The answer (DIFF-4, DIFF-5 proposal) is one JSON object::
      "decisions": [{"text": "...", "why": "...", "evidence": ["C12"]}],
      "deadEnds": [{"text": "...", "evidence": ["E3"]}],
      "narrative": "...", "now": "...", "objective": "...",
-     "values": [{"name": "...", "value": "...", "turn": "u12"}]}
+     "values": [{"name": "...", "value": "...", "turn": "u12"}],
+     "fixed": [{"error": "E3", "by": "C9"}]}
 
-:func:`parse_answer` never raises on model output: everything wrong becomes a :class:`Defect` for the retry
-note (FAIL-1) or a count of dropped items. Decisions taken here: ``narrative`` and ``now`` are required,
-everything else optional (DIFF-4); a list given as ``null`` counts as omitted (DIFF-15); keys the schema does
-not name are ignored; an item of the wrong shape is a defect and is left out of the accepted answer (FAIL-2);
-over-bound content stays in the accepted answer as a defect until :func:`cut_to_bounds` (DIFF-16) cuts lists
-to their bound, cuts over-long prose with "…", and drops over-long quoted words and values outright (a cut
-quote or value could never verify).
+Which object of the reply is the answer (:func:`find_answer`, issue 11): a small model asked for the answer
+object often echoes the prompt instead, and the prompt holds JSON of its own, such as a tool result
+``{"status":"ok","uptime_s":812}``. Taking the first object found made such an echo "the answer", and the
+span then closed for unlabeled messages, blaming the labels of an answer that never was. So an object counts
+as the answer only when it has the answer's shape, and a reply is sorted into one of four forms: ``answer``
+(it holds an answer-shaped object; the first is used, DIFF-17); ``begun`` (no such object, but a top-level
+object that opens with an answer key and never closes or does not parse: the retry note may fix it);
+``foreign`` (its only objects are JSON of another shape, an echo); ``none`` (no object at all). The shape
+check (our choice): at most :data:`UNKNOWN_KEYS_TOLERATED` keys the schema does not name, and either
+``labels`` as a list (empty, or with an item that is an object naming ``msg``) or, with no list of labels,
+both ``narrative`` and ``now``. A model that adds a key or two still answers; a tool result that happens to
+hold a ``labels`` list among its own fields does not. Objects are found with the scanner that ends a
+streamed reply at the answer (:mod:`longhaul_daemon.models.json_scan`), so the stream is cut exactly where
+this reads the answer.
+
+:func:`parse_answer` never raises on model output: everything wrong becomes a :class:`Defect` for the
+retry note (FAIL-1) or a count of dropped items. Decisions taken here: ``narrative`` and ``now`` are
+required, everything else optional (DIFF-4); a list given as ``null`` counts as omitted (DIFF-15); keys the
+schema does not name are ignored (up to the tolerance above); an item of the wrong shape is a defect and is
+left out of the accepted answer (FAIL-2); over-bound content stays in the accepted answer as a defect until
+:func:`cut_to_bounds` (DIFF-16) cuts lists to their bound, cuts over-long prose with "…", and drops over-long
+quoted words and values outright (a cut quote or value could never verify).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any, TypeVar
@@ -28,6 +45,7 @@ from pydantic import ValidationError
 
 from longhaul_daemon.diff.labels import Label, check_targets, format_label, parse_label
 from longhaul_daemon.diff.schema import (
+    ANSWER_KEYS,
     BOUNDS,
     Answer,
     DeadEnd,
@@ -37,18 +55,22 @@ from longhaul_daemon.diff.schema import (
     Defect,
     DefectCode,
     DraftAnswer,
+    FixedItem,
     LabelAnswer,
     LabeledMessage,
     LabelItem,
     ParsedAnswer,
+    ReplyForm,
     ValueAnswer,
     ValueItem,
     cut_to_bounds,
 )
+from longhaul_daemon.models.json_scan import top_level_groups
 from longhaul_daemon.state.model import Rule
 
 __all__ = [
     "BOUNDS",
+    "UNKNOWN_KEYS_TOLERATED",
     "Answer",
     "DeadEnd",
     "Decision",
@@ -57,67 +79,85 @@ __all__ = [
     "LabelAnswer",
     "LabeledMessage",
     "ParsedAnswer",
+    "ReplyForm",
     "ValueAnswer",
+    "answer_shaped",
     "cut_to_bounds",
     "extract_json",
+    "find_answer",
     "normalize",
     "parse_answer",
     "verify_answer",
 ]
 
+UNKNOWN_KEYS_TOLERATED = 2
+# an object opening with an answer key; single quotes too, for a model writing a Python dict
+_BEGUN = re.compile(r"""\{\s*["'](?:""" + "|".join(sorted(map(re.escape, ANSWER_KEYS))) + r""")["']""")
 
-def _group_end(text: str, start: int) -> int | None:
-    """The index after the ``}`` closing the ``{`` at ``start`` (JSON strings read), or None."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for at in range(start, len(text)):
-        ch = text[at]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return at + 1
-    return None
+
+def answer_shaped(obj: dict[str, Any]) -> bool:
+    """Whether a decoded object has the answer's shape (the module docstring gives the rule)."""
+    unknown = sum(1 for key in obj if key not in ANSWER_KEYS)
+    if unknown > UNKNOWN_KEYS_TOLERATED:
+        return False
+    labels = obj.get("labels")
+    if isinstance(labels, list):
+        return not labels or any(isinstance(item, dict) and "msg" in item for item in labels)
+    return "narrative" in obj and "now" in obj
+
+
+def _decode(group: str) -> Any:
+    try:
+        return json.loads(group)
+    except (ValueError, RecursionError):
+        return None
 
 
 def extract_json(reply_text: str) -> dict[str, Any] | None:
-    """The first complete top-level JSON object in the reply, bare or in a code fence (DIFF-17 proposal).
+    """The first complete top-level JSON object in the reply, bare or in a code fence, whatever its shape.
 
     Each ``{`` outside an earlier brace group starts a candidate; a balanced group that is not valid JSON is
     skipped whole, so objects nested in it are never taken. A group that never closes ends the search: the
-    reply was cut off, and an object nested in it is not top-level.
+    reply was cut off, and an object nested in it is not top-level. The question round reads its reply so.
     """
-    decoder = json.JSONDecoder()
-    at = reply_text.find("{")
-    while at >= 0:
-        try:
-            value, _ = decoder.raw_decode(reply_text, at)
-        except (ValueError, RecursionError):
-            value = None
+    groups, _ = top_level_groups(reply_text)
+    for group in groups:
+        value = _decode(group)
         if isinstance(value, dict):
             return value
-        end = _group_end(reply_text, at)
-        if end is None:
-            return None
-        at = reply_text.find("{", end)
     return None
 
 
-_Item = TypeVar("_Item", DecisionItem, DeadEndItem, ValueItem)
+def find_answer(reply_text: str) -> tuple[dict[str, Any] | None, ReplyForm]:
+    """The reply's answer object (the first answer-shaped one) and the reply's form."""
+    groups, pending = top_level_groups(reply_text)
+    begun = foreign = False
+    for group in groups:
+        value = _decode(group)
+        if isinstance(value, dict):
+            if answer_shaped(value):
+                return value, "answer"
+            foreign = True
+        elif _BEGUN.match(group):
+            begun = True
+    if begun or (pending is not None and _BEGUN.match(pending)):
+        return None, "begun"
+    return None, "foreign" if foreign else "none"
 
-_LISTS = ("labels", "decisions", "deadEnds", "values")
-_OPTIONAL_IN_ITEMS = {"labels": ("words",), "decisions": ("why",), "deadEnds": (), "values": ()}
+
+_Item = TypeVar("_Item", DecisionItem, DeadEndItem, ValueItem, FixedItem)
+
+_LISTS = ("labels", "decisions", "deadEnds", "values", "fixed")
+_OPTIONAL_IN_ITEMS = {"labels": ("words",), "decisions": ("why",), "deadEnds": (), "values": (), "fixed": ()}
+_NOT_PARSED: dict[ReplyForm, Defect] = {
+    "none": Defect("no-json", None, "the reply holds no JSON object; answer with one JSON object"),
+    "begun": Defect(
+        "not-json", None, "the reply's JSON object is cut off or is not valid JSON; send one complete object"
+    ),
+    "foreign": Defect(
+        "not-the-answer", None, "the reply's JSON object is not the answer object (labels, narrative, now)"
+    ),
+}
 
 
 def normalize(obj: object) -> object:
@@ -293,8 +333,13 @@ def verify_answer(
     """
     if not isinstance(obj, dict):
         return ParsedAnswer(
-            False, DraftAnswer(), (Defect("not-an-object", None, "the answer is not a JSON object"),)
+            False,
+            DraftAnswer(),
+            (Defect("not-an-object", None, "the answer is not a JSON object"),),
+            form="none",
         )
+    if not answer_shaped(obj):
+        return ParsedAnswer(False, DraftAnswer(), (_NOT_PARSED["foreign"],), form="foreign")
     data = _normalized(obj)
     reader = _Reader()
     labels, replaced = _read_labels(reader, reader.items(data, "labels"), offered_ids, rules, label_optional)
@@ -307,6 +352,7 @@ def verify_answer(
         narrative=_read_text(reader, data, "narrative", True),
         now=_read_text(reader, data, "now", True),
         objective=_read_text(reader, data, "objective", False),
+        fixed=tuple(_read_items(reader, data, "fixed", FixedItem, ledger)),
     )
     dropped = {k: v for k, v in reader.dropped.items() if v}
     return ParsedAnswer(True, draft, tuple(reader.defects), dropped, tuple(replaced))
@@ -320,10 +366,8 @@ def parse_answer(
     rules: Sequence[Rule] = (),
     label_optional: Collection[str] = (),
 ) -> ParsedAnswer:
-    """Extract (DIFF-17), normalize (DIFF-15) and check one reply; a reply with no JSON object is a defect."""
-    obj = extract_json(reply_text) if isinstance(reply_text, str) else None
+    """Extract (DIFF-17), normalize (DIFF-15) and check one reply; a reply without the answer is a defect."""
+    obj, form = find_answer(reply_text) if isinstance(reply_text, str) else (None, "none")
     if obj is None:
-        return ParsedAnswer(
-            False, DraftAnswer(), (Defect("no-json", None, "the reply holds no JSON object"),)
-        )
+        return ParsedAnswer(False, DraftAnswer(), (_NOT_PARSED[form],), form=form)
     return verify_answer(obj, offered_ids, ledger_ids, rules=rules, label_optional=label_optional)

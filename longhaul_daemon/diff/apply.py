@@ -17,6 +17,8 @@ Decisions taken here (the proposals unless said otherwise):
   and a final full stop) adds no item; its evidence ids join the held item's.
 - VALUE-8: values are merged with :func:`~longhaul_daemon.diff.values.merge_values`; ``objective`` and ``now``
   are replaced when a chunk gives them, the last chunk that does winning.
+- Issue 11: an open error a verified ``fixed`` claim names is closed; closing takes no sequence number,
+  since the ledger's errors carry none (LEDGER-8 closes them in the ledger step the same way).
 - Issue 12: model text is cleaned as it is accepted (:mod:`longhaul_daemon.state.clean`), before it is
   compared with what the State holds, so a restatement differing only in a control character adds nothing;
   an item, value, Now or objective with nothing printable left is not accepted and takes no number.
@@ -177,5 +179,8 @@ def apply_events(state: State, chunks: Sequence[ChunkEvents], *, span: int) -> S
     for chunk in chunks:
         new.objective = prose(chunk.objective) or new.objective
         new.now = prose(chunk.now) or new.now
+    fixed = {fix.error for chunk in chunks for fix in chunk.fixed}
+    if fixed:  # a new list: the folded state's errors are shared, never changed in place
+        new.errors = [e.model_copy(update={"open": False}) if e.id in fixed else e for e in new.errors]
     new.seq = seq
     return new

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from longhaul_daemon.diff.fixes import Fix
 from longhaul_daemon.diff.quotes import OfferedMessage
 from longhaul_daemon.diff.schema import DeadEnd, Decision, Defect
 from longhaul_daemon.diff.values import Turn, ValueCandidate
-from longhaul_daemon.state.model import Rule
+from longhaul_daemon.state.model import Command, ErrorEntry, Rule
 
 __all__ = [
     "ChunkContext",
@@ -37,6 +38,7 @@ class ChunkContext:
     first, with full text. ``rules``: the state's rules, in force and lifted, plus the rules earlier chunks of
     this pass accepted, whose ``id`` is their ``u<n>`` until Close numbers them (LABEL-16). ``turns``: the
     chunk's turns for value checks (VALUE-3). ``ledger_ids``: the C/E ids evidence may cite (DIFF-14).
+    ``commands``, ``errors``: the ledger after this span's Ledger step, for the answer's ``fixed`` claims.
     """
 
     offered: tuple[OfferedMessage, ...]
@@ -48,6 +50,8 @@ class ChunkContext:
     # TAKEOVER-4, TAKEOVER-22: earlier messages the standing-rule reading picked, with the range code records
     # when the model leaves them unlabeled (the whole message, or the qualifying stretch of a long one).
     picked: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    commands: tuple[Command, ...] = ()
+    errors: tuple[ErrorEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,8 @@ class LabelEvents:
 @dataclass(frozen=True)
 class ChunkEvents:
     """One chunk's accepted contribution. ``labels`` in message order; ``judged`` every offered id whose label
-    was accepted (``not a rule`` included); ``dropped`` counts what verification discarded, by kind."""
+    was accepted (``not a rule`` included); ``fixed`` the open errors a later successful command closed
+    (issue 11); ``dropped`` counts what verification discarded, by kind."""
 
     labels: tuple[LabelEvents, ...] = ()
     judged: frozenset[str] = frozenset()
@@ -96,6 +101,7 @@ class ChunkEvents:
     narrative: str | None = None
     now: str | None = None
     objective: str | None = None
+    fixed: tuple[Fix, ...] = ()
     dropped: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
 

@@ -95,6 +95,12 @@ INSTRUCTIONS: tuple[tuple[str, str], ...] = (
         "DIFF-14",
         "Evidence ids must be C<n> and E<n> ids from the ledger shown.",
     ),
+    (
+        "LEDGER-8-fixed",
+        "In `fixed`, name an open error that a later command shown with exit 0 fixed, such as a test run "
+        "that passed after the same tests failed: the error's E<n> and that command's C<n>. A command "
+        "that runs fewer tests than the one that failed fixes nothing.",
+    ),
 )
 
 SCHEMA = (
@@ -103,13 +109,15 @@ SCHEMA = (
     ' "decisions":[{"text":"...","why":"...","evidence":["C12"]}],\n'
     ' "deadEnds":[{"text":"...","evidence":["E3"]}],\n'
     ' "narrative":"...","now":"...","objective":"...",\n'
-    ' "values":[{"name":"...","value":"...","turn":"u12"}]}\n'
+    ' "values":[{"name":"...","value":"...","turn":"u12"}],\n'
+    ' "fixed":[{"error":"E3","by":"C9"}]}\n'
     f"Limits: at most {BOUNDS['decisions']} decisions, {BOUNDS['deadEnds']} dead ends, "
-    f"{BOUNDS['values']} values and {BOUNDS['evidence']} evidence ids per item; text and why up to "
+    f"{BOUNDS['values']} values, {BOUNDS['fixed']} fixed errors and {BOUNDS['evidence']} evidence ids per "
+    "item; text and why up to "
     f"{BOUNDS['text']} characters, narrative "
     f"(one line on what this span did) {BOUNDS['narrative']}, now (the current situation and next step) "
     f"{BOUNDS['now']}, objective {BOUNDS['objective']}, words {BOUNDS['words']}, name {BOUNDS['name']}, "
-    f"value {BOUNDS['value']}. objective, values, why and words are optional."
+    f"value {BOUNDS['value']}. objective, values, fixed, why and words are optional."
 )
 
 SYSTEM_PROMPT = (

@@ -4,6 +4,27 @@ Kept apart from :mod:`longhaul_daemon.diff.stage` (the calls) so that everything
 the pass's inputs: no model, no clock, no I/O, safe to run in a worker thread. Each chunk gets its prompt and
 the context its answer is verified in (:func:`prepare_chunk`).
 
+Output budgets, DIFF-19 (our decision): a chunk's first output budget is what its answer can need, not a
+flat 4,096 tokens (:func:`answer_tokens`). Every output token is paid for, and a model that loops spends the
+whole budget: against a small local model 40 of 46 calls ran to the cap (issue 11). A flat 4,096 is also
+too small for a chunk of a few hundred messages, whose labels alone need more. So the budget is counted from
+the chunk and the schema's DIFF-6 bounds, in characters turned into tokens at the planner's rate (three
+characters a token, which never understates):
+
+- 200 characters for the object's braces and keys, and 60 a label
+  (``{"msg":"u123","label":"rule and lifts R12","words":null},``);
+- the ``words`` of each offered message over 300 characters, up to their 600-character bound (a shorter
+  message is recorded whole whatever words come back, so none are budgeted for it);
+- ``narrative``, ``now`` and ``objective`` at their bounds;
+- half of each list at its bound, every item at its own bounds (evidence ids only when the ledger has any):
+  a fuller answer is rare, and one cut off there still gets FAIL-7's raised budget;
+- 30 characters for each open error a ``fixed`` claim may name, up to that list's bound.
+
+It is never below :data:`FLOOR_TOKENS`, and the model's ``maxTokens`` caps it
+(:meth:`~longhaul_daemon.diff.stage.DiffModel.first_budget`). A chunk of a handful of messages gets about
+2,500 tokens, one of a hundred about 4,500; FAIL-7 still doubles it for a reply cut off at the cap. Chunks are
+planned with the whole span's need reserved for output (:func:`span_tokens`), which no chunk exceeds.
+
 A chunk's budget is the input budget less the length of the first chunk's prompt without a span (the state,
 the ledger, carried and earlier messages, the instructions: counted once per chunk), and a chunk is weighed
 by what its own messages add to that prompt: the conversation lines, the label listing and the id list
@@ -14,22 +35,42 @@ not estimates, and whole prompts are built only for the chunks that are sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from longhaul_daemon.diff.apply import pending_rules
-from longhaul_daemon.diff.chunks import TOOL_EDGES, ChunkPlan, plan_chunks
+from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN, TOOL_EDGES, ChunkPlan, plan_chunks
 from longhaul_daemon.diff.conversation import EXCERPT_CHARS, SpanSize, ledger_index, message_size, span_chars
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents
 from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage, Prompt, build_prompt
+from longhaul_daemon.diff.quotes import SHORT_MESSAGE
 from longhaul_daemon.diff.quotes import OfferedMessage as QuotableMessage
+from longhaul_daemon.diff.schema import BOUNDS
 from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.diff.turns import span_turns
 from longhaul_daemon.offload import THREADS, Offload
 from longhaul_daemon.state.model import Command, ErrorEntry, Note, State
 from longhaul_daemon.transcript.messages import SpanMessage
 
-__all__ = ["DiffInputs", "PromptSizer", "chunk_prompt", "plan_diff", "prepare_chunk"]
+__all__ = [
+    "FLOOR_TOKENS",
+    "DiffInputs",
+    "PromptSizer",
+    "answer_tokens",
+    "chunk_prompt",
+    "chunk_tokens",
+    "plan_diff",
+    "prepare_chunk",
+    "span_tokens",
+]
+
+FLOOR_TOKENS = 1024
+_FRAME = 200
+_PER_LABEL = 60
+_KEYS = 40  # an item's keys, quotes and commas
+_EVIDENCE_ID = 6  # "C123",
+_FIXED_ITEM = 30  # {"error":"E12","by":"C345"},
+_LIST_SHARE = 2  # lists are budgeted at half their bound
 
 
 @dataclass(frozen=True)
@@ -138,5 +179,52 @@ def prepare_chunk(
         label_optional=frozenset(picked),
         retry_note_chars=inputs.retry_note_chars,
         picked=picked,
+        commands=tuple(inputs.commands),
+        errors=tuple(inputs.errors),
     )
     return chunk_prompt(inputs, chunk_state, chunk, first=first, edge=edge), ctx
+
+
+def answer_tokens(offered_lengths: Iterable[int], *, open_errors: int, cites_ledger: bool) -> int:
+    """The output tokens an answer for these offered messages can need (the module docstring's rule).
+
+    ``offered_lengths``: the length in characters of each message the chunk asks a label for.
+    """
+    lengths = list(offered_lengths)
+    evidence = BOUNDS["evidence"] * _EVIDENCE_ID if cites_ledger else 0
+    decision = BOUNDS["text"] + BOUNDS["why"] + evidence + _KEYS
+    dead_end = BOUNDS["text"] + evidence + _KEYS
+    value = BOUNDS["name"] + BOUNDS["value"] + _KEYS
+    lists = BOUNDS["decisions"] * decision + BOUNDS["deadEnds"] * dead_end + BOUNDS["values"] * value
+    chars = (
+        _FRAME
+        + _PER_LABEL * len(lengths)
+        + sum(min(size, BOUNDS["words"]) for size in lengths if size > SHORT_MESSAGE)
+        + BOUNDS["narrative"]
+        + BOUNDS["now"]
+        + BOUNDS["objective"]
+        + lists // _LIST_SHARE
+        + _FIXED_ITEM * min(open_errors, BOUNDS["fixed"])
+    )
+    return max(FLOOR_TOKENS, -(-chars // CHARS_PER_TOKEN))
+
+
+def chunk_tokens(ctx: ChunkContext) -> int:
+    """DIFF-19: the first output budget one chunk's answer can need, before the model's cap."""
+    return answer_tokens(
+        (len(m.text) for m in ctx.offered),
+        open_errors=sum(1 for e in ctx.errors if e.open),
+        cites_ledger=bool(ctx.ledger_ids),
+    )
+
+
+def span_tokens(inputs: DiffInputs) -> int:
+    """The most any chunk of this span can need: every message it may offer, for planning the chunks."""
+    earlier = inputs.takeover.earlier if inputs.takeover else ()
+    lengths = [len(m.text) for m in earlier] + [len(m.text) for m in inputs.carried]
+    lengths += [len(m.text) for m in inputs.span if m.role == "user" and m.user_id is not None]
+    return answer_tokens(
+        lengths,
+        open_errors=sum(1 for e in inputs.errors if e.open),
+        cites_ledger=bool(inputs.commands or inputs.errors),
+    )

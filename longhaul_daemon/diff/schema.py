@@ -1,4 +1,8 @@
-"""One home for the answer's shape and DIFF-6 bounds, so parsing, cutting and the prompt agree on them.
+"""One home for the answer's shape and DIFF-6 bounds, so parsing, cutting, the prompt and the wire agree.
+
+:class:`AnswerShape` is the whole answer as a reply may hold it. It is the one definition the structured
+output schema sent to the model is derived from (:data:`ANSWER_SCHEMA`, issue 11), and the one the reply's
+shape check reads its keys from (:data:`ANSWER_KEYS`, :mod:`longhaul_daemon.diff.reply`).
 
 Two layers. The ``*Item`` shapes are what a reply may hold: types checked strictly, no bounds, because an
 over-bound list or string is a format defect for the retry rather than a silent loss (DIFF-16 proposal). The
@@ -19,10 +23,14 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from longhaul_daemon.diff.labels import Label
+from longhaul_daemon.models.structured import OutputSchema, strict_schema
 
 __all__ = [
+    "ANSWER_KEYS",
+    "ANSWER_SCHEMA",
     "BOUNDS",
     "Answer",
+    "AnswerShape",
     "DeadEnd",
     "DeadEndItem",
     "Decision",
@@ -30,10 +38,13 @@ __all__ = [
     "Defect",
     "DefectCode",
     "DraftAnswer",
+    "FixedAnswer",
+    "FixedItem",
     "LabelAnswer",
     "LabelItem",
     "LabeledMessage",
     "ParsedAnswer",
+    "ReplyForm",
     "ValueAnswer",
     "ValueItem",
     "cut_to_bounds",
@@ -54,11 +65,16 @@ BOUNDS: Final[Mapping[str, int]] = MappingProxyType(
         "words": 600,
         "name": 80,
         "value": 200,
+        "fixed": 8,  # issue 11: open errors the answer says a later command fixed
     }
 )
 
+ReplyForm = Literal["answer", "begun", "foreign", "none"]  # what a reply held (diff/answer.py)
+
 DefectCode = Literal[
     "no-json",
+    "not-json",
+    "not-the-answer",
     "not-an-object",
     "wrong-type",
     "missing-field",
@@ -109,6 +125,37 @@ class ValueItem(_Shape):
     turn: str
 
 
+class FixedItem(_Shape):
+    """An open error ``error`` (``E<n>``) the later command ``by`` (``C<n>``) fixed, as the model says."""
+
+    error: str
+    by: str
+
+
+class AnswerShape(_Shape):
+    """The answer as a reply holds it (DIFF-5, plus ``fixed``): lists may be left out, prose is required.
+
+    The field order is the order a constrained model writes them in: labels first, the part code needs most.
+    """
+
+    labels: list[LabelItem] = Field(default_factory=list)
+    decisions: list[DecisionItem] = Field(default_factory=list)
+    deadEnds: list[DeadEndItem] = Field(default_factory=list)
+    narrative: str
+    now: str
+    objective: str | None = None
+    values: list[ValueItem] = Field(default_factory=list)
+    fixed: list[FixedItem] = Field(default_factory=list)
+
+
+ANSWER_KEYS: Final[frozenset[str]] = frozenset(AnswerShape.model_fields)
+ANSWER_SCHEMA: Final = OutputSchema(
+    name="diff_answer",
+    schema=strict_schema(AnswerShape.model_json_schema()),
+    description="The answer about this span: a label for every listed message, and the state's updates.",
+)
+
+
 _Text = Annotated[str, Field(max_length=BOUNDS["text"])]
 _Why = Annotated[str, Field(max_length=BOUNDS["why"])]
 _Narrative = Annotated[str, Field(max_length=BOUNDS["narrative"])]
@@ -147,6 +194,11 @@ class ValueAnswer(_Bounded):
     turn: str
 
 
+class FixedAnswer(_Bounded):
+    error: str
+    by: str
+
+
 class Answer(_Bounded):
     """A whole answer within the DIFF-6 bounds: what :func:`cut_to_bounds` hands to the verifiers."""
 
@@ -157,6 +209,7 @@ class Answer(_Bounded):
     narrative: _Narrative | None = None
     now: _Now | None = None
     objective: _Objective | None = None
+    fixed: Annotated[tuple[FixedAnswer, ...], Field(max_length=BOUNDS["fixed"])] = ()
 
 
 @dataclass(frozen=True)
@@ -179,14 +232,17 @@ class DraftAnswer:
     narrative: str | None = None
     now: str | None = None
     objective: str | None = None
+    fixed: tuple[FixedItem, ...] = ()
 
 
 @dataclass(frozen=True)
 class ParsedAnswer:
     """What one reply yields: the accepted-so-far answer, its defects and what was dropped.
 
-    ``parsed`` is False when the reply held no JSON object (FAIL-2 keeps a parsed answer only). ``replaced``
-    lists ``(u<n>, target)`` lifts of rules a narrowing already replaced, for the LIFT-7 question.
+    ``parsed`` is False when the reply held no answer-shaped JSON object (FAIL-2 keeps a parsed answer only);
+    ``form`` then says what it held instead (:func:`~longhaul_daemon.diff.answer.find_answer`): ``begun``,
+    ``foreign`` or ``none``. ``replaced`` lists ``(u<n>, target)`` lifts of rules a narrowing already
+    replaced, for the LIFT-7 question.
     """
 
     parsed: bool
@@ -194,6 +250,7 @@ class ParsedAnswer:
     defects: tuple[Defect, ...] = ()
     dropped: dict[str, int] = field(default_factory=dict)
     replaced: tuple[tuple[str, str], ...] = ()
+    form: ReplyForm = "answer"
 
 
 def _cut(text: str, bound: int, dropped: Counter[str], key: str) -> str:
@@ -247,7 +304,9 @@ def cut_to_bounds(parsed: ParsedAnswer) -> tuple[Answer, dict[str, int]]:
         values.append(
             ValueAnswer(name=_cut(v.name, BOUNDS["name"], dropped, "cut-text"), value=v.value, turn=v.turn)
         )
+    fixed = keep(draft.fixed, "fixed")
     answer = Answer(
+        fixed=tuple(FixedAnswer(error=f.error, by=f.by) for f in fixed),
         labels=tuple(labels),
         decisions=tuple(decisions),
         deadEnds=tuple(dead_ends),

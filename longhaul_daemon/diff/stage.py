@@ -1,11 +1,23 @@
 """The Diff stage: ask the model about each chunk, let code verify, and hand Close only what verified.
 
-Per chunk (DIFF-1) the model gets one call. A reply cut off at the output limit with nothing usable is asked
-again once with a raised budget (FAIL-7). Fixable format defects earn one retry with a note (FAIL-1); the
-parsed first answer is kept meanwhile and the one with fewer defects wins, the retry on a tie (FAIL-2). Once
-the answer is settled, the questions it raises go out in one extra call (LIFT-10..LIFT-18, FAIL-5, FAIL-6),
-never after a call that threw (LIFT-17). A chunk whose answer never parsed, or that leaves an offered message
-unlabeled after the retry (FAIL-4), never verifies: nothing of it enters the State (DIFF-13) and the span's
+Per chunk (DIFF-1) the model gets one call, with an output budget sized to what the chunk's answer can need
+(DIFF-19, :func:`~longhaul_daemon.diff.planning.chunk_tokens`). A reply cut off at the output limit with
+nothing usable is asked again once with a raised budget (FAIL-7), when it is empty (the budget went on
+reasoning) or began the answer; prose or an echo cut at the cap is a model not answering, not one short of
+room. Fixable format defects earn one retry with a note (FAIL-1); the parsed first answer is kept meanwhile
+and the one with fewer defects wins, the retry on a tie (FAIL-2). Once the answer is settled, the questions
+it raises go out in one extra call (LIFT-10..LIFT-18, FAIL-5, FAIL-6), never after a call that threw
+(LIFT-17).
+
+Retries are paid for, so (issue 11, our policy) only a reply that holds the answer, or began it, earns the
+format retry: a reply with no JSON object at all, or only objects of another shape (an echo of the prompt),
+is a model that cannot do this, and asking again with its reply shown back never helped (16 of 16 such
+retries against a small local model failed); the chunk closes ``unparsable-answer`` at once. And once the
+model now called has given a reply with no usable answer in this session (an earlier pass, read from the
+transcript by the pass, or an earlier chunk of this one), a chunk gets at most one retry of either kind.
+
+A chunk whose answer never parsed, or that leaves an offered message unlabeled after the retry (FAIL-4),
+never verifies: nothing of it enters the State (DIFF-13) and the span's
 user messages are carried (FAIL-12). When no chunk verifies the span closes narrative-less (FAIL-10, FAIL-19).
 
 Model errors end a chunk, never the pass: only a bug (or cancellation) leaves this module as an exception,
@@ -26,7 +38,7 @@ from typing import Protocol
 from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
-from longhaul_daemon.diff.planning import DiffInputs, plan_diff, prepare_chunk
+from longhaul_daemon.diff.planning import DiffInputs, chunk_tokens, plan_diff, prepare_chunk, span_tokens
 from longhaul_daemon.diff.prompt import Prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.diff.verify import evaluate
@@ -44,8 +56,8 @@ _REPLY_SHOWN = 8000  # how much of a flawed reply the retry shows back to the mo
 class DiffModel(Protocol):
     """The model the Diff talks to, with routing, retries and the pass budget behind it."""
 
-    def first_budget(self) -> int:
-        """DIFF-19: the first call's output budget."""
+    def first_budget(self, need: int) -> int:
+        """DIFF-19: the first call's output budget for an answer that can need ``need`` tokens (capped)."""
         ...
 
     def raised_budget(self, previous: int) -> int | None:
@@ -54,6 +66,14 @@ class DiffModel(Protocol):
 
     def input_tokens(self, output_budget: int) -> int:
         """How many prompt tokens one call may carry with ``output_budget`` left for the answer."""
+        ...
+
+    def failed_before(self) -> bool:
+        """Whether the model now called gave a reply with no usable answer earlier in this session."""
+        ...
+
+    def note_unusable(self) -> None:
+        """A reply of the model now called held no usable answer."""
         ...
 
     async def call(
@@ -95,8 +115,10 @@ class _Chunk:
         self._offload = offload
         self._prompt = prompt
         self._ctx = ctx
-        self._budget = model.first_budget()
+        self._budget = model.first_budget(chunk_tokens(ctx))
         self._raised = False
+        self._strict = model.failed_before()  # at most one retry of either kind in this chunk
+        self._retries = 0
         self._ids = [m.id for m in ctx.offered]
 
     def _parse(self, text: str) -> ParsedAnswer:
@@ -108,23 +130,32 @@ class _Chunk:
             label_optional=self._ctx.label_optional,
         )
 
-    async def _ask(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
-        """One call; a reply cut off with nothing usable is asked again, budget raised (FAIL-7, FAIL-8)."""
+    def _may_retry(self) -> bool:
+        return not self._strict or self._retries == 0
+
+    async def _call(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
         result = await self._model.call(
             self._prompt.system, messages, kind=kind, max_output_tokens=self._budget
         )
         parsed = self._parse(result.text)
-        if parsed.parsed or not result.cut_off or self._raised:
+        if not parsed.parsed:
+            self._model.note_unusable()
+        return result, parsed
+
+    async def _ask(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
+        """One call; a reply cut off with nothing usable is asked again, budget raised (FAIL-7, FAIL-8)."""
+        result, parsed = await self._call(messages, kind)
+        if parsed.parsed or not result.cut_off or self._raised or not self._may_retry():
             return result, parsed
+        if parsed.form != "begun" and result.text.strip():
+            return result, parsed  # prose or an echo ran to the cap: more room only buys more of it
         raised = self._model.raised_budget(self._budget)
         if raised is None:
             return result, parsed
         self._raised = True
+        self._retries += 1
         self._budget = raised
-        result = await self._model.call(
-            self._prompt.system, messages, kind="raised-budget", max_output_tokens=self._budget
-        )
-        return result, self._parse(result.text)
+        return await self._call(messages, "raised-budget")
 
     async def run(self) -> _ChunkRun:
         first_messages = (Message("user", self._prompt.user),)
@@ -134,7 +165,9 @@ class _Chunk:
             return _ChunkRun(failure=_failure_code(error))
         first = await self._offload.run(partial(evaluate, parsed, self._ctx, final=False))
         settled, threw = parsed, False
-        if not parsed.parsed or first.defects:
+        fixable = bool(first.defects) if parsed.parsed else parsed.form == "begun"
+        if fixable and self._may_retry():
+            self._retries += 1
             note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
             shown = reply.text[:_REPLY_SHOWN] or "(empty reply)"
             retry_messages = (*first_messages, Message("assistant", shown), Message("user", note))
@@ -205,7 +238,8 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     if not span:
         return DiffResult(closed_as="empty", reason=None)  # PASS-17: nothing to ask a model about
     ledger_ids = frozenset([c.id for c in inputs.commands] + [e.id for e in inputs.errors])
-    budget_chars = model.input_tokens(model.first_budget()) * CHARS_PER_TOKEN
+    # chunks are planned with the most any of them can need kept free for the answer (DIFF-19)
+    budget_chars = model.input_tokens(model.first_budget(span_tokens(inputs))) * CHARS_PER_TOKEN
 
     plan = await inputs.offload.run(partial(plan_diff, inputs, budget_chars))
     accepted: list[ChunkEvents] = []

@@ -21,6 +21,8 @@ Decisions taken here (the proposals unless said otherwise):
   (not a re-offered rule already held, FAIL-18); "older" means given by an earlier message.
 - In a non-final answer a label whose words are a defect counts as not yet judged; in the final answer every
   accepted label counts as judged, a dropped rule included (QUOTE-4: the message is not carried).
+- Issue 11: an answer's ``fixed`` claims are checked by :mod:`longhaul_daemon.diff.fixes`; a refused one is
+  dropped and counted (``fixed``), like a value, and never goes into a retry note.
 - Issue 12: accepted rule words are cleaned where they are cut (``clean_span``): the same cut of the message
   cleaned as a whole, so they stay a verbatim substring of the cleaned message and compare equal to the
   State's cleaned words (FAIL-18). Words with nothing printable left give no rule.
@@ -42,6 +44,7 @@ from longhaul_daemon.diff.events import (
     NewRule,
     Question,
 )
+from longhaul_daemon.diff.fixes import claimed_fixes
 from longhaul_daemon.diff.labels import Label, id_number
 from longhaul_daemon.diff.lifts import check_lift, passes_question_check
 from longhaul_daemon.diff.quotes import (
@@ -367,6 +370,8 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
     checked = check_values(candidates, ctx.turns)
     if checked.dropped:
         run.dropped["values"] += checked.dropped
+    fixes, refused = claimed_fixes(parsed, ctx.commands, ctx.errors, final=final)  # never in a retry note
+    run.dropped["fixed"] += refused
     events = ChunkEvents(
         labels=tuple(
             LabelEvents(label.msg, run.rules.get(label.msg), tuple(run.lifts.get(label.msg, ())))
@@ -380,6 +385,7 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
         narrative=prose[0],
         now=prose[1],
         objective=prose[2],
+        fixed=fixes,
         dropped=MappingProxyType({k: v for k, v in sorted(run.dropped.items()) if v}),
     )
     unlabeled = tuple(m.id for m in ctx.offered if m.id not in run.judged and m.id not in ctx.label_optional)

@@ -4,14 +4,22 @@ The Diff asks for calls; this module decides where they go. The routed summarize
 that fails for any reason but the budget moves the rest of the pass to the session's own model, and the reason
 is kept for the ``compaction`` record's ``route`` (FAIL-9, DIFF-20). Output budgets follow DIFF-19 and FAIL-7.
 Every call's trace (counts only) is kept for the record (FAIL-17) and feeds the route health ``status`` shows.
+
+Every call asks for the answer schema as structured output where the route allows it, remembers a route
+that refuses it daemon-wide (:mod:`longhaul_daemon.models.structured`), and ends a stream at the first
+answer-shaped object (issue 11). Which models already gave a reply with no usable answer in this session is
+read from the span records on the branch (:func:`unusable_routes`) and written into this pass's record
+(:data:`UNUSABLE_KEY`), so that memory lives in the transcript, not in the daemon.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from longhaul_daemon.diff.answer import answer_shaped
+from longhaul_daemon.diff.schema import ANSWER_SCHEMA
 from longhaul_daemon.diff.stage import DiffResult
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
@@ -22,26 +30,45 @@ from longhaul_daemon.models.request import Message, ModelRequest
 from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.routing import RouteCandidate, RoutePlan
 from longhaul_daemon.models.via_pi import PiPeer
+from longhaul_daemon.state.entry_kinds import SPAN_TYPE, is_custom
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "FIRST_OUTPUT_BUDGET",
     "RAISED_FLOOR",
+    "UNUSABLE_KEY",
     "ModelAccess",
     "PassModel",
     "first_budget",
     "raised_budget",
+    "unusable_routes",
 ]
 
-FIRST_OUTPUT_BUDGET = 4096  # DIFF-19
+# DIFF-19's proposed flat budget. The Diff now sizes each chunk's budget (diff/planning.py); this stays the
+# output reservation a caller with no chunk at hand assumes (bench/pass_bench.py sizes its prompts by it).
+FIRST_OUTPUT_BUDGET = 4096
+UNUSABLE_KEY = "unusableReplies"  # span record: {"provider/model": replies with no usable answer}
 RAISED_FLOOR = 8192  # FAIL-7: a raised budget is never below this
 DEFAULT_CONTEXT_WINDOW = 128_000  # when pi does not say; most current models offer at least this
 _PROMPT_MARGIN = 1024  # tokens kept free for the provider's own framing and our estimate's error
 
 
-def first_budget(max_tokens: int | None) -> int:
-    """DIFF-19: 4,096 tokens, capped at the model's ``maxTokens``."""
-    return min(FIRST_OUTPUT_BUDGET, max_tokens) if max_tokens else FIRST_OUTPUT_BUDGET
+def first_budget(need: int, max_tokens: int | None) -> int:
+    """DIFF-19: what the chunk's answer can need (``need``, at least its floor), capped at ``maxTokens``."""
+    return min(need, max_tokens) if max_tokens else need
+
+
+def unusable_routes(branch: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The models that gave a reply with no usable answer in an earlier pass on this branch (issue 11)."""
+    found: set[str] = set()
+    for entry in branch:
+        if not is_custom(entry, SPAN_TYPE):
+            continue
+        data = entry.get("data")
+        counts = data.get(UNUSABLE_KEY) if isinstance(data, Mapping) else None
+        if isinstance(counts, Mapping):
+            found.update(k for k, n in counts.items() if isinstance(k, str) and type(n) is int and n > 0)
+    return frozenset(found)
 
 
 def raised_budget(previous: int, max_tokens: int | None) -> int | None:
@@ -64,6 +91,7 @@ class PassModel:
         access: ModelAccess,
         context_windows: Mapping[str, int | None],
         peer: PiPeer | None = None,
+        failed_routes: frozenset[str] = frozenset(),
     ) -> None:
         self._plan = plan
         self._budget = budget
@@ -74,6 +102,8 @@ class PassModel:
         self._index = 0
         self.why: str | None = plan.why
         self.traces: list[CallTrace] = []
+        self._failed = failed_routes  # from the transcript: earlier passes of this session
+        self.unusable: Counter[str] = Counter()  # this pass, by model spec
 
     @property
     def current(self) -> RouteCandidate | None:
@@ -88,8 +118,8 @@ class PassModel:
     def _max_tokens(self) -> int | None:
         return self.current.target.max_tokens if self.current is not None else None
 
-    def first_budget(self) -> int:
-        return first_budget(self._max_tokens())
+    def first_budget(self, need: int) -> int:
+        return first_budget(need, self._max_tokens())
 
     def raised_budget(self, previous: int) -> int | None:
         return raised_budget(previous, self._max_tokens())
@@ -98,6 +128,14 @@ class PassModel:
         spec = self.current.spec if self.current is not None else ""
         window = self._windows.get(spec) or DEFAULT_CONTEXT_WINDOW
         return max(1024, window - output_budget - _PROMPT_MARGIN)
+
+    def failed_before(self) -> bool:
+        spec = self.used
+        return spec is not None and (spec in self._failed or self.unusable[spec] > 0)
+
+    def note_unusable(self) -> None:
+        if self.used is not None:
+            self.unusable[self.used] += 1
 
     def _record(self, trace: CallTrace) -> None:
         self.traces.append(trace)
@@ -118,6 +156,8 @@ class PassModel:
                 max_output_tokens=min(max_output_tokens, cap) if cap else max_output_tokens,
                 reasoning="off",  # DIFF-18: as little reasoning as the model allows
                 kind=kind,
+                output_schema=ANSWER_SCHEMA,  # issue 11: structured output wherever the route takes it
+                stop_at_object=answer_shaped,  # and a looping model is not paid for past its answer
             )
             try:
                 return await complete(
@@ -128,6 +168,7 @@ class PassModel:
                     on_trace=self._record,
                     peer=self._peer,
                     via_pi_apis=self._access.via_pi_apis,
+                    structured=self._access.structured,
                 )
             except BudgetExceeded:
                 raise
@@ -157,6 +198,10 @@ class PassModel:
             "usage": usage.as_dict(),
             "timings": {"diffMs": diff_ms, "callsMs": sum(t.duration_ms for t in self.traces)},
             "reasoning": reasoning,
+            "structured": dict(Counter(t.structured or "none" for t in self.traces)),
+            "structuredSkipped": dict(Counter(t.structured_skip for t in self.traces if t.structured_skip)),
+            "stoppedEarly": sum(1 for t in self.traces if t.stopped_early),
+            "unusable": sum(self.unusable.values()),
         }
 
     def tokens(self) -> int:

@@ -30,7 +30,7 @@ from longhaul_daemon.models.via_pi import current_peer
 from longhaul_daemon.offload import Offload
 from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
-from longhaul_daemon.passes.model_calls import PassModel
+from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, PassModel, unusable_routes
 from longhaul_daemon.passes.world import take_world
 from longhaul_daemon.protocol import (
     AfterEntries,
@@ -64,6 +64,7 @@ class _Prepared:
     ledger: LedgerResult
     carried: list[OfferedMessage]
     takeover: Takeover | None
+    failed_routes: frozenset[str] = frozenset()  # models whose replies held no answer earlier (issue 11)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class _DiffOutcome:
     tokens: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
     route: RouteChoice = field(default_factory=RouteChoice)
+    unusable: dict[str, int] = field(default_factory=dict)
 
 
 def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
@@ -94,7 +96,13 @@ def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
     carried = carried_messages(branch, folded.state.carried, span)  # FAIL-11: offered whole, first
     takeover = plan_takeover(branch, folded, span, unseen, folded.state.carried)  # TAKEOVER-1: foreign newest
     return _Prepared(
-        folded=folded, span=span, user_ids=span_users, ledger=ledger, carried=carried, takeover=takeover
+        folded=folded,
+        span=span,
+        user_ids=span_users,
+        ledger=ledger,
+        carried=carried,
+        takeover=takeover,
+        failed_routes=unusable_routes(branch),
     )
 
 
@@ -140,7 +148,13 @@ async def _diff(
     started = time.monotonic()
     async with access.http_client() as client:
         model = PassModel(
-            plan, budget=budget, client=client, access=access, context_windows=windows, peer=current_peer()
+            plan,
+            budget=budget,
+            client=client,
+            access=access,
+            context_windows=windows,
+            peer=current_peer(),
+            failed_routes=prepared.failed_routes,
         )
         result = await run_diff(inputs, model)
     diff_ms = round((time.monotonic() - started) * 1000)
@@ -153,6 +167,7 @@ async def _diff(
         tokens=model.tokens(),
         stats=model.narrative_stats(result, diff_ms),
         route=RouteChoice(configured=plan.configured, used=model.used, why=model.why),
+        unusable=dict(model.unusable),
     )
 
 
@@ -195,6 +210,7 @@ def _span_record(
         "now": after.now,
         "world": world.model_dump(mode="json"),
         "excused": [],
+        UNUSABLE_KEY: outcome.unusable,  # issue 11: read back by later passes of this session
     }
 
 

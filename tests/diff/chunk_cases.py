@@ -167,7 +167,7 @@ def several_chunks() -> Case:
 
 
 def harder_edge() -> Case:
-    return Case(inputs(turns(range(4, 14)), range(4, 14)), 2_300)
+    return Case(inputs(turns(range(4, 14)), range(4, 14)), 2_425)
 
 
 def balanced() -> Case:
@@ -255,11 +255,17 @@ class RecordingModel:
         self._case = case
         self.calls: list[tuple[str, str, tuple[Message, ...]]] = []
 
-    def first_budget(self) -> int:
-        return 4096
+    def first_budget(self, need: int) -> int:
+        return need
 
     def raised_budget(self, previous: int) -> int | None:
         return None
+
+    def failed_before(self) -> bool:
+        return False
+
+    def note_unusable(self) -> None:
+        raise AssertionError("every scripted reply here is a usable answer")
 
     def input_tokens(self, output_budget: int) -> int:
         return self._case.input_tokens

@@ -70,9 +70,41 @@ def test_diff_17_object_bare_or_in_a_code_fence() -> None:
 
 
 def test_diff_17_no_object_is_a_defect() -> None:
-    for reply in ["", "no json here", "[1, 2]", '{"labels": [{"msg": "u3"}']:
+    for reply in ["", "no json here", "[1, 2]", "{", 'He wrote {"x"', "{" + " " * 50]:
         parsed = parse_answer(reply, OFFERED, LEDGER)
-        assert not parsed.parsed and codes(parsed) == [("no-json", None)]
+        assert not parsed.parsed and parsed.form == "none" and codes(parsed) == [("no-json", None)]
+
+
+def test_issue_11_an_answer_begun_but_cut_or_broken_is_its_own_defect() -> None:
+    """A reply that opens the answer object and never closes it, or writes it as invalid JSON, is "begun":
+    the model can write the answer, so the retry note can say what went wrong."""
+    for reply in ['{"labels": [{"msg": "u3"}', "{'labels': []}", '{ "narrative": "x", "now": }']:
+        parsed = parse_answer(reply, OFFERED, LEDGER)
+        assert not parsed.parsed and parsed.form == "begun", reply
+        assert codes(parsed) == [("not-json", None)]
+
+
+def test_issue_11_an_echoed_object_is_not_the_answer() -> None:
+    """A tool result echoed from the prompt is JSON of another shape: never the answer, whatever follows."""
+    for reply in ['{"status":"ok","uptime_s":812}', 'Tool said {"status":"ok","uptime_s":812}. Done.']:
+        parsed = parse_answer(reply, OFFERED, LEDGER)
+        assert not parsed.parsed and parsed.form == "foreign"
+        assert codes(parsed) == [("not-the-answer", None)]
+    issue = {"labels": [{"name": "bug"}], "title": "x", "number": 11, "state": "OPEN", "body": "y"}
+    assert parse(issue).form == "foreign"  # a labels list among three or more keys of its own
+    echoed_then_answer = '{"status":"ok","uptime_s":812}\n' + json.dumps(answer())
+    assert parse_answer(echoed_then_answer, OFFERED, LEDGER).defects == ()
+
+
+def test_issue_11_shape_tolerance() -> None:
+    """Up to two keys of the model's own are tolerated; labels may be omitted when narrative and now are
+    there (the missing labels are then defects of an answer, FAIL-1)."""
+    assert parse(answer(summary="x", confidence="high")).defects == ()
+    assert parse(answer(summary="x", confidence="high", notes="n")).form == "foreign"
+    no_labels = {"narrative": "n", "now": "w"}
+    assert [c for c, _ in codes(parse(no_labels))] == ["missing-label"] * 3
+    assert parse({"narrative": "n"}).form == "foreign"
+    assert parse({"labels": ["u3 rule"]}).form == "foreign"  # no item names a message
 
 
 def test_diff_17_truncated_object_yields_nothing_nested() -> None:
@@ -95,6 +127,7 @@ def test_diff_15_null_optional_and_omitted_lists_are_normalized() -> None:
         "decisions": [{"text": "x", "evidence": []}],
         "deadEnds": [],
         "values": [],
+        "fixed": [],
         "narrative": "n",
         "now": "w",
     }
@@ -260,8 +293,8 @@ def test_parse_answer_never_raises_on_arbitrary_text(text: str) -> None:
 def test_parse_answer_never_raises_on_arbitrary_json_values(value: Any) -> None:
     parsed = verify_answer(value, OFFERED, LEDGER)
     again = parse_answer(json.dumps(value), OFFERED, LEDGER)
-    if isinstance(value, dict):
-        assert again.parsed and again.defects == parsed.defects
+    if isinstance(value, dict):  # the same shape check whether the object is given or found in text
+        assert (again.parsed, again.defects) == (parsed.parsed, parsed.defects)
     cut_to_bounds(parsed)
 
 

@@ -23,14 +23,15 @@ import anyio.from_thread
 import pytest
 
 from longhaul_daemon.diff import stage
+from longhaul_daemon.diff.planning import answer_tokens
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RetryableError
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult, StopReason, Usage
-from longhaul_daemon.passes.model_calls import raised_budget
+from longhaul_daemon.passes.model_calls import first_budget, raised_budget
 from longhaul_daemon.state.model import Rule, State
-from longhaul_daemon.transcript.messages import SpanMessage
+from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
 from . import chunk_cases
 
@@ -56,14 +57,28 @@ Reply = str | tuple[str, StopReason] | ModelCallError
 class ScriptedModel:
     """Replies in order; a ``ModelCallError`` in the script is raised for that call."""
 
-    def __init__(self, *replies: Reply, max_tokens: int | None = 16_384, input_tokens: int = 100_000) -> None:
+    def __init__(
+        self,
+        *replies: Reply,
+        max_tokens: int | None = 16_384,
+        input_tokens: int = 100_000,
+        failed_before: bool = False,
+    ) -> None:
         self.replies = list(replies)
         self.calls: list[Call] = []
         self._max_tokens = max_tokens
         self._input_tokens = input_tokens
+        self._failed_before = failed_before
+        self.unusable = 0
 
-    def first_budget(self) -> int:
-        return min(4096, self._max_tokens) if self._max_tokens else 4096
+    def first_budget(self, need: int) -> int:
+        return first_budget(need, self._max_tokens)
+
+    def failed_before(self) -> bool:
+        return self._failed_before or self.unusable > 0
+
+    def note_unusable(self) -> None:
+        self.unusable += 1
 
     def raised_budget(self, previous: int) -> int | None:
         return raised_budget(previous, self._max_tokens)
@@ -173,19 +188,24 @@ async def test_fail2_retry_wins_a_tie() -> None:
     assert all(label.rule is None for label in result.chunks[0].labels)
 
 
+SPAN_NEED = answer_tokens(
+    [len(user_text(m.message)) for m in SPAN if m.role == "user"], open_errors=0, cites_ledger=False
+)
+
+
 async def test_fail7_cut_off_reply_is_retried_once_with_a_raised_budget() -> None:
     model = ScriptedModel(
         ('thinking about it... {"labels": [', "length"), answer({"u1": "rule", "u2": "not a rule"})
     )
     result = await run(SPAN, model)
-    assert [(c.kind, c.budget) for c in model.calls] == [("first", 4096), ("raised-budget", 8192)]
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", SPAN_NEED), ("raised-budget", 8192)]
     assert result.closed_as == "whole"
 
 
 async def test_fail7_no_raised_retry_when_the_budget_is_already_max_tokens() -> None:
-    model = ScriptedModel(('{"labels": [', "length"), ('{"labels": [', "length"), max_tokens=4096)
+    model = ScriptedModel(('{"labels": [', "length"), ('{"labels": [', "length"), max_tokens=2000)
     result = await run(SPAN, model)
-    assert [c.kind for c in model.calls] == ["first", "retry"]  # the format retry still happens (FAIL-8)
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000), ("retry", 2000)]  # FAIL-8
     assert result.closed_as == "narrative-less"
     assert result.reason == "unparsable-answer"
 

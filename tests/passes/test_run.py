@@ -193,8 +193,10 @@ async def test_format6_span_record_and_line_shapes(repo: Path) -> None:
         "now",
         "world",
         "excused",
+        "unusableReplies",  # issue 11: which models gave no usable answer, read back by later passes
     }
     assert (record["v"], record["span"], record["passId"]) == (1, 1, "p-shape")
+    assert record["unusableReplies"] == {}
     assert (record["closedAs"], record["reason"], record["narrative"]) == (
         "narrative-less",
         NO_MODEL,

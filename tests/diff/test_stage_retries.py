@@ -1,0 +1,138 @@
+"""Issue 11: which replies earn a retry, what a route that failed before still gets, and the output budget.
+
+A retry is paid for. Only a reply that holds the answer or began it gets the format retry (FAIL-1); a reply
+with no JSON object, or only an echoed object of another shape, closes the chunk ``unparsable-answer`` at
+once. A reply cut at the cap gets FAIL-7's raised budget when it is empty or began the answer, never when it
+is prose. A model that already gave a reply with no usable answer in this session gets at most one retry a
+chunk. The first budget is what the chunk's answer can need (DIFF-19 decision), capped at ``maxTokens``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from longhaul_daemon.diff.events import ChunkContext
+from longhaul_daemon.diff.planning import FLOOR_TOKENS, answer_tokens, chunk_tokens
+from longhaul_daemon.diff.quotes import OfferedMessage
+from longhaul_daemon.models.result import StopReason
+
+from .test_stage import SPAN, SPAN_NEED, ScriptedModel, answer, assistant, run, user
+
+pytestmark = pytest.mark.anyio
+
+GOOD = answer({"u1": "rule", "u2": "not a rule"})
+ECHO = 'Here is the result: {"status":"ok","uptime_s":812}'
+LENGTH: StopReason = "length"
+
+
+async def test_a_reply_with_no_json_object_is_not_retried() -> None:
+    """A model that answers in prose cannot do this; a retry showing its prose back never helped."""
+    model = ScriptedModel("I have labeled the messages as asked. The user wants no new dependencies.")
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert (result.closed_as, result.reason) == ("narrative-less", "unparsable-answer")
+    assert model.unusable == 1
+
+
+async def test_issue_11_an_echoed_tool_result_closes_unparsable_answer_never_unlabeled_messages() -> None:
+    """The only object in the reply is a tool result echoed from the prompt: it is not the answer, so the
+    chunk did not fail for its labels; it never held an answer at all."""
+    span = [*SPAN[:2], assistant('Health check said {"status":"ok","uptime_s":812}.'), SPAN[2]]
+    model = ScriptedModel(ECHO)
+    result = await run(span, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert (result.closed_as, result.reason) == ("narrative-less", "unparsable-answer")
+
+
+async def test_an_answer_begun_but_broken_gets_the_format_retry() -> None:
+    broken = '{"labels": [{"msg": "u1", "label": "rule"}], "narrative": "x", "now": '  # stopped, not cut
+    model = ScriptedModel(broken, GOOD)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert "cut off or is not valid JSON" in model.calls[1].last_user
+    assert result.closed_as == "whole"
+
+
+async def test_prose_cut_at_the_cap_gets_no_raised_budget() -> None:
+    """A loop of prose to the output limit is a model not answering; more room buys more prose."""
+    model = ScriptedModel(("The messages are: u1 u1 u1 u1 u1 u1 u1", LENGTH))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert result.reason == "unparsable-answer"
+
+
+async def test_an_empty_reply_cut_at_the_cap_gets_the_raised_budget() -> None:
+    """EX-13: the budget went on reasoning, so nothing visible came back: FAIL-7 still applies."""
+    model = ScriptedModel(("", LENGTH), GOOD)
+    result = await run(SPAN, model)
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", SPAN_NEED), ("raised-budget", 8192)]
+    assert result.closed_as == "whole"
+
+
+async def test_a_route_that_failed_before_gets_one_retry_a_chunk_not_two() -> None:
+    """FAIL-8 allows a raised budget and a format retry; after an earlier reply with no usable answer in
+    this session, the raised budget is the chunk's one retry, and the still-broken answer is not retried."""
+    cut: tuple[str, StopReason] = ('{"labels": [{"msg": "u1"', "length")
+    model = ScriptedModel(cut, ('{"labels": [', "length"), failed_before=True)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "raised-budget"]
+    assert result.reason == "unparsable-answer"
+    fresh = ScriptedModel(cut, ('{"labels": [', "length"), GOOD)
+    assert (await run(SPAN, fresh)).closed_as == "whole"
+    assert [c.kind for c in fresh.calls] == ["first", "raised-budget", "retry"]
+
+
+async def test_a_route_that_failed_before_still_gets_one_format_retry() -> None:
+    model = ScriptedModel(answer({"u1": "rule"}), GOOD, failed_before=True)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert result.closed_as == "whole"
+
+
+async def test_a_chunk_after_one_with_no_answer_gets_at_most_one_retry() -> None:
+    """The failure of an earlier chunk of the same pass counts too (here the model reports it back)."""
+    big = "x" * 3000
+    span = [user("u1", f"First part. {big}"), assistant("ok"), user("u2", f"Second part. {big}")]
+    model = ScriptedModel(
+        "no json here",  # chunk 1: no object, no retry
+        ('{"labels": [{"msg": "u2"', "length"),  # chunk 2: begun and cut: the raised budget is its retry
+        ('{"labels": [', "length"),
+        input_tokens=1500,
+    )
+    result = await run(span, model)
+    assert [c.kind for c in model.calls] == ["first", "first", "raised-budget"]
+    assert result.closed_as == "narrative-less" and model.unusable == 3
+
+
+def test_diff19_budget_counts_labels_long_words_lists_and_fixes() -> None:
+    """DIFF-19 decision: 200 + 60 a label + words of long messages + prose bounds + half the lists + 30 an
+    open error, at three characters a token, never below the floor."""
+    prose = 240 + 600 + 300
+    lists = (8 * (300 + 300 + 40) + 8 * (300 + 40) + 12 * (80 + 200 + 40)) // 2
+    assert answer_tokens([40, 40], open_errors=0, cites_ledger=False) == -(-(200 + 120 + prose + lists) // 3)
+    with_ledger = (8 * (300 + 300 + 36 + 40) + 8 * (300 + 36 + 40) + 12 * (80 + 200 + 40)) // 2
+    expected = -(-(200 + 60 + 600 + prose + with_ledger + 3 * 30) // 3)
+    assert answer_tokens([900], open_errors=3, cites_ledger=True) == expected
+    assert (
+        answer_tokens([301], open_errors=0, cites_ledger=False)
+        - answer_tokens([300], open_errors=0, cites_ledger=False)
+        == 100
+    )  # words count from 301 characters on (QUOTE-2: up to 300 the message is the rule)
+    hundred = answer_tokens([50] * 100, open_errors=0, cites_ledger=True)
+    assert 4096 < hundred < 5000 and 2000 < answer_tokens([], open_errors=0, cites_ledger=False) < 4096
+    assert answer_tokens([], open_errors=0, cites_ledger=False) >= FLOOR_TOKENS
+
+
+def test_diff19_a_chunk_budget_reads_its_offered_messages_and_open_errors() -> None:
+    offered = (OfferedMessage("u1", "a" * 700), OfferedMessage("u2", "b"))
+    ctx = ChunkContext(offered=offered, rules=(), ledger_ids=frozenset())
+    assert chunk_tokens(ctx) == answer_tokens([700, 1], open_errors=0, cites_ledger=False)
+
+
+async def test_diff19_the_first_budget_is_the_chunks_need_capped_at_max_tokens() -> None:
+    model = ScriptedModel(GOOD, max_tokens=1500)
+    await run(SPAN, model)
+    assert [c.budget for c in model.calls] == [1500]
+    sized = ScriptedModel(GOOD, max_tokens=None)
+    await run(SPAN, sized)
+    assert [c.budget for c in sized.calls] == [SPAN_NEED] and SPAN_NEED < 4096
