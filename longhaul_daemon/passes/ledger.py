@@ -20,7 +20,10 @@ never raises on transcript content. What counts and what an entry keeps follows 
 - ids continue the carried counters and are never reused (LEDGER-5); a source (entry id, tool-call id) already
   in the state is not added again (LEDGER-6); a carried ``no result`` command whose result arrives later keeps
   its id and takes the exit code;
-- an error stays open until a later command with identical text exits 0 (LEDGER-8).
+- an error stays open until a later command with identical text exits 0 (LEDGER-8). An error fixed by a
+  command that reads differently (``pytest tests/test_x.py -q`` failed, ``pytest -q`` passed) is closed by
+  the Diff instead, when its answer names that command and code finds it later, successful and running the
+  same tests or more (:mod:`longhaul_daemon.diff.fixes`); this step never asks a model.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ budget) and answered by the next scripted responder:
 
 A call's kind is ``first`` (also a raised-budget repeat: same messages, bigger ``max_tokens``), ``retry`` (its
 last user message is the retry note) or ``question`` (text after the prompt's "Label exactly these messages"
-line). Matching is on each message's whole text, read from the conversation block, not the 240-character
+line). Every call the daemon makes itself asks for the answer schema as structured output (issue 11):
+:attr:`DiffCall.schema` reads it from ``response_format``, and :meth:`DiffScript.unstructured` lists the calls
+that did not carry it. Matching is on each message's whole text, read from the conversation block, not the 240-character
 listing. Tests then read what a user sees (``standing_rules``, ``rule_line``, ``section``) and what the
 model was sent (``DiffScript.calls``). ``set_model_max_tokens``, ``add_model`` and
 ``write_longhaul_settings`` adjust the sandbox before pi starts.
@@ -119,6 +121,16 @@ class DiffCall:
     offered: tuple[Offered, ...]
     asked: tuple[str, ...]  # from "Label exactly these messages: ..."
     rules: tuple[ShownRule, ...]
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        """The JSON Schema ``response_format`` asks the reply to follow, when it is the Diff's answer schema."""
+        form = self.body.get("response_format")
+        spec = form.get("json_schema") if isinstance(form, dict) and form.get("type") == "json_schema" else None
+        if not isinstance(spec, dict) or spec.get("name") != "diff_answer" or spec.get("strict") is not True:
+            return None
+        schema = spec.get("schema")
+        return schema if isinstance(schema, dict) else None
 
     @property
     def max_tokens(self) -> int | None:
@@ -388,6 +400,11 @@ class DiffScript:
     def kinds(self) -> list[CallKind]:
         with self._lock:
             return [c.kind for c in self.calls]
+
+    def unstructured(self) -> list[DiffCall]:
+        """Calls that did not ask for the answer schema (issue 11: the daemon's own calls always do)."""
+        with self._lock:
+            return [c for c in self.calls if c.schema is None or "labels" not in c.schema.get("required", ())]
 
     def since(self, start: int) -> list[DiffCall]:
         with self._lock:

@@ -409,6 +409,7 @@ def test_chain_with_failing_passes_records_carried_rules_and_never_revives_lifte
         comp = expect_longhaul(pi.session_file(), n, span=n)
         data = comp.span_record["data"]
         assert data["closedAs"] == closes, f"compaction {n}: {data}"
+        assert script.unstructured() == [], f"compaction {n}: a Diff call without the answer schema"
         ids = user_ids(comp)
         if n == 1:
             expected.rules.update(R1=(DEPS, DEPS), R2=(TABS, TABS))
@@ -433,9 +434,10 @@ def test_chain_with_failing_passes_records_carried_rules_and_never_revives_lifte
         elif n == 7:
             assert len(script.calls) == 2 and [c.kind for c in script.calls] == ["first", "first"]
             expected.rules["R6"] = (DRY_WORDS, "Every dry-run line")
-        elif n == 8:
-            assert [c.kind for c in script.calls] == ["first", "retry"]
-            assert [c.max_tokens for c in script.calls] == [4096, 4096]
+        elif n == 8:  # FAIL-7: an empty reply cut at the cap is asked again at the raised budget (issue 11)
+            assert [c.kind for c in script.calls] == ["first", "first"]
+            sized = script.calls[0].max_tokens
+            assert sized is not None and sized < 4096 and script.calls[1].max_tokens == 4096
             expected.rules["R7"] = (ENGLISH, ENGLISH)
             turn = message_id(ids, PORT_A)
             assert section(comp.summary, "Values") == f"- dev server port: 5173 (turn {turn})"

@@ -1,8 +1,10 @@
 """Answers that fail in form or never arrive, through a real pi and the real daemon (FAIL-1..FAIL-19).
 
-Truncated JSON, bad or conflicting labels, over-long lists, replies cut at the output limit, a model slower
-than the pass budget, error statuses with and without ``retry-after``: each test checks the calls the daemon
-made (first, retry, raised budget), how the span closed, and what the next pass is offered.
+Truncated JSON, bad or conflicting labels, over-long lists, replies cut at the output limit, prose and echoed
+objects, a model slower than the pass budget, error statuses with and without ``retry-after``: each test
+checks the calls the daemon made (first, retry, raised budget), how the span closed, and what the next pass
+is offered. The first output budget is what the chunk's answer can need (DIFF-19 decision, under 4,096 tokens
+for these small spans) and every call asks for the answer schema as structured output (issue 11).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def test_truncated_json_gets_one_retry_with_a_note(pi: PiRpc, model_server: Mode
     found = close_span(pi, 1)
 
     assert script.kinds() == ["first", "retry"]
+    assert script.unstructured() == [], "every Diff call asks for the answer schema (issue 11)"
     retry = script.calls[1]
     assert RETRY_NOTE_MARKER in retry.last_user
     assistant = [m for m in retry.body["messages"] if m.get("role") == "assistant"]
@@ -68,8 +71,8 @@ def test_truncated_json_gets_one_retry_with_a_note(pi: PiRpc, model_server: Mode
 def test_reply_cut_at_the_output_limit_is_retried_with_a_raised_budget(
     sandbox: Sandbox, daemon: Daemon, start_pi: Callable[[], PiRpc], model_server: ModelServer
 ) -> None:
-    """FAIL-7, FAIL-8, DIFF-19, EX-13: with maxTokens 16,384 the first call asks 4,096 tokens; a reply cut
-    off at that limit with no JSON is asked again once with 8,192, and that answer is used."""
+    """FAIL-7, FAIL-8, DIFF-19, EX-13: with maxTokens 16,384 the first call asks what the answer can need; a
+    reply cut off at that limit mid-answer is asked again once with 8,192, and that answer is used."""
     set_model_max_tokens(sandbox, 16384)
     pi = start_pi()
     message = "Never commit generated files."
@@ -79,27 +82,62 @@ def test_reply_cut_at_the_output_limit_is_retried_with_a_raised_budget(
     pi.prompt(message)
     found = close_span(pi, 1)
 
-    assert [c.max_tokens for c in script.calls] == [4096, 8192], [c.kind for c in script.calls]
+    first_budget = script.calls[0].max_tokens
+    assert first_budget is not None and 1024 <= first_budget < 4096, first_budget
+    assert [c.max_tokens for c in script.calls] == [first_budget, 8192], [c.kind for c in script.calls]
     assert RETRY_NOTE_MARKER not in script.calls[1].last_user, "a raised-budget call is not a format retry"
     assert single_rule(found)["words"] == message
     assert_whole(found)
     narrative = wait_log_record(sandbox, "compaction")["narrative"]  # FAIL-17: the traces, as counts
     assert narrative["callKinds"] == {"first": 1, "raised-budget": 1}, narrative
-    assert narrative["outputBudgets"] == [4096, 8192], narrative
+    assert narrative["outputBudgets"] == [first_budget, 8192], narrative
+    assert narrative["structured"] == {"json_schema": 2}, narrative
 
 
-def test_cut_off_reply_at_max_tokens_gets_only_the_format_retry(pi: PiRpc, model_server: ModelServer) -> None:
-    """FAIL-7 proposal, FAIL-1: with maxTokens 4,096 the first budget is already the maximum, so a cut-off
-    reply is not raised; having nothing usable, it is a format defect with one retry at the same budget."""
+def test_cut_off_reply_at_max_tokens_gets_only_the_format_retry(
+    sandbox: Sandbox, daemon: Daemon, start_pi: Callable[[], PiRpc], model_server: ModelServer
+) -> None:
+    """FAIL-7 proposal, FAIL-1: with maxTokens 2,000 the first budget is already the maximum, so a cut-off
+    reply is not raised; having begun the answer, it is a format defect with one retry at the same budget."""
+    set_model_max_tokens(sandbox, 2000)
+    pi = start_pi()
     message = "Always run the formatter before you push."
-    script = install(model_server, cut_at_limit(""), answer([Lab("formatter before", "rule")]))
+    script = install(model_server, cut_at_limit('{"labels": ['), answer([Lab("formatter before", "rule")]))
     pi.prompt(message)
     found = close_span(pi, 1)
 
     assert script.kinds() == ["first", "retry"]
-    assert [c.max_tokens for c in script.calls] == [4096, 4096]
+    assert [c.max_tokens for c in script.calls] == [2000, 2000]
     assert single_rule(found)["words"] == message
     assert_whole(found)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I labeled the messages: the formatter one is a rule.",
+        'Running it printed {"status":"ok","uptime_s":812}, so all is well.',
+    ],
+    ids=["prose", "echoed-object"],
+)
+def test_a_reply_without_the_answer_object_is_not_retried(
+    pi: PiRpc, model_server: ModelServer, reply: str
+) -> None:
+    """Issue 11: prose, or an object echoed from a tool result, holds no answer: a model that answers so
+    cannot do this, and showing it its reply again never helped. The span closes ``unparsable-answer``
+    (never ``unlabeled-messages``) after one call, its message carried to the next pass."""
+    message = "Always run the formatter before you push."
+    script = install(model_server, raw(reply), then=answer([Lab("formatter before", "rule")]))
+    model_server.enqueue(tool_call("bash", command='echo \'{"status":"ok","uptime_s":812}\''), text("Ok."))
+    pi.prompt(message)
+    start = pi.mark()
+    found = close_span(pi, 1)
+
+    assert script.kinds() == ["first"]
+    assert closed(found) == ("narrative-less", "unparsable-answer"), found.span_record["data"]
+    assert found.span_record["data"]["unusableReplies"] == {"fake/fake-model": 1}
+    assert script.calls[0].id_of(message) in found.state["carried"]
+    assert any("unparsable-answer" in n for n in notices(pi, start))
 
 
 def test_model_slower_than_the_pass_budget(
@@ -261,19 +299,24 @@ def test_a_retry_that_fails_keeps_the_parsed_first_answer(pi: PiRpc, model_serve
 def test_cut_off_twice_gets_the_raised_budget_and_then_the_format_retry(
     sandbox: Sandbox, daemon: Daemon, start_pi: Callable[[], PiRpc], model_server: ModelServer
 ) -> None:
-    """FAIL-7, FAIL-8: a reply cut off with nothing usable is asked again at the raised budget; cut off again,
-    it is a format defect and gets the one format retry, at the raised budget."""
+    """FAIL-7, FAIL-8: a reply cut off with nothing in it is asked again at the raised budget; cut off again
+    mid-answer, it is a format defect and gets the one format retry, at the raised budget."""
     set_model_max_tokens(sandbox, 16384)
     pi = start_pi()
     message = "Never commit generated files."
     script = install(
-        model_server, cut_at_limit(""), cut_at_limit("{"), answer([Lab("generated files", "rule")])
+        model_server,
+        cut_at_limit(""),
+        cut_at_limit('{"labels": [{"msg": '),
+        answer([Lab("generated files", "rule")]),
     )
     pi.prompt(message)
     found = close_span(pi, 1)
 
     assert script.kinds() == ["first", "first", "retry"]
-    assert [c.max_tokens for c in script.calls] == [4096, 8192, 8192]
+    first_budget = script.calls[0].max_tokens
+    assert first_budget is not None and first_budget < 4096
+    assert [c.max_tokens for c in script.calls] == [first_budget, 8192, 8192]
     assert single_rule(found)["words"] == message
     assert_whole(found)
 
@@ -281,15 +324,18 @@ def test_cut_off_twice_gets_the_raised_budget_and_then_the_format_retry(
 def test_a_client_error_is_not_retried_and_closes_narrative_less(
     pi: PiRpc, model_server: ModelServer
 ) -> None:
-    """FAIL-19, FAIL-10: a 400 answer is not worth retrying: one request, then the span closes narrative-less
-    with the user's message carried and rules unchanged."""
+    """FAIL-19, FAIL-10: a 400 answer is not worth retrying. The only second request is the same call without
+    the answer schema, in case the route rejects structured output (issue 11); a 400 to that too is the
+    request's own fault, and the span closes narrative-less with the message carried and rules unchanged."""
     message = "Never log customer emails."
     script = install(model_server, then=status(400, error_code="invalid_request_error"))
     pi.prompt(message)
     start = pi.mark()
     found = close_span(pi, 1)
 
-    assert len(script.calls) == 1, f"{len(script.calls)} requests for a 400"
+    assert len(script.calls) == 2, f"{len(script.calls)} requests for a 400"
+    assert script.calls[0].schema is not None and script.calls[1].schema is None
+    assert script.calls[1].prompt == script.calls[0].prompt
     closed_as, reason = closed(found)
     assert closed_as == "narrative-less" and reason
     assert found.state["rules"] == []
