@@ -14,6 +14,7 @@ match the transcript verbatim. Every cut is counted as dropped.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ __all__ = [
     "ReplyForm",
     "ValueAnswer",
     "ValueItem",
+    "answer_schema",
     "cut_to_bounds",
 ]
 
@@ -149,11 +151,38 @@ class AnswerShape(_Shape):
 
 
 ANSWER_KEYS: Final[frozenset[str]] = frozenset(AnswerShape.model_fields)
+_LIST_BOUNDS = ("decisions", "deadEnds", "values", "fixed")
+
+
+def _bounded_schema() -> dict[str, Any]:
+    """The answer's wire schema with every list but ``labels`` held to its DIFF-6 bound."""
+    schema = strict_schema(AnswerShape.model_json_schema())
+    properties = schema["properties"]
+    for key in _LIST_BOUNDS:
+        properties[key]["maxItems"] = BOUNDS[key]
+    for key in ("decisions", "deadEnds"):
+        properties[key]["items"]["properties"]["evidence"]["maxItems"] = BOUNDS["evidence"]
+    return schema
+
+
 ANSWER_SCHEMA: Final = OutputSchema(
     name="diff_answer",
-    schema=strict_schema(AnswerShape.model_json_schema()),
+    schema=_bounded_schema(),
     description="The answer about this span: a label for every listed message, and the state's updates.",
 )
+
+
+def answer_schema(offered: Sequence[str], *, required: int) -> OutputSchema:
+    """:data:`ANSWER_SCHEMA` for one call: ``labels`` holds from ``required`` to ``len(offered)`` items, each
+    naming one of ``offered``. A constrained model can then neither skip messages nor repeat labels until
+    its output limit, which a small model otherwise does (issue 11)."""
+    schema = copy.deepcopy(dict(ANSWER_SCHEMA.schema))
+    labels = schema["properties"]["labels"]
+    ids = list(dict.fromkeys(offered))
+    labels["minItems"], labels["maxItems"] = min(max(required, 0), len(ids)), len(ids)
+    if ids:
+        labels["items"]["properties"]["msg"] = {"type": "string", "enum": ids}
+    return OutputSchema(ANSWER_SCHEMA.name, schema, ANSWER_SCHEMA.description)
 
 
 _Text = Annotated[str, Field(max_length=BOUNDS["text"])]

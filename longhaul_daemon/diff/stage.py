@@ -41,10 +41,12 @@ from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
 from longhaul_daemon.diff.planning import DiffInputs, chunk_tokens, plan_diff, prepare_chunk, span_tokens
 from longhaul_daemon.diff.prompt import Prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
+from longhaul_daemon.diff.schema import answer_schema
 from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult
+from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.offload import Offload
 from longhaul_daemon.state.model import ClosedAs
 
@@ -77,9 +79,16 @@ class DiffModel(Protocol):
         ...
 
     async def call(
-        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema | None = None,
     ) -> CompletionResult:
-        """One logical call; raises ``ModelCallError`` when it gives up."""
+        """One logical call; raises ``ModelCallError`` when it gives up. ``schema``: the answer schema for
+        this call (its labels held to the messages asked about), sent where the route takes it."""
         ...
 
 
@@ -120,6 +129,8 @@ class _Chunk:
         self._strict = model.failed_before()  # at most one retry of either kind in this chunk
         self._retries = 0
         self._ids = [m.id for m in ctx.offered]
+        required = sum(1 for m in self._ids if m not in ctx.label_optional)
+        self._schema = answer_schema(self._ids, required=required)
 
     def _parse(self, text: str) -> ParsedAnswer:
         return parse_answer(
@@ -135,7 +146,7 @@ class _Chunk:
 
     async def _call(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
         result = await self._model.call(
-            self._prompt.system, messages, kind=kind, max_output_tokens=self._budget
+            self._prompt.system, messages, kind=kind, max_output_tokens=self._budget, schema=self._schema
         )
         parsed = self._parse(result.text)
         if not parsed.parsed:
@@ -205,7 +216,11 @@ class _Chunk:
         messages = (Message("user", self._prompt.user), Message("user", block))
         try:
             result = await self._model.call(
-                self._prompt.system, _merge_users(messages), kind="question", max_output_tokens=self._budget
+                self._prompt.system,
+                _merge_users(messages),
+                kind="question",
+                max_output_tokens=self._budget,
+                schema=answer_schema([q.msg for q in asked], required=len({q.msg for q in asked})),
             )
         except ModelCallError:
             return final  # the settled answer stands

@@ -8,8 +8,10 @@ it wherever the route supports one: ``response_format`` (Chat Completions), ``te
 
 The schema is kept inside the subset every one of those accepts (:func:`strict_schema`): every object closed
 (``additionalProperties: false``) with every property required, an optional property written as nullable,
-no ``$ref``, and no length or count keywords, which OpenAI's strict mode rejects with a 400. The bounds are
-enforced by code after the reply anyway (DIFF-16). Gemini's dialect is derived from it
+no ``$ref``, and no string-length keywords, which OpenAI's strict mode rejects with a 400; string bounds are
+enforced by code after the reply (DIFF-16). ``enum``, ``minItems`` and ``maxItems`` are kept: strict mode,
+Gemini, Anthropic's tool schemas and llama.cpp's grammars all take them, and a bounded array is what stops
+a small model from repeating list items until the output limit. Gemini's dialect is derived from it
 (:func:`gemini_schema`).
 
 A route that rejects the schema is remembered per model, daemon-wide like route health
@@ -45,9 +47,7 @@ StructuredForm = Literal["json_schema", "tool", "response_schema"]
 
 REFUSAL_STATUSES = frozenset({400, 422})  # 422: servers built on FastAPI/pydantic (vLLM, TGI) reject so
 _MEMORY_SIZE = 256  # models remembered; a daemon talks to a handful, this only bounds a pathological case
-_DROPPED_KEYWORDS = frozenset(
-    {"title", "default", "description", "maxLength", "minLength", "maxItems", "minItems", "examples"}
-)
+_DROPPED_KEYWORDS = frozenset({"title", "default", "description", "maxLength", "minLength", "examples"})
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,9 @@ def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     kind = schema.get("type")
     if isinstance(kind, str):
         out["type"] = kind.upper()
-    if "enum" in schema:
-        out["enum"] = list(schema["enum"])
+    for keyword in ("enum", "minItems", "maxItems"):
+        if keyword in schema:
+            out[keyword] = schema[keyword]
     items = schema.get("items")
     if isinstance(items, dict):
         out["items"] = gemini_schema(items)

@@ -29,6 +29,7 @@ from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import Message, ModelRequest
 from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.routing import RouteCandidate, RoutePlan
+from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.models.via_pi import PiPeer
 from longhaul_daemon.state.entry_kinds import SPAN_TYPE, is_custom
 
@@ -142,7 +143,13 @@ class PassModel:
         self._access.health.record(trace.model, duration_ms=trace.duration_ms, error_class=trace.error)
 
     async def call(
-        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema | None = None,
     ) -> CompletionResult:
         while True:
             candidate = self.current
@@ -156,7 +163,7 @@ class PassModel:
                 max_output_tokens=min(max_output_tokens, cap) if cap else max_output_tokens,
                 reasoning="off",  # DIFF-18: as little reasoning as the model allows
                 kind=kind,
-                output_schema=ANSWER_SCHEMA,  # issue 11: structured output wherever the route takes it
+                output_schema=schema or ANSWER_SCHEMA,  # issue 11: structured output where the route takes it
                 stop_at_object=answer_shaped,  # and a looping model is not paid for past its answer
             )
             try:

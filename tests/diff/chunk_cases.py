@@ -21,6 +21,7 @@ from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.diff.values import Turn
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult, Usage
+from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, Rule, State, Value
 from longhaul_daemon.transcript.messages import SpanMessage
 
@@ -271,7 +272,13 @@ class RecordingModel:
         return self._case.input_tokens
 
     async def call(
-        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema | None = None,
     ) -> CompletionResult:
         self.calls.append((kind, system, tuple(messages)))
         listed = re.findall(r"Label exactly these messages: ([^\n]*)\.", messages[0].text)

@@ -29,6 +29,7 @@ from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RetryableError
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult, StopReason, Usage
+from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.passes.model_calls import first_budget, raised_budget
 from longhaul_daemon.state.model import Rule, State
 from longhaul_daemon.transcript.messages import SpanMessage, user_text
@@ -45,6 +46,7 @@ class Call:
     kind: str
     budget: int
     messages: tuple[Message, ...]
+    schema: OutputSchema | None = None
 
     @property
     def last_user(self) -> str:
@@ -87,9 +89,15 @@ class ScriptedModel:
         return self._input_tokens
 
     async def call(
-        self, system: str, messages: Sequence[Message], *, kind: str, max_output_tokens: int
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema | None = None,
     ) -> CompletionResult:
-        self.calls.append(Call(kind, max_output_tokens, tuple(messages)))
+        self.calls.append(Call(kind, max_output_tokens, tuple(messages), schema))
         if not self.replies:
             raise AssertionError(f"unexpected {kind} call")
         reply = self.replies.pop(0)

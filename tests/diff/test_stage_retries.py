@@ -136,3 +136,16 @@ async def test_diff19_the_first_budget_is_the_chunks_need_capped_at_max_tokens()
     sized = ScriptedModel(GOOD, max_tokens=None)
     await run(SPAN, sized)
     assert [c.budget for c in sized.calls] == [SPAN_NEED] and SPAN_NEED < 4096
+
+
+async def test_issue_11_each_call_holds_labels_to_the_messages_asked_about() -> None:
+    """A constrained small model repeated label items until its output limit: the schema of a chunk's calls
+    allows exactly one label per offered message, each naming one of them; other lists keep their bounds."""
+    model = ScriptedModel(answer({"u1": "rule"}), GOOD)
+    await run(SPAN, model)
+    for call in model.calls:  # the first call and its retry
+        assert call.schema is not None
+        labels = call.schema.schema["properties"]["labels"]
+        assert (labels["minItems"], labels["maxItems"]) == (2, 2)
+        assert labels["items"]["properties"]["msg"] == {"type": "string", "enum": ["u1", "u2"]}
+        assert call.schema.schema["properties"]["decisions"]["maxItems"] == 8

@@ -17,9 +17,9 @@ A call's kind is ``first`` (also a raised-budget repeat: same messages, bigger `
 last user message is the retry note) or ``question`` (text after the prompt's "Label exactly these messages"
 line). Every call the daemon makes itself asks for the answer schema as structured output (issue 11):
 :attr:`DiffCall.schema` reads it from ``response_format``, and :meth:`DiffScript.unstructured` lists the calls
-that did not carry it. Matching is on each message's whole text, read from the conversation block, not the 240-character
-listing. Tests then read what a user sees (``standing_rules``, ``rule_line``, ``section``) and what the
-model was sent (``DiffScript.calls``). ``set_model_max_tokens``, ``add_model`` and
+that did not carry it. Matching is on each message's whole text, read from the conversation block, not the
+240-character listing. Tests then read what a user sees (``standing_rules``, ``rule_line``, ``section``) and
+what the model was sent (``DiffScript.calls``). ``set_model_max_tokens``, ``add_model`` and
 ``write_longhaul_settings`` adjust the sandbox before pi starts.
 """
 
@@ -124,9 +124,11 @@ class DiffCall:
 
     @property
     def schema(self) -> dict[str, Any] | None:
-        """The JSON Schema ``response_format`` asks the reply to follow, when it is the Diff's answer schema."""
+        """The JSON Schema ``response_format`` asks the reply to follow, when it is the Diff's answer's."""
         form = self.body.get("response_format")
-        spec = form.get("json_schema") if isinstance(form, dict) and form.get("type") == "json_schema" else None
+        spec = (
+            form.get("json_schema") if isinstance(form, dict) and form.get("type") == "json_schema" else None
+        )
         if not isinstance(spec, dict) or spec.get("name") != "diff_answer" or spec.get("strict") is not True:
             return None
         schema = spec.get("schema")

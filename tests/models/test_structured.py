@@ -54,7 +54,7 @@ class _Item(BaseModel):
 
 
 class _Shape(BaseModel):
-    labels: list[_Item] = Field(default_factory=list)
+    labels: list[_Item] = Field(default_factory=list, max_length=4)
     narrative: str
     objective: str | None = Field(default=None, max_length=300)
 
@@ -88,8 +88,10 @@ def test_strict_schema_closes_every_object_and_makes_optional_fields_nullable() 
     item = schema["properties"]["labels"]["items"]
     assert item["required"] == ["msg", "words"] and item["additionalProperties"] is False
     assert item["properties"]["words"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
-    # OpenAI's strict mode rejects length keywords with a 400: code enforces the bounds instead (DIFF-16)
+    # OpenAI's strict mode rejects string-length keywords with a 400: code enforces those (DIFF-16); array
+    # bounds stay, since every route takes them and they stop a model repeating items
     assert "maxLength" not in json.dumps(schema) and "title" not in json.dumps(schema)
+    assert schema["properties"]["labels"]["maxItems"] == 4
 
 
 def test_gemini_schema_is_the_openapi_dialect() -> None:
@@ -97,6 +99,7 @@ def test_gemini_schema_is_the_openapi_dialect() -> None:
     assert gemini["type"] == "OBJECT" and gemini["propertyOrdering"] == ["labels", "narrative", "objective"]
     assert gemini["properties"]["objective"] == {"type": "STRING", "nullable": True}
     assert gemini["properties"]["labels"]["items"]["properties"]["msg"] == {"type": "STRING"}
+    assert gemini["properties"]["labels"]["maxItems"] == 4
     assert "additionalProperties" not in json.dumps(gemini)
 
 

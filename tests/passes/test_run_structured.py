@@ -15,7 +15,7 @@ import pytest
 from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS, answer_stream
 
-from longhaul_daemon.diff.schema import ANSWER_SCHEMA
+from longhaul_daemon.diff.schema import answer_schema
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, unusable_routes
 from longhaul_daemon.passes.run import run_pass
@@ -64,12 +64,14 @@ async def test_the_diff_asks_for_the_answer_schema_as_structured_output(
     server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
     result = await run_pass(with_model(session.params(keep(session)), server), pass_id="p1")
     [sent] = server.requests
+    expected = answer_schema(["u1", "u2"], required=2)  # the span's two messages, one label each
     assert sent.body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "diff_answer", "schema": dict(ANSWER_SCHEMA.schema), "strict": True},
+        "json_schema": {"name": "diff_answer", "schema": dict(expected.schema), "strict": True},
     }
     schema = sent.body["response_format"]["json_schema"]["schema"]
     assert schema["required"][:3] == ["labels", "decisions", "deadEnds"] and "fixed" in schema["required"]
+    assert schema["properties"]["labels"]["maxItems"] == 2
     assert result.diagnostics is not None
     narrative = result.diagnostics.narrative
     assert narrative["structured"] == {"json_schema": 1} and narrative["structuredSkipped"] == {}
