@@ -64,8 +64,9 @@ class GateServer:
                 gate.release.wait(WAIT_S)
                 with gate._lock:
                     gate.holding -= 1
-                body = json.dumps({"error": {"type": "invalid_request_error"}}).encode()  # fatal: no retry
-                self.send_response(400)
+                # fatal: no retry (a 400 would be asked once more without the answer schema, issue 11)
+                body = json.dumps({"error": {"type": "permission_error"}}).encode()
+                self.send_response(403)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
