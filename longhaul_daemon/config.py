@@ -28,8 +28,8 @@ DEFAULT_GRACE_S: Final = 10.0
 
 DEFAULT_MAX_FRAME: Final = 256 * 1024 * 1024
 """Largest accepted NDJSON frame in bytes. A ``compact`` that names the session file is a few KB; one that
-carries the branch inline (``pi --no-session``, or a refused file) is as large as the session, and a session of
-200 MB must still go through."""
+carries the branch inline (``pi --no-session``, or a refused file) is as large as the session, and a session
+of 200 MB must still go through."""
 
 MAX_BATCH: Final = 16
 """Largest accepted JSON-RPC batch."""
