@@ -139,7 +139,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log
+    from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log, tune_for_serving
 
     faulthandler.enable()
     configure_operational_log()
@@ -157,6 +157,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_frame=args.max_frame,
         via_pi_apis=through_pi,
     )
+    tune_for_serving()
     try:
         anyio.run(_run, options, sys.stdout.isatty(), backend="asyncio")
     except StartupError as exc:

@@ -99,21 +99,24 @@ class _Chunk:
         self._raised = False
         self._ids = [m.id for m in ctx.offered]
 
-    def _parse(self, text: str) -> ParsedAnswer:
-        return parse_answer(
+    async def _parse(self, text: str) -> ParsedAnswer:
+        """The reply read as an answer; off the loop for a big pass, since a big span's answer is big too."""
+        read = partial(
+            parse_answer,
             text,
             self._ids,
             self._ctx.ledger_ids,
             rules=self._ctx.rules,
             label_optional=self._ctx.label_optional,
         )
+        return await self._offload.run(read)
 
     async def _ask(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
         """One call; a reply cut off with nothing usable is asked again, budget raised (FAIL-7, FAIL-8)."""
         result = await self._model.call(
             self._prompt.system, messages, kind=kind, max_output_tokens=self._budget
         )
-        parsed = self._parse(result.text)
+        parsed = await self._parse(result.text)
         if parsed.parsed or not result.cut_off or self._raised:
             return result, parsed
         raised = self._model.raised_budget(self._budget)
@@ -124,7 +127,7 @@ class _Chunk:
         result = await self._model.call(
             self._prompt.system, messages, kind="raised-budget", max_output_tokens=self._budget
         )
-        return result, self._parse(result.text)
+        return result, await self._parse(result.text)
 
     async def run(self) -> _ChunkRun:
         first_messages = (Message("user", self._prompt.user),)
