@@ -16,7 +16,8 @@ def test_pass21_serving_freezes_start_up_objects_and_collects_and_switches_less_
         "from longhaul_daemon.server.lifecycle import tune_for_serving\n"
         "before = gc.get_freeze_count()\n"
         "tune_for_serving()\n"
-        "print(json.dumps([list(gc.get_threshold()), sys.getswitchinterval(), gc.get_freeze_count() > before]))\n"
+        "frozen = gc.get_freeze_count() > before\n"
+        "print(json.dumps([list(gc.get_threshold()), sys.getswitchinterval(), frozen]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     thresholds, interval, frozen = json.loads(out)
