@@ -87,7 +87,7 @@ def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
     users = user_ids(branch)  # u<n> of every user message: the steps below all name messages by them
     span = select_span(params.preparation, branch, users)
     # Commands of a span that fell back to pi's compaction were never offered to a pass: recover them here.
-    unseen = messages_before_span(branch, folded.base_compaction_id, span, users)
+    unseen = messages_before_span(branch, folded.judged_up_to, span, users)
     ledger = apply_ledger(
         folded.state, unseen + span, folded.state.span + 1
     )  # LEDGER-5: counters from the fold

@@ -161,3 +161,30 @@ async def test_takeover_is_not_offered_when_the_newest_compaction_is_longhauls(
     server.script.append(reply({"u2": "not a rule"}))
     await run_pass(with_model(s.params(len(s.entries) - 1), server), pass_id="p2")
     assert "picked" not in prompt_of(server, 1) and "Another compactor" not in prompt_of(server, 1)
+
+
+async def test_ex15_format3_a_newer_format_base_is_taken_over_and_its_ids_are_never_reused(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """EX-15, FORMAT-3, LEDGER-5: a base from a newer Longhaul is read as nothing, its summary goes to the
+    model as a foreign summary, the user's earlier rule is recorded from their own words, and the ledger
+    goes on past every id that summary showed the agent."""
+    s = Session(tmp_path)
+    s.user("never force-push to main")
+    kept = len(s.entries)
+    s.user("Keep going with the export.")
+    newer = s.foreign_compaction(
+        kept, "# Longhaul state after span 4\n- C41 `make` exit 2\n- E9 bash: failed"
+    )
+    newer["details"] = {"stateFormat": 2, "compactor": "longhaul", "passId": "f00d", "span": 4, "state": {}}
+    newer["fromHook"] = True
+    s.user("Now run the build.")
+    s.bash("make build", "ok")
+    params = s.params(len(s.entries) - 1)
+    server.script.append(reply({"u2": "not a rule", "u3": "not a rule"}))
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    state = state_of(result)
+    assert in_force(state) == [("R1", "u1", "never force-push to main")]  # TAKEOVER-4: from the user's words
+    assert "C41 `make` exit 2" in prompt_of(server)  # its summary, read as a foreign one
+    assert [c.id for c in state.commands] == ["C42"] and state.nextError == 10
+    assert state.span == 2  # PASS-16: the refused base spent number 1 along the branch
