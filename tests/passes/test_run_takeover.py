@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from models.scripted import Reply, ScriptedServer, scripted_server
 
+from longhaul_daemon.diff import takeover as takeover_module
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams
 from longhaul_daemon.state.model import State
@@ -188,3 +189,22 @@ async def test_ex15_format3_a_newer_format_base_is_taken_over_and_its_ids_are_ne
     assert "C41 `make` exit 2" in prompt_of(server)  # its summary, read as a foreign one
     assert [c.id for c in state.commands] == ["C42"] and state.nextError == 10
     assert state.span == 2  # PASS-16: the refused base spent number 1 along the branch
+
+
+async def test_takeover26_every_picked_message_and_the_newest_others_are_offered_and_the_rest_counted(
+    tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TAKEOVER-26 (our choice): every picked earlier message, the newest MAX_OTHERS others; the number left
+    out is in the record. (The cap is lowered to 3 here so the test stays small.)"""
+    monkeypatch.setattr(takeover_module, "MAX_OTHERS", 3)
+    asked = [f"question {n} about the export?" for n in range(1, 7)]
+    _, params = taken_over(tmp_path, "never commit generated files", *asked)
+    labels: dict[str, str | tuple[str, str]] = {f"u{n}": "not a rule" for n in range(5, 10)}
+    server.script.append(reply(labels))
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    prompt = prompt_of(server)
+    assert "--- u1 (28 characters, picked)" in prompt  # the picked one is always offered
+    assert all(f"--- u{n} " not in prompt for n in (2, 3, 4))  # the oldest others are left out
+    assert all(f"--- u{n} " in prompt for n in (5, 6, 7))
+    assert result.diagnostics is not None
+    assert result.diagnostics.narrative["takeover"] == {"earlier": 4, "picked": 1, "leftOut": 3}
