@@ -114,16 +114,24 @@ async def test_compact_stands_down_when_the_session_chose_pi() -> None:
 
 
 @pytest.mark.anyio
-async def test_compact_counts_whole_narrative_less_and_fallback_results() -> None:
-    kinds = iter([{"closed_as": "whole"}, {"closed_as": "narrative-less"}, {"fallback": "no-model"}])
+async def test_compact_counts_each_close_kind_as_itself_and_fallbacks() -> None:
+    closes = ["whole", "narrative-less", "chunk-missing", "empty", "chunk-missing"]
+    kinds = iter([*({"closed_as": c} for c in closes), {"fallback": "no-model"}])
 
     async def fake(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         return result_for(pass_id, **next(kinds))
 
     services = Services(socket_path="/s", run_pass=fake)
-    replies = [await call(services, "compact", compact_params()) for _ in range(3)]
+    replies = [await call(services, "compact", compact_params()) for _ in range(6)]
     assert all(isinstance(reply, RpcSuccess) for reply in replies)
-    assert services.pass_counts.model_dump() == {"whole": 1, "narrativeLess": 1, "fallback": 1, "aborted": 0}
+    assert services.pass_counts.model_dump() == {
+        "whole": 1,
+        "narrativeLess": 1,
+        "chunkMissing": 2,
+        "empty": 1,
+        "fallback": 1,
+        "aborted": 0,
+    }
     assert services.passes_in_flight == 0
     assert services.busy_sessions == set()
 
@@ -246,5 +254,12 @@ async def test_status_reports_identity_and_counts() -> None:
     assert result["pid"] == os.getpid()
     assert result["socket"] == "/run/x.sock"
     assert result["socketActivated"] is True
-    assert result["passes"] == {"whole": 0, "narrativeLess": 0, "fallback": 0, "aborted": 0}
+    assert result["passes"] == {
+        "whole": 0,
+        "narrativeLess": 0,
+        "chunkMissing": 0,
+        "empty": 0,
+        "fallback": 0,
+        "aborted": 0,
+    }
     assert result["uptimeS"] >= 0
