@@ -15,7 +15,8 @@ from longhaul_daemon import __version__
 from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.protocol import PROTOCOL_VERSION, CompactParams, CompactResult
 from longhaul_daemon.rpc.methods import Services, build_methods
-from longhaul_daemon.rpc.registry import RpcFailure, RpcSuccess
+from longhaul_daemon.rpc.registry import METHOD_DEADLINE_S, RpcFailure, RpcSuccess
+from longhaul_daemon.rpc.tool_methods import STRIP_DEADLINE_S
 
 SESSION = {"cwd": "/w", "sessionId": "s1", "agentDir": "/a", "piVersion": "0.1"}
 
@@ -263,3 +264,13 @@ async def test_status_reports_identity_and_counts() -> None:
         "aborted": 0,
     }
     assert result["uptimeS"] >= 0
+
+
+def test_every_method_has_a_deadline_and_the_tools_answer_within_what_the_shim_waits() -> None:
+    """Issue 16 item 7: no method may hold a connection slot without end; strip answers within the 2 s the
+    shim waits (lib/strip.ts), the others within METHOD_DEADLINE_S unless they name their own (compact)."""
+    methods = build_methods(Services(socket_path="/s"))
+    assert all(method.deadline_s is not None for method in methods.values())
+    assert methods["strip"].deadline_s == STRIP_DEADLINE_S == 2.0
+    assert methods["recall"].deadline_s == methods["report"].deadline_s == METHOD_DEADLINE_S
+    assert methods["compact"].deadline_s > METHOD_DEADLINE_S
