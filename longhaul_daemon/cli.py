@@ -175,9 +175,16 @@ async def _run(options: ServeOptions) -> None:
 
 def _evaluation(args: argparse.Namespace) -> int:
     # Each evaluation command imports only its own module, like every other subcommand.
-    from longhaul_daemon.evaluation.facts import run_facts
+    if args.command == "facts":
+        from longhaul_daemon.evaluation.facts import run_facts
 
-    return run_facts(args, out=sys.stdout, err=sys.stderr)
+        return run_facts(args, out=sys.stdout, err=sys.stderr)
+    if args.command == "replay":
+        from longhaul_daemon.evaluation.replay_command import run_replay
+
+    from longhaul_daemon.evaluation.replay_command import run_replay
+
+    return run_replay(args, out=sys.stdout, err=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
