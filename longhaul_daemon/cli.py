@@ -182,9 +182,13 @@ def _evaluation(args: argparse.Namespace) -> int:
     if args.command == "replay":
         from longhaul_daemon.evaluation.replay_command import run_replay
 
-    from longhaul_daemon.evaluation.replay_command import run_replay
+    if args.command == "replay":
+        from longhaul_daemon.evaluation.replay_command import run_replay
 
-    return run_replay(args, out=sys.stdout, err=sys.stderr)
+        return run_replay(args, out=sys.stdout, err=sys.stderr)
+    from longhaul_daemon.evaluation.corpus import run_corpus
+
+    return run_corpus(args, out=sys.stdout, err=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
