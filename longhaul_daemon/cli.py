@@ -186,6 +186,10 @@ def _evaluation(args: argparse.Namespace) -> int:
         from longhaul_daemon.evaluation.replay_command import run_replay
 
         return run_replay(args, out=sys.stdout, err=sys.stderr)
+    if args.command == "score":
+        from longhaul_daemon.evaluation.score import run_score
+
+        return run_score(args, out=sys.stdout, err=sys.stderr)
     from longhaul_daemon.evaluation.corpus import run_corpus
 
     return run_corpus(args, out=sys.stdout, err=sys.stderr)

@@ -11,7 +11,7 @@ from typing import Any
 
 __all__ = ["EVALUATION_COMMANDS", "add_evaluation_parsers"]
 
-EVALUATION_COMMANDS = frozenset({"facts", "replay", "corpus"})
+EVALUATION_COMMANDS = frozenset({"facts", "replay", "score", "corpus"})
 
 _FACTS_EPILOG = """\
 For every recorded compaction: the values (tokens of 3 or more characters holding a digit) first seen in
@@ -98,6 +98,7 @@ def add_evaluation_parsers(commands: Any) -> None:
     """Register the evaluation commands on the CLI's subparsers object."""
     _add_facts(commands)
     _add_replay(commands)
+    _add_score(commands)
     _add_corpus(commands)
 
 

@@ -165,7 +165,8 @@ def _work_turn(
             noise_output(s.rng, task),
         )
     if plant:
-        name, value, command, output = planted_value(s.rng, s.used_values)
+        taken = frozenset(name for name, _ in s.owed)
+        name, value, command, output = planted_value(s.rng, s.used_values, taken)
         s.tool("bash", {"command": command}, output)
         s.owed.append((name, value))
     reply = "I looked at the code and ran the checks."

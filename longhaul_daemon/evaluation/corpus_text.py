@@ -167,8 +167,11 @@ def noise_output(rng: random.Random, task: Task) -> str:
     return "\n".join(lines)
 
 
-def planted_value(rng: random.Random, used: set[str]) -> tuple[str, str, str, str]:
-    """(name, value, the command that shows it, its output): the value stands only in the output."""
+def planted_value(
+    rng: random.Random, used: set[str], taken: frozenset[str] = frozenset()
+) -> tuple[str, str, str, str]:
+    """(name, value, the command that shows it, its output): the value stands only in the output. A name in
+    ``taken`` is not planted again in the same stretch: two dev ports at once would contradict each other."""
     while True:
         kind = rng.randrange(5)
         if kind == 0:
@@ -200,7 +203,7 @@ def planted_value(rng: random.Random, used: set[str]) -> tuple[str, str, str, st
                 "curl -s https://staging.internal/version",
                 f'{{"version": "{value}"}}',
             )
-        if value not in used:
+        if value not in used and found[0] not in taken:
             used.add(value)
             return found
 

@@ -32,6 +32,8 @@ __all__ = [
     "DaemonProcess",
     "ReplayDirs",
     "StartError",
+    "Tools",
+    "find_tools",
     "make_dirs",
     "replay_env",
     "write_agent_config",
@@ -66,6 +68,35 @@ class ReplayDirs:
         return sorted((self.agent / "sessions").rglob("*.jsonl"))
 
 
+_CHECKOUT = Path(longhaul_daemon.__file__).resolve().parent.parent
+_PINNED_PI = _CHECKOUT / "client_shim" / "node_modules" / ".bin" / "pi"
+_CHECKOUT_SHIM = _CHECKOUT / "client_shim"
+
+
+@dataclass(frozen=True)
+class Tools:
+    pi: Path
+    shim: Path
+
+
+def find_tools(pi: str | None, shim: str | None) -> Tools | str:
+    """pi (--pi, else the checkout's pinned pi, else pi on PATH) and the shim, or why they are missing."""
+    if pi is not None:
+        pi_path: Path | None = Path(pi) if Path(pi).is_file() else None
+    elif _PINNED_PI.is_file():
+        pi_path = _PINNED_PI
+    else:
+        found = shutil.which("pi")
+        pi_path = Path(found) if found else None
+    if pi_path is None:
+        where = "at the path --pi names" if pi is not None else "on PATH or in this checkout"
+        return f"pi was not found {where}; install pi or name it with --pi"
+    shim_path = Path(shim) if shim is not None else _CHECKOUT_SHIM
+    if not (shim_path / "index.ts").is_file() and not shim_path.is_file():
+        return "the Longhaul pi extension was not found; name it with --shim"
+    return Tools(pi=pi_path.absolute(), shim=shim_path.absolute())
+
+
 def make_dirs() -> ReplayDirs:
     """A fresh 0700 tree under a short temporary path (a Unix socket path must fit in 107 bytes)."""
     base = "/tmp" if os.path.isdir("/tmp") else None
@@ -89,7 +120,12 @@ def replay_env(dirs: ReplayDirs, *, base: Mapping[str, str] | None = None, **ext
     if base is None:
         env = {k: os.environ[k] for k in _ALLOWED_ENV if k in os.environ}
     else:
-        env = {k: v for k, v in base.items() if not k.startswith(("PI_", "LONGHAUL_", "XDG_", "GIT_"))}
+        # The user's environment carries API keys for score; never a proxy, since every call is to loopback.
+        env = {
+            k: v
+            for k, v in base.items()
+            if not k.startswith(("PI_", "LONGHAUL_", "XDG_", "GIT_")) and not k.upper().endswith("_PROXY")
+        }
     package_root = str(Path(longhaul_daemon.__file__).resolve().parent.parent)
     env.update(
         HOME=str(dirs.home),

@@ -10,57 +10,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import longhaul_daemon
 from longhaul_daemon.evaluation.common import Progress, path_hash
+from longhaul_daemon.evaluation.isolation import find_tools
 from longhaul_daemon.evaluation.replay import ReplayConfig, ReplayOutcome, replay_transcript
 
-__all__ = [
-    "EXIT_HANDLER_ERROR",
-    "EXIT_NOT_RUN",
-    "EXIT_OK",
-    "Tools",
-    "find_tools",
-    "outcome_json",
-    "run_replay",
-]
+__all__ = ["EXIT_HANDLER_ERROR", "EXIT_NOT_RUN", "EXIT_OK", "outcome_json", "run_replay"]
 
 EXIT_OK = 0
 EXIT_NOT_RUN = 1  # pi or the shim not found, or a transcript could not be replayed
 EXIT_HANDLER_ERROR = 3  # REPLAY-8
-
-_CHECKOUT = Path(longhaul_daemon.__file__).resolve().parent.parent
-_PINNED_PI = _CHECKOUT / "client_shim" / "node_modules" / ".bin" / "pi"
-_CHECKOUT_SHIM = _CHECKOUT / "client_shim"
-
-
-@dataclass(frozen=True)
-class Tools:
-    pi: Path
-    shim: Path
-
-
-def find_tools(pi: str | None, shim: str | None) -> Tools | str:
-    """pi (--pi, else the checkout's pinned pi, else pi on PATH) and the shim, or why they are missing."""
-    if pi is not None:
-        pi_path: Path | None = Path(pi) if Path(pi).is_file() else None
-    elif _PINNED_PI.is_file():
-        pi_path = _PINNED_PI
-    else:
-        found = shutil.which("pi")
-        pi_path = Path(found) if found else None
-    if pi_path is None:
-        where = "at the path --pi names" if pi is not None else "on PATH or in this checkout"
-        return f"pi was not found {where}; install pi or name it with --pi"
-    shim_path = Path(shim) if shim is not None else _CHECKOUT_SHIM
-    if not (shim_path / "index.ts").is_file() and not shim_path.is_file():
-        return "the Longhaul pi extension was not found; name it with --shim"
-    return Tools(pi=pi_path.absolute(), shim=shim_path.absolute())
 
 
 def outcome_json(o: ReplayOutcome) -> dict[str, Any]:
