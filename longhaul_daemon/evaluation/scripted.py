@@ -46,6 +46,7 @@ class Reading:
     users: list[tuple[str, str]] = field(default_factory=list)  # (u<n> or "", text)
     facts: list[tuple[str, str, str]] = field(default_factory=list)  # (name, value, u<n> of its turn)
     failures: list[tuple[str, int]] = field(default_factory=list)  # (command, exit code)
+    steps: list[str] = field(default_factory=list)  # what was done, in order, for a prose summary
 
 
 def _words(text: str) -> set[str]:
@@ -74,8 +75,13 @@ def read_conversation(blocks: Iterable[tuple[str, str]]) -> Reading:
             turn = label.partition(" ")[2]
             if not text.startswith("Ran `"):  # pi shows a user's !command as a user message
                 reading.users.append((turn, text))
+                # Progress names the task, never the user's words: only a rule is meant to be quoted.
+                reading.steps += [f"Worked on `{task}`" for task in _TASK.findall(text)]
+        elif label == "read":
+            reading.steps.append(f"Read `{text}`")
         elif label == "call":
             command = text
+            reading.steps.append(f"Ran `{text}`")
         elif label == "result":
             exited = _EXITED.search(text)
             if exited and command:
@@ -127,6 +133,9 @@ def _pi_blocks(conversation: str) -> list[tuple[str, str]]:
         elif kind == "Assistant tool calls":
             command = re.search(r'bash\(command=("(?:[^"\\]|\\.)*")', text)
             found.append(("call", json.loads(command.group(1)) if command else ""))
+            found += [
+                ("read", json.loads(p.group(1))) for p in re.finditer(r'read\(path=("(?:[^"\\]|\\.)*")', text)
+            ]
         elif kind == "Tool result":
             found.append(("result", text))
     return found
@@ -148,14 +157,15 @@ def scripted_pi_summary(body: dict[str, Any]) -> str:
     earlier = previous.group(1) if previous else ""
     reading = read_conversation(_pi_blocks(conversation.group(1) if conversation else ""))
     rules, _ = _rules_and_lifts(reading.users, _section(earlier, "Constraints & Preferences"))
-    done = _section(earlier, "Progress") + [f"`{c}` failed (exit {code})" for c, code in reading.failures]
+    done = _section(earlier, "Progress") + [f"[x] {step}" for step in reading.steps]
+    done += [f"`{c}` failed (exit {code})" for c, code in reading.failures]
     facts = _section(earlier, "Critical Context") + [f"{name}: {value}" for name, value, _ in reading.facts]
     goal = re.search(r"^## Goal\n(.+)$", earlier, re.M)
     asks = [t for _, t in reading.users if not _RULE.search(t) and not _WITHDRAWAL.search(t)]
     first = goal.group(1) if goal else (asks[0] if asks else "Continue the work.")
     lines = ["## Goal", " ".join(first.split())[:300], "", "## Constraints & Preferences"]
     lines += [f"- {r}" for r in rules] or ["- (none)"]
-    lines += ["", "## Progress"] + [f"- {d}" for d in done] + ["", "## Key Decisions", "- (none)"]
+    lines += ["", "## Progress", "### Done", *[f"- {d}" for d in done], "", "## Key Decisions", "- (none)"]
     lines += ["", "## Next Steps", f"1. {_next_step(reading.users)}", "", "## Critical Context"]
     lines += [f"- {f}" for f in facts] or ["- (none)"]
     return "\n".join(lines)
