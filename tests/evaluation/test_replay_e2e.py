@@ -9,6 +9,8 @@ Output names transcripts by hash only, and a pipe gets no progress bar.
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import shutil
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from e2e.sandbox import Sandbox
 from e2e.scenario import agent_bash, expect_longhaul, wrap_up
 
 from longhaul_daemon.evaluation.common import path_hash
+from longhaul_daemon.evaluation.replay_command import run_replay
 
 from .cli_run import private_env, run_cli
 
@@ -143,3 +146,28 @@ def test_replay_with_pis_own_compaction_counts_no_fallback(recording: Path, tmp_
         0,
         0,
     )
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_replay_draws_a_progress_bar_with_hashed_names(recording: Path, tmp_path: Path) -> None:
+    args = argparse.Namespace(
+        files=[str(recording)],
+        pi=None,
+        shim=None,
+        compactor="longhaul",
+        step_timeout=120.0,
+        keep_recent_tokens=None,
+        keep=None,
+        json=False,
+    )
+    out, err = io.StringIO(), _Terminal()
+    assert run_replay(args, out=out, err=err) == 0
+    bar = err.getvalue()
+    assert "replay [" in bar and "0/1" in bar and "1/1" in bar and "step " in bar
+    assert path_hash(recording) in bar
+    assert str(recording.parent) not in bar and recording.name not in bar
+    assert bar.endswith("\r")  # the bar leaves a clean line for what follows
