@@ -70,6 +70,7 @@ def test_help_loads_no_evaluation_command(tmp_path: Path) -> None:
         ("corpus", ["{dir}/out", "--sessions", "1"], 0, set()),
         ("replay", ["{file}", "--pi", "{dir}/no-pi"], 1, set()),
         ("score", ["{file}"], 2, {"pydantic", "httpx"}),
+        ("state", ["{file}"], 0, {"pydantic"}),  # and the other way round: no evaluation code in state
     ],
 )
 def test_each_command_loads_only_its_own_code(

@@ -16,6 +16,10 @@ from typing import Any
 
 import pytest
 
+from longhaul_daemon.evaluation.common import key_path
+from longhaul_daemon.evaluation.corpus import write_corpus
+from longhaul_daemon.evaluation.key import load_key
+
 from .cli_run import private_env, run_cli
 from .scored import SPEC, drops_the_rule, keeps_the_lifted_rule, scored_model, write_scored_session
 
@@ -74,3 +78,33 @@ def test_a_lost_rule_and_a_withdrawn_rule_kept_active_score_lower(
     for result in (drops, keeps):
         assert result["pi"]["score"] < result["longhaul"]["score"] == 1.0
         assert len(result["pi"]["runScores"]) == 2  # two replicates, scored one by one
+
+
+def test_corpus_sessions_are_scored_on_every_probe_of_their_key(prerequisites: None, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus, sessions=3, seed=3, max_compactions=3)
+    files = sorted(corpus.glob("*.jsonl"))
+    expected = {kind: 0 for kind in ("rule", "lifted", "command", "value", "next")}
+    for path in files:
+        key = load_key(key_path(path))
+        assert key is not None
+        for c in key.compactions:
+            expected["rule"] += len(c.rules)
+            expected["lifted"] += len(c.lifted)
+            expected["command"] += len(c.commands)
+            expected["value"] += len(c.values)
+            expected["next"] += 1
+    agent = tmp_path / "agent"
+    model = scored_model(agent)
+    try:
+        args = ["score", *map(str, files), "--model", SPEC, "--yes", "--agent-dir", str(agent), "--json"]
+        done = run_cli(*args, "--jobs", "2", env=private_env(tmp_path), cwd=tmp_path)
+    finally:
+        model.close()
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = json.loads(done.stdout[done.stdout.index("\n{") + 1 :])
+    for compactor in ("longhaul", "pi"):
+        report = document["compactors"][compactor]
+        assert report["checked"] == expected and report["compactions"] == 6
+        # The scripted model reads what a user wrote the same way on both sides; what it finds, both keep.
+        assert report["kinds"]["command"] == report["kinds"]["value"] == report["kinds"]["next"] == 1.0
