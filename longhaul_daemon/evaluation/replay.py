@@ -226,7 +226,10 @@ def replay_transcript(
                 session = None
             outcome.divergences += fake.divergences
         if session is not None and session.is_file():
-            _read_back(outcome, session)
+            try:
+                _read_back(outcome, session)
+            except TranscriptError:
+                outcome.problem = outcome.problem or "no-session"
             if config.keep_dir is not None:
                 _keep(path, session, config.keep_dir, outcome)
         elif outcome.problem is None:
