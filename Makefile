@@ -72,3 +72,9 @@ test: install lint typecheck pytest node-test
 
 clean:
 	rm -rf $(VENV) client_shim/node_modules .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# pi's own compaction and Longhaul's side by side through real pi on a 20-session corpus (about ten minutes);
+# prints the table and puts it into docs/performance.md.
+.PHONY: bench-compare
+bench-compare: install
+	$(BIN)/python bench/compare.py --write

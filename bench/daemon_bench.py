@@ -31,14 +31,14 @@ from typing import Any
 import cli_startup
 import daemon_load
 from harness import (
-    ModelStub,
+    ModelProcess,
     Scratch,
+    StatusPoller,
     call,
     compact_params,
     frame,
     peak_rss_mb,
     percentile,
-    poll_status,
     stop,
     wait_serving,
 )
@@ -100,15 +100,11 @@ async def _timed(socket: Path, request: bytes) -> tuple[float, str, dict[str, An
 
 
 async def _passes(scratch: Scratch, daemon: subprocess.Popen[bytes], session: SyntheticSession) -> PassTimes:
-    model = ModelStub(delay_s=0)
-    await model.start()
-    try:
+    with ModelProcess(delay_s=0) as model:
         await wait_serving(scratch.socket, daemon)
         params = compact_params(session, cwd=scratch.cwd, agent=scratch.agent, base_url=model.base_url)
         cold, closed, _ = await _timed(scratch.socket, frame("compact", params, 1))
         warm, _, branch = await _timed(scratch.socket, frame("compact", params, 2))
-    finally:
-        await model.close()
     return PassTimes(Shape("", 0), cold, warm, peak_rss_mb(daemon.pid), closed, branch)
 
 
@@ -129,26 +125,14 @@ async def _status_during(
     scratch: Scratch, daemon: subprocess.Popen[bytes], session: SyntheticSession
 ) -> tuple[list[float], list[float]]:
     """``status`` latencies on an idle daemon, then while a pass over ``session`` runs."""
-    model = ModelStub(delay_s=0)
-    await model.start()
-    try:
+    with ModelProcess(delay_s=0) as model:
         await wait_serving(scratch.socket, daemon)
-        idle: list[float] = []
-        done = asyncio.Event()
-        poller = asyncio.create_task(poll_status(scratch.socket, done, idle, every_s=0.005))
-        await asyncio.sleep(1.0)
-        done.set()
-        await poller
-        busy: list[float] = []
-        done = asyncio.Event()
-        poller = asyncio.create_task(poll_status(scratch.socket, done, busy, every_s=0.005))
+        with StatusPoller(scratch.socket) as idle:
+            await asyncio.sleep(1.0)
         params = compact_params(session, cwd=scratch.cwd, agent=scratch.agent, base_url=model.base_url)
-        await call(scratch.socket, frame("compact", params, 1))
-        done.set()
-        await poller
-    finally:
-        await model.close()
-    return idle, busy
+        with StatusPoller(scratch.socket) as busy:
+            await call(scratch.socket, frame("compact", params, 1))
+    return idle.latencies, busy.latencies
 
 
 def _status(work: Path) -> tuple[list[float], list[float]]:

@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from harness import (
-    ModelStub,
+    ModelProcess,
     Scratch,
+    StatusPoller,
     call,
     compact_params,
     cpu_seconds,
     frame,
     percentile,
-    poll_status,
     stop,
     wait_serving,
 )
@@ -68,55 +68,37 @@ def _outcome(reply: dict[str, Any]) -> str:
 
 
 async def _burst(scratch: Scratch, daemon: subprocess.Popen[bytes], args: argparse.Namespace) -> LoadResult:
-    model = ModelStub(delay_s=args.delay)
-    await model.start()
-    try:
+    with ModelProcess(delay_s=args.delay) as model:
         await wait_serving(scratch.socket, daemon)
-        sessions = [
-            write_session(
-                scratch.sessions / f"s{n}.jsonl",
-                total_bytes=args.session_kb * 1024,
-                seed=n,
-                cwd=str(scratch.cwd),
-            )
-            for n in range(args.passes + args.warmup)
-        ]
-        frames = [
-            frame(
-                "compact",
-                compact_params(
-                    s, cwd=scratch.cwd, agent=scratch.agent, base_url=model.base_url, inline=args.inline
-                ),
-                n,
-            )
-            for n, s in enumerate(sessions, start=1)
-        ]
+        size, cwd = args.session_kb * 1024, str(scratch.cwd)
+        paths = [scratch.sessions / f"s{n}.jsonl" for n in range(args.passes + args.warmup)]
+        sessions = [write_session(p, total_bytes=size, seed=n, cwd=cwd) for n, p in enumerate(paths)]
+        where = {
+            "cwd": scratch.cwd,
+            "agent": scratch.agent,
+            "base_url": model.base_url,
+            "inline": args.inline,
+        }
+        frames = [frame("compact", compact_params(s, **where), n) for n, s in enumerate(sessions, start=1)]
         for warm in frames[args.passes :]:
             await call(scratch.socket, warm)
-        model.calls = model.most_in_flight = 0
         profiler = _start_profiler(args, daemon.pid) if args.profile else None
-        done = asyncio.Event()
-        latencies: list[float] = []
-        poller = asyncio.create_task(poll_status(scratch.socket, done, latencies))
-        cpu_before = cpu_seconds(daemon.pid)
-        started = time.perf_counter()
-        replies = await asyncio.gather(*(call(scratch.socket, f) for f in frames[: args.passes]))
-        wall, cpu = time.perf_counter() - started, cpu_seconds(daemon.pid) - cpu_before
-        done.set()
-        await poller
+        with StatusPoller(scratch.socket, every_s=0.02) as poller:
+            cpu_before = cpu_seconds(daemon.pid)
+            started = time.perf_counter()
+            replies = await asyncio.gather(*(call(scratch.socket, f) for f in frames[: args.passes]))
+            wall, cpu = time.perf_counter() - started, cpu_seconds(daemon.pid) - cpu_before
         if profiler is not None:
             stop(profiler, signal.SIGINT)
-    finally:
-        await model.close()
     return LoadResult(
         passes=args.passes,
         wall_s=wall,
         cpu_s=cpu,
         outcomes=dict(Counter(_outcome(r) for r in replies)),
-        status_s=latencies,
+        status_s=poller.latencies,
         session_kb=sessions[0].bytes // 1024,
         frame_kb=len(frames[0]) // 1024,
-        model_calls=model.calls,
+        model_calls=model.calls - args.warmup,
         most_in_flight=model.most_in_flight,
     )
 

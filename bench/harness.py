@@ -26,8 +26,10 @@ from longhaul_daemon.evaluation.synthetic import SyntheticSession
 
 __all__ = [
     "API_KEY",
+    "ModelProcess",
     "ModelStub",
     "Scratch",
+    "StatusPoller",
     "call",
     "compact_params",
     "cpu_seconds",
@@ -164,6 +166,89 @@ class ModelStub:
         return head.encode() + events
 
 
+class ModelProcess:
+    """A :class:`ModelStub` in a process of its own, so its work (reading a 3 MB prompt, writing a 1 MB
+    answer) never holds up the process that times the daemon. Use as a context manager."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self.calls = 0
+        self.most_in_flight = 0
+        self._process: subprocess.Popen[str] | None = None
+        self.base_url = ""
+
+    def __enter__(self) -> ModelProcess:
+        command = [sys.executable, str(Path(__file__)), "model-stub", str(self.delay_s)]
+        self._process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        self.base_url = self._process.stdout.readline().strip()
+        if not self.base_url.startswith("http://"):
+            raise SystemExit("the scripted model did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process is None:
+            return
+        self._process.send_signal(signal.SIGTERM)
+        out, _ = self._process.communicate(timeout=30)
+        counts = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+        self.calls, self.most_in_flight = counts.get("calls", 0), counts.get("mostInFlight", 0)
+
+
+async def _serve_stub(delay_s: float) -> None:
+    """The child side of :class:`ModelProcess`: print the base URL, serve until SIGTERM, print the counts."""
+    stub = ModelStub(delay_s=delay_s)
+    await stub.start()
+    print(stub.base_url, flush=True)  # noqa: T201
+    stopped = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopped.set)
+    await stopped.wait()
+    await stub.close()
+    print(json.dumps({"calls": stub.calls, "mostInFlight": stub.most_in_flight}), flush=True)  # noqa: T201
+
+
+class StatusPoller:
+    """``status`` timed from a process of its own, so nothing this process does (parsing a large reply)
+    shows up as the daemon's latency. Use as a context manager; :attr:`latencies` holds seconds."""
+
+    def __init__(self, socket_path: Path, every_s: float = 0.005) -> None:
+        self.socket_path = socket_path
+        self.every_s = every_s
+        self.latencies: list[float] = []
+        self._process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> StatusPoller:
+        command = [
+            sys.executable,
+            str(Path(__file__)),
+            "status-poller",
+            str(self.socket_path),
+            str(self.every_s),
+        ]
+        self._process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        self._process.stdout.readline()  # "polling": the first status has been answered
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process is None:
+            return
+        self._process.send_signal(signal.SIGTERM)
+        out, _ = self._process.communicate(timeout=30)
+        self.latencies = json.loads(out.strip().splitlines()[-1]) if out.strip() else []
+
+
+async def _poll_until_term(socket_path: Path, every_s: float) -> None:
+    """The child side of :class:`StatusPoller`."""
+    done = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
+    await call(socket_path, frame("status", {}, 0))
+    print("polling", flush=True)  # noqa: T201
+    latencies: list[float] = []
+    await poll_status(socket_path, done, latencies, every_s)
+    print(json.dumps(latencies), flush=True)  # noqa: T201
+
+
 async def call(socket_path: Path, request: bytes) -> dict[str, Any]:
     """One request on a connection of its own, as the shim makes a ``compact`` call."""
     reader, writer = await asyncio.open_unix_connection(str(socket_path), limit=256 * 1024 * 1024)
@@ -280,3 +365,9 @@ def reset_peak_rss(pid: int) -> None:
     """Start a new peak-RSS measurement (Linux: writing 5 to clear_refs resets VmHWM)."""
     with contextlib.suppress(OSError):
         Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["model-stub"]:
+    asyncio.run(_serve_stub(float(sys.argv[2])))
+if __name__ == "__main__" and sys.argv[1:2] == ["status-poller"]:
+    asyncio.run(_poll_until_term(Path(sys.argv[2]), float(sys.argv[3])))

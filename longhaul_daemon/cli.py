@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from longhaul_daemon import __version__
 from longhaul_daemon.config import DEFAULT_GRACE_S, DEFAULT_MAX_FRAME, DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.errors import StartupError
+from longhaul_daemon.evaluation.args import EVALUATION_COMMANDS, add_evaluation_parsers
 from longhaul_daemon.inspect.state_args import add_state_parser
 from longhaul_daemon.log.report_args import add_report_parser
 from longhaul_daemon.ops.install_args import add_install_commands
@@ -131,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_state_parser(commands)
     add_install_commands(commands)
     add_report_parser(commands)
+    add_evaluation_parsers(commands)
     return parser
 
 
@@ -139,7 +141,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log
+    from longhaul_daemon.server.lifecycle import ServeOptions, configure_operational_log, tune_for_serving
 
     faulthandler.enable()
     configure_operational_log()
@@ -157,6 +159,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_frame=args.max_frame,
         via_pi_apis=through_pi,
     )
+    tune_for_serving()
     try:
         anyio.run(_run, options, sys.stdout.isatty(), backend="asyncio")
     except StartupError as exc:
@@ -188,6 +191,28 @@ async def _run(options: ServeOptions, tty: bool) -> None:
         raise group_error.exceptions[0] from None
 
 
+def _evaluation(args: argparse.Namespace) -> int:
+    # Each evaluation command imports only its own module, like every other subcommand.
+    if args.command == "facts":
+        from longhaul_daemon.evaluation.facts import run_facts
+
+        return run_facts(args, out=sys.stdout, err=sys.stderr)
+    if args.command == "replay":
+        from longhaul_daemon.evaluation.replay_command import run_replay
+
+    if args.command == "replay":
+        from longhaul_daemon.evaluation.replay_command import run_replay
+
+        return run_replay(args, out=sys.stdout, err=sys.stderr)
+    if args.command == "score":
+        from longhaul_daemon.evaluation.score import run_score
+
+        return run_score(args, out=sys.stdout, err=sys.stderr)
+    from longhaul_daemon.evaluation.corpus import run_corpus
+
+    return run_corpus(args, out=sys.stdout, err=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # Each branch imports its own command, so one subcommand never loads another's dependencies.
@@ -205,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from longhaul_daemon.log.report import run_report
 
         return run_report(args, out=sys.stdout)
+    if args.command in EVALUATION_COMMANDS:
+        return _evaluation(args)
     from longhaul_daemon.status_client import run_status
 
     socket_path = resolve_socket_path(args.socket, os.environ, os.getuid())

@@ -13,7 +13,9 @@ __all__ = [
     "DEFAULT_MAX_FRAME",
     "DEFAULT_PASS_BUDGET_S",
     "MAX_BATCH",
+    "MAX_CLOSED_ERRORS",
     "MAX_IN_FLIGHT_PER_CONNECTION",
+    "MAX_STATE_COMMANDS",
     "Compactor",
     "choose_compactor",
 ]
@@ -28,8 +30,14 @@ DEFAULT_GRACE_S: Final = 10.0
 
 DEFAULT_MAX_FRAME: Final = 256 * 1024 * 1024
 """Largest accepted NDJSON frame in bytes. A ``compact`` that names the session file is a few KB; one that
-carries the branch inline (``pi --no-session``, or a refused file) is as large as the session, and a session of
-200 MB must still go through."""
+carries the branch inline (``pi --no-session``, or a refused file) is as large as the session, and a session
+of 200 MB must still go through."""
+
+MAX_STATE_COMMANDS: Final = 500
+"""LEDGER-12: the newest commands the State carries from span to span; span records hold every one."""
+
+MAX_CLOSED_ERRORS: Final = 200
+"""LEDGER-12: closed errors the State carries beside every open one."""
 
 MAX_BATCH: Final = 16
 """Largest accepted JSON-RPC batch."""

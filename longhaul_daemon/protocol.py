@@ -321,8 +321,12 @@ class StatusParams(_Params):
 
 
 class PassCounts(_Result):
+    """Passes since the daemon started, by how each ended: a close kind, a fallback or an abort."""
+
     whole: int = 0
     narrativeLess: int = 0
+    chunkMissing: int = 0
+    empty: int = 0
     fallback: int = 0
     aborted: int = 0
 

@@ -64,7 +64,12 @@ def test_the_architecture_picture_names_every_command() -> None:
     picture = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8").split("```")[1]
     (subcommands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     commands = set(subcommands.choices)
-    assert commands == {"serve", "status", "state", "report", "install", "uninstall"}
+    assert commands == {"serve", "status", "state", "report", "install", "uninstall"} | {
+        "facts",
+        "replay",
+        "score",
+        "corpus",
+    }
     for command in commands:
         assert re.search(rf"\b{command}\b", picture), f"docs/architecture.md's picture lacks {command}"
 

@@ -132,14 +132,17 @@ class _Chunk:
         required = sum(1 for m in self._ids if m not in ctx.label_optional)
         self._schema = answer_schema(self._ids, required=required)
 
-    def _parse(self, text: str) -> ParsedAnswer:
-        return parse_answer(
+    async def _parse(self, text: str) -> ParsedAnswer:
+        """The reply read as an answer; off the loop for a big pass, since a big span's answer is big too."""
+        read = partial(
+            parse_answer,
             text,
             self._ids,
             self._ctx.ledger_ids,
             rules=self._ctx.rules,
             label_optional=self._ctx.label_optional,
         )
+        return await self._offload.run(read)
 
     def _may_retry(self) -> bool:
         return not self._strict or self._retries == 0
@@ -148,7 +151,7 @@ class _Chunk:
         result = await self._model.call(
             self._prompt.system, messages, kind=kind, max_output_tokens=self._budget, schema=self._schema
         )
-        parsed = self._parse(result.text)
+        parsed = await self._parse(result.text)
         if not parsed.parsed:
             self._model.note_unusable()
         return result, parsed

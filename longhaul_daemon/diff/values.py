@@ -41,7 +41,6 @@ __all__ = [
     "find_value",
     "learn_values",
     "merge_values",
-    "render_value",
 ]
 
 MAX_VALUES = 20  # VALUE-8
@@ -129,11 +128,6 @@ def check_values(candidates: Sequence[ValueCandidate], turns: Sequence[Turn]) ->
     by_id = {turn.id: turn for turn in turns}
     kept = tuple(c for c in candidates if check_value(c.value, c.turn, by_id).kept)
     return ValueCheck(kept=kept, dropped=len(candidates) - len(kept))
-
-
-def render_value(what: str, value: str, turn: str) -> str:
-    """VALUE-5: the summary line names the turn that showed it: ``dev server port: 5173 (turn u11)``."""
-    return f"{what}: {value} (turn {turn})"
 
 
 def _name_key(name: str) -> str:

@@ -1,1 +1,1 @@
-"""Measuring Longhaul: synthetic sessions for the benchmarks, and (later) replay, facts and score."""
+"""Measuring Longhaul on real pi: facts, replay, score, the corpus with its answer key, synthetic sessions."""

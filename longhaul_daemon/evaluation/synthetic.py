@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from longhaul_daemon.passes.close import MAX_STATE_COMMANDS
+from longhaul_daemon.config import MAX_STATE_COMMANDS
 
-__all__ = ["SyntheticSession", "write_session"]
+__all__ = ["SessionWriter", "SyntheticSession", "write_session"]
 
 Compactor = Literal["pi", "longhaul"]
 _MODEL = {"api": "openai-completions", "provider": "fake", "model": "fake-model"}
@@ -51,7 +51,9 @@ class SyntheticSession:
     first_kept_id: str = ""
 
 
-class _Writer:
+class SessionWriter:
+    """Writes entries as pi 0.73.1 does: 8-hex ids, each the child of the last, ISO and epoch-ms stamps."""
+
     def __init__(self, out: Any, rng: random.Random, start_ms: int) -> None:
         self._out = out
         self._rng = rng
@@ -115,7 +117,7 @@ def _output(rng: random.Random, n: int, size: int) -> str:
     return "\n".join(lines)
 
 
-def _turn(w: _Writer, rng: random.Random, n: int, output_bytes: int) -> str:
+def _turn(w: SessionWriter, rng: random.Random, n: int, output_bytes: int) -> str:
     """One turn; returns the id of its user message."""
     user_id = w.message(
         {
@@ -161,7 +163,7 @@ def _turn(w: _Writer, rng: random.Random, n: int, output_bytes: int) -> str:
     return user_id
 
 
-def _compaction(w: _Writer, compactor: Compactor, first_kept: str, span: int, tokens: int) -> str:
+def _compaction(w: SessionWriter, compactor: Compactor, first_kept: str, span: int, tokens: int) -> str:
     if compactor == "pi":
         summary = f"## Goal\nKeep the tests green.\n\n## Progress\nRan {span} stretches of tests."
         return w.entry(
@@ -215,7 +217,7 @@ def write_session(
     span_turns = max(1, (span_bytes // per_turn) if span_bytes is not None else turns // (compactions + 1))
     marks = _compaction_turns(turns, span_turns, compactions)
     with path.open("w", encoding="utf-8") as out:
-        w = _Writer(out, rng, start_ms=1_790_000_000_000)
+        w = SessionWriter(out, rng, start_ms=1_790_000_000_000)
         w.line({"type": "session", "version": 3, "id": session_id, "timestamp": w.stamp()[0], "cwd": cwd})
         w.entry("model_change", provider="fake", modelId="fake-model")
         w.entry("thinking_level_change", thinkingLevel="off")

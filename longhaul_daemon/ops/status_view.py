@@ -186,6 +186,7 @@ def format_status(status: StatusResult) -> str:
         (
             "passes",
             f"whole {passes.whole}, narrative-less {passes.narrativeLess}, "
+            f"chunk missing {passes.chunkMissing}, empty {passes.empty}, "
             f"fallback {passes.fallback}, aborted {passes.aborted}",
         ),
         ("in flight", str(status.inFlight)),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from longhaul_daemon.config import MAX_CLOSED_ERRORS, MAX_STATE_COMMANDS
 from longhaul_daemon.diff.apply import apply_events
 from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.diff.prompt import OfferedMessage
@@ -51,8 +52,6 @@ __all__ = [
 
 MAX_CARRIED = 30  # FAIL-11: at most 30 user messages offered again, the newest ones
 MAX_CARRIED_CHARS = 2000  # issue 11: the summary shows this much of each carried message; recall has the rest
-MAX_STATE_COMMANDS = 500  # LEDGER-12: the newest commands the State carries; span records hold every one
-MAX_CLOSED_ERRORS = 200  # LEDGER-12: closed errors the State carries beside every open one
 
 _U_ID = re.compile(r"u([1-9][0-9]*)")
 

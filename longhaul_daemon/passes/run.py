@@ -41,6 +41,7 @@ from longhaul_daemon.protocol import (
     RouteChoice,
 )
 from longhaul_daemon.settings import Settings, load_settings
+from longhaul_daemon.state.clean import clean_command, clean_error, prose
 from longhaul_daemon.state.entry_kinds import COMPACTOR
 from longhaul_daemon.state.fold import FoldResult, fold
 from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, State, World
@@ -88,7 +89,7 @@ def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
     users = user_ids(branch)  # u<n> of every user message: the steps below all name messages by them
     span = select_span(params.preparation, branch, users)
     # Commands of a span that fell back to pi's compaction were never offered to a pass: recover them here.
-    unseen = messages_before_span(branch, folded.base_compaction_id, span, users)
+    unseen = messages_before_span(branch, folded.judged_up_to, span, users)
     ledger = apply_ledger(
         folded.state, unseen + span, folded.state.span + 1
     )  # LEDGER-5: counters from the fold
@@ -195,7 +196,11 @@ def _notice(span_no: int, outcome: _DiffOutcome, carried: int) -> str | None:
 def _span_record(
     prepared: _Prepared, before: State, after: State, world: World, outcome: _DiffOutcome, pass_id: str
 ) -> dict[str, Any]:
-    """FORMAT-6 without ``compactionId``: only the shim learns the compaction entry's id (PASS-11)."""
+    """FORMAT-6 without ``compactionId``: only the shim learns the compaction entry's id (PASS-11).
+
+    Every text in it is cleaned as the State's is (issue 12), so a reader of the span record (recall, the
+    inspector, another tool) never meets a control character either.
+    """
     return {
         "v": SPAN_RECORD_VERSION,
         "span": after.span,
@@ -204,11 +209,11 @@ def _span_record(
         "reason": outcome.reason,
         "messages": prepared.user_ids,
         "events": list(range(before.seq + 1, after.seq + 1)),  # PASS-5: the numbers this Close handed out
-        "commands": [c.model_dump(mode="json") for c in prepared.ledger.new_commands],
-        "errors": [e.model_dump(mode="json") for e in prepared.ledger.new_errors],
-        "narrative": outcome.narrative,
+        "commands": [clean_command(c).model_dump(mode="json") for c in prepared.ledger.new_commands],
+        "errors": [clean_error(e).model_dump(mode="json") for e in prepared.ledger.new_errors],
+        "narrative": prose(outcome.narrative),
         "now": after.now,
-        "world": world.model_dump(mode="json"),
+        "world": (after.world or world).model_dump(mode="json"),
         "excused": [],
         UNUSABLE_KEY: outcome.unusable,  # issue 11: read back by later passes of this session
     }

@@ -150,11 +150,16 @@ class Services:
         )
 
     def count_result(self, result: CompactResult) -> None:
-        """Count a finished pass as whole, narrative-less or fallback."""
+        """Count a finished pass by its close (whole, narrative-less, chunk missing, empty) or fallback."""
+        closed_as = result.after.spanRecord.get("closedAs") if result.after is not None else None
         if result.fallback is not None or result.compaction is None:
             self.pass_counts.fallback += 1
-        elif result.after is not None and result.after.spanRecord.get("closedAs") == "narrative-less":
+        elif closed_as == "narrative-less":
             self.pass_counts.narrativeLess += 1
+        elif closed_as == "chunk-missing":
+            self.pass_counts.chunkMissing += 1
+        elif closed_as == "empty":
+            self.pass_counts.empty += 1
         else:
             self.pass_counts.whole += 1
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from longhaul_daemon.errors import INTERNAL_ERROR, INVALID_PARAMS, DeadlineExceeded, DomainError
 
 __all__ = [
+    "METHOD_DEADLINE_S",
     "RpcFailure",
     "RpcMethod",
     "RpcOutcome",
@@ -34,6 +35,8 @@ __all__ = [
     "new_error_id",
     "rpc",
 ]
+
+METHOD_DEADLINE_S = 10.0  # what a method may take unless it names its own (the tools, reports, hello, status)
 
 _log = structlog.get_logger("longhaul.rpc")
 
@@ -68,6 +71,7 @@ class RpcMethod:
 
     name: str
     call: Callable[..., Awaitable[RpcOutcome]]
+    deadline_s: float = METHOD_DEADLINE_S  # how long the handler may run (-32001 past it)
 
 
 def new_error_id() -> str:
@@ -121,13 +125,14 @@ def _echoes_input(msg: str, value: object) -> bool:
 
 
 def rpc(
-    name: str, params_model: type[ParamsT], *, deadline_s: float | None = None
+    name: str, params_model: type[ParamsT], *, deadline_s: float = METHOD_DEADLINE_S
 ) -> Callable[[Callable[[ParamsT], Awaitable[BaseModel]]], RpcMethod]:
     """Wrap ``handler(params) -> result`` as the JSON-RPC method ``name``.
 
-    By-name params only; they are validated by ``params_model``. ``deadline_s`` bounds the handler (-32001
-    when it runs over). A :class:`DomainError` becomes its code and message; any other exception becomes
-    -32603 with an error id. The result is dumped in JSON mode.
+    By-name params only; they are validated by ``params_model``. Every method has a deadline, ``deadline_s``
+    (-32001 when it runs over): no request holds a connection slot for ever. A :class:`DomainError` becomes
+    its code and message; any other exception becomes -32603 with an error id. The result is dumped in JSON
+    mode.
     """
 
     def register(handler: Callable[[ParamsT], Awaitable[BaseModel]]) -> RpcMethod:
@@ -151,16 +156,14 @@ def rpc(
             except Exception as exc:
                 return internal_error(exc, where=name)
 
-        return RpcMethod(name=name, call=call)
+        return RpcMethod(name=name, call=call, deadline_s=deadline_s)
 
     return register
 
 
 async def _run_with_deadline(
-    handler: Callable[[ParamsT], Awaitable[BaseModel]], params: ParamsT, deadline_s: float | None
+    handler: Callable[[ParamsT], Awaitable[BaseModel]], params: ParamsT, deadline_s: float
 ) -> BaseModel:
-    if deadline_s is None:
-        return await handler(params)
     with anyio.move_on_after(deadline_s):
         return await handler(params)
     raise DeadlineExceeded()  # reached only when the scope's deadline cancelled the handler

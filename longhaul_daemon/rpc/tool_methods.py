@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["STRIP_RECORD", "build_tool_methods"]
 
+STRIP_DEADLINE_S = 2.0  # the shim waits this long before leaving pi's context as it is (lib/strip.ts)
+
 STRIP_RECORD = "kept-window-strip"  # LOG-21
 
 _log = structlog.get_logger("longhaul.tools")
@@ -73,7 +75,7 @@ def build_tool_methods(services: Services, *, windows: WindowMemory | None = Non
         )
         return RecallResult(ok=outcome.ok, text=outcome.text, spans=outcome.spans)
 
-    @rpc("strip", StripParams)
+    @rpc("strip", StripParams, deadline_s=STRIP_DEADLINE_S)
     async def strip_method(params: StripParams) -> StripResult:
         services.sessions_seen.add(params.session.sessionId)
         messages, branch = list(params.messages), list(params.branchEntries)

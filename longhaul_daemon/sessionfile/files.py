@@ -180,6 +180,13 @@ class SessionFiles:
         )
 
 
+def _readable_base(entry: dict[str, Any]) -> bool:
+    """A Longhaul compaction of the format this daemon reads: a newer one is taken over like a foreign
+    compaction (FORMAT-3), so the messages before it are the takeover's to read, not judged already."""
+    details = entry.get("details")
+    return is_longhaul_compaction(entry) and isinstance(details, dict) and details.get("stateFormat") == 1
+
+
 def _whole_from(path_rows: list[Row], span_ids: Sequence[str]) -> tuple[int, bool]:
     """Where heavy entries start being read whole; True when the unseen stretch was cut to its newest part.
 
@@ -199,7 +206,7 @@ def _whole_from(path_rows: list[Row], span_ids: Sequence[str]) -> tuple[int, boo
         (
             at
             for at in range(len(path_rows) - 1, -1, -1)
-            if path_rows[at].body is not None and is_longhaul_compaction(path_rows[at].body or {})
+            if path_rows[at].body is not None and _readable_base(path_rows[at].body or {})
         ),
         None,
     )

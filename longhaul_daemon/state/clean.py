@@ -27,12 +27,21 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from longhaul_daemon.state.model import Item, State, World
+from longhaul_daemon.state.model import Command, ErrorEntry, Item, State, World
 from longhaul_daemon.state.sanitize import ESCAPE_SEQUENCES, LINE_BREAKS, is_plain, is_safe_char, sanitize
 
 M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["clean_item", "clean_line", "clean_span", "clean_state", "clean_text", "prose"]
+__all__ = [
+    "clean_command",
+    "clean_error",
+    "clean_item",
+    "clean_line",
+    "clean_span",
+    "clean_state",
+    "clean_text",
+    "prose",
+]
 
 
 def _kept(text: str, *, one_line: bool) -> list[tuple[int, str]]:
@@ -122,6 +131,16 @@ def _cleaned(model: M, **fields: object) -> M:
     return model.model_copy(update=fields)
 
 
+def clean_command(command: Command) -> Command:
+    """A ledger command with its text cleaned (the ids the ledger matches on kept as read)."""
+    return _cleaned(command, text=clean_text(command.text))
+
+
+def clean_error(error: ErrorEntry) -> ErrorEntry:
+    """A ledger error with its tool and line cleaned."""
+    return _cleaned(error, tool=sanitize(error.tool), text=sanitize(error.text))
+
+
 def clean_state(state: State) -> State:
     """A State like ``state`` whose text fields hold no escape sequence, control or format character.
 
@@ -142,8 +161,8 @@ def clean_state(state: State) -> State:
                 for v in state.values
             ],
             "notes": [_cleaned(n, text=sanitize(n.text)) for n in state.notes],
-            "commands": [_cleaned(c, text=clean_text(c.text)) for c in state.commands],
-            "errors": [_cleaned(e, tool=sanitize(e.tool), text=sanitize(e.text)) for e in state.errors],
+            "commands": [clean_command(c) for c in state.commands],
+            "errors": [clean_error(e) for e in state.errors],
             "modifiedFiles": sorted(modified),
             "readFiles": sorted({p for p in (clean_line(p) for p in state.readFiles) if p} - modified),
             "world": _world(state.world) if state.world is not None else None,

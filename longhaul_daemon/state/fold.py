@@ -11,6 +11,7 @@ so a state an older daemon stored with control characters reaches no reader with
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -72,6 +73,12 @@ class FoldResult:
     foreign_compactions: list[str] = field(default_factory=list)  # ids, oldest first (INSPECT-9)
     spans: list[SpanInfo] = field(default_factory=list)
     remembered: list[Note] = field(default_factory=list)  # remember events since the base, not yet numbered
+
+    @property
+    def judged_up_to(self) -> str | None:
+        """The compaction whose state judged the messages before its kept boundary: the base, unless it was
+        refused (then nothing was judged that this daemon can read, and the takeover starts at the root)."""
+        return None if self.base_refused else self.base_compaction_id
 
 
 class _Payload(BaseModel):
@@ -287,6 +294,18 @@ def _span_infos(
     return infos
 
 
+_SHOWN_ID = re.compile(r"\b([CE])([1-9][0-9]{0,8})\b")
+
+
+def _counters_past(summary: object) -> tuple[int, int]:
+    """The next command and error numbers past every ``C<n>``/``E<n>`` a summary shows (FORMAT-3)."""
+    highest = {"C": 0, "E": 0}
+    if isinstance(summary, str):
+        for letter, number in _SHOWN_ID.findall(summary):
+            highest[letter] = max(highest[letter], int(number))
+    return highest["C"] + 1, highest["E"] + 1
+
+
 def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) -> FoldResult:
     """The state of ``branch`` (root to leaf, as pi's ``getBranch()``), or as it stood after span N (FOLD-9).
 
@@ -318,8 +337,11 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
         state = _read_base(entries[base_index], base_number, anomalies)
     refused = state is None
     if state is None:
-        # FORMAT-3: nothing is read from it, but its number is spent so span numbers stay unique (PASS-16).
-        state = State(span=base_number)
+        # FORMAT-3: nothing is read from it, but its number is spent so span numbers stay unique (PASS-16),
+        # and its summary is a foreign summary the takeover reads; the ledger counts on past every id it
+        # shows, so an id the agent saw never comes to mean another command (LEDGER-5).
+        next_command, next_error = _counters_past(entries[base_index].get("summary"))
+        state = State(span=base_number, nextCommand=next_command, nextError=next_error)
 
     events: list[tuple[_Event, int]] = []
     remembered: list[Note] = []
@@ -341,12 +363,17 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
         _apply(state, event, anomalies)
 
     spans = _span_infos(entries, longhaul, anomalies)
+    base_refused = refused and base_number > 0
+    # FOLD-11, FORMAT-3: a refused base is taken over as another compactor's would be, from the root up
+    newest_foreign = bool(compactions) and (
+        compactions[-1] not in longhaul_set or (base_refused and compactions[-1] == base_index)
+    )
     return FoldResult(
         state=clean_state(state),
         anomalies=anomalies,
         base_compaction_id=base_id,
-        base_refused=refused and base_number > 0,
-        newest_compaction_foreign=bool(compactions) and compactions[-1] not in longhaul_set,
+        base_refused=base_refused,
+        newest_compaction_foreign=newest_foreign,
         foreign_compactions=foreign,
         spans=spans,
         remembered=remembered,

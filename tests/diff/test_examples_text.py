@@ -10,7 +10,9 @@ from __future__ import annotations
 from longhaul_daemon.diff.judged import judged_text
 from longhaul_daemon.diff.lifts import check_lift, passes_lift_check, passes_question_check
 from longhaul_daemon.diff.quotes import GOAL_TAGS, OfferedMessage, resolve_rule_words
-from longhaul_daemon.diff.values import Turn, ValueCandidate, check_values, render_value
+from longhaul_daemon.diff.values import Turn, ValueCandidate, check_values
+from longhaul_daemon.state.model import State, Value
+from longhaul_daemon.state.render import render_summary
 
 
 def _sized(core: str, length: int, filler: str = "Some notes about the project and its layout. ") -> str:
@@ -96,7 +98,8 @@ def test_ex_7_values_and_their_turns() -> None:
     assert [(c.name, c.value) for c in result.kept] == [("dev server port", "5173")]
     assert result.dropped == 2
     kept = result.kept[0]
-    assert render_value(kept.name, kept.value, kept.turn) == "dev server port: 5173 (turn u11)"
+    state = State(values=[Value(value=kept.value, what=kept.name, turn=kept.turn, seq=1, span=1)])
+    assert "- dev server port: 5173 (turn u11)" in render_summary(state, pass_id="p")  # VALUE-5
 
 
 def test_ex_8_lifting_a_rule_a_narrowing_replaced() -> None:

@@ -385,3 +385,29 @@ async def test_pass21_the_loop_serves_another_task_while_a_diff_step_works(
         group.cancel_scope.cancel()  # the other task never woke when the step ran on the loop
     assert order[:2] == ["other task ran", f"{step} finished"], order
     assert result.chunk_count > 1 and result.closed_as == "whole"  # a real multi-chunk pass went through
+
+
+async def test_lift18_fail5_and_lift10_questions_of_one_chunk_share_one_call() -> None:
+    """LIFT-18 (our choice): a lift refused because a narrowing replaced its rule (FAIL-5, LIFT-7) and a rule
+    that may replace an older one (LIFT-10) are asked in the same single question round."""
+    push = Rule(
+        id="R1", words="Never push to main.", message="u1", seq=1, span=1, lifted=True, liftedBy="u20"
+    )
+    narrowing = Rule(id="R5", words="push hotfix branches to main", message="u20", seq=2, span=1)
+    tabs = Rule(id="R2", words="Indent with tabs.", message="u2", seq=3, span=1)
+    state = State(rules=[push, tabs, narrowing], seq=3, nextRule=6)
+    span = [
+        user("u23", "The hotfix push rule no longer applies."),
+        user("u24", "Switch to two-space indentation instead of tabs from now on."),
+    ]
+    questions_answered = json.dumps(
+        {"labels": [{"msg": "u23", "label": "lifts R5"}, {"msg": "u24", "label": "rule and lifts u2"}]}
+    )
+    model = ScriptedModel(answer({"u23": "lifts R1", "u24": "rule"}), questions_answered)
+    result = await run(span, model, state=state)
+    assert [c.kind for c in model.calls] == ["first", "question"]  # one round for both kinds
+    asked = model.calls[1].last_user
+    assert "`lifts R5`" in asked and "u24 is labeled `rule` and may replace the rule u2 gave" in asked
+    labels = {label.msg: label for label in result.chunks[0].labels}
+    assert [lift.target for lift in labels["u23"].lifts] == ["R5"]
+    assert [lift.target for lift in labels["u24"].lifts] in (["R2"], ["u2"])

@@ -15,7 +15,6 @@ from longhaul_daemon.diff.values import (
     find_value,
     learn_values,
     merge_values,
-    render_value,
 )
 from longhaul_daemon.state.model import Value
 
@@ -85,10 +84,6 @@ def test_value_4_not_flanked_by_letters_or_digits(text: str, value: str, kept: b
     assert find_value(text, value).kept is kept
     if not kept and value in text:
         assert find_value(text, value).reason == "flanked"
-
-
-def test_value_5_rendered_with_its_turn() -> None:
-    assert render_value("dev server port", "5173", "u11") == "dev server port: 5173 (turn u11)"
 
 
 def test_value_6_value_only_in_an_earlier_summary_is_not_kept() -> None:

@@ -276,19 +276,19 @@ def test_answer_in_a_code_fence_after_reasoning_is_read_without_a_retry(
     assert_whole(found)
 
 
-def test_rule_words_with_control_characters_are_sanitized_in_the_summary_only(
+def test_rule_words_with_control_characters_are_cleaned_in_the_state_and_the_summary(
     pi: PiRpc, model_server: ModelServer
 ) -> None:
-    """QUOTE-1, PASS-10, PASS-8: the state records the user's message as written; the summary shows its words
-    with their line break (the second line indented under the rule) and no escape sequence or control
-    character."""
+    """QUOTE-1, PASS-10, PASS-8, issue 12: the state records the user's message cleaned (escape sequences and
+    control characters gone, the line break kept), so every reader of the state gets clean text; the summary
+    shows those words with their line break (the second line indented under the rule)."""
     message = "Never print \x1b[31mred\x1b[0m text in the logs.\nKeep logs plain."
     install(model_server, answer([Lab("text in the logs", "rule")]))
     pi.prompt(message)
     found = close_span(pi, 1)
 
     rule = single_rule(found)
-    assert rule["words"] == message
+    assert rule["words"] == "Never print red text in the logs.\nKeep logs plain."
     standing = section(found.summary, "Standing rules")
     assert '- R1 "Never print red text in the logs.\n  Keep logs plain." (u1)' in standing
     assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in found.summary), repr(standing)

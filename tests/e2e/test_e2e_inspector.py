@@ -84,8 +84,9 @@ def test_inspector_on_a_longhaul_session(
     second = expect_longhaul(session_file, 2, span=2)
     pi.close()
     stored = "".join(_strings(second.state))
-    assert "\x1b" in stored and "\u202e" in stored, "precondition: the state holds raw escapes to sanitize"
+    assert "\x1b" not in stored and "\u202e" not in stored  # issue 12: the state is stored clean
     before = session_file.read_bytes()
+    assert b"\\u001b" in before and "\u202e".encode() in before  # the transcript itself still holds them
 
     shown = _state(sandbox, str(session_file))
     assert shown.returncode == 0, shown.stderr

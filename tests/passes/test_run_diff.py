@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -25,6 +26,7 @@ from longhaul_daemon.diff import stage
 from longhaul_daemon.diff.chunks import ChunkPlan
 from longhaul_daemon.diff.planning import DiffInputs, plan_diff
 from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.passes import run as run_module
 from longhaul_daemon.passes.run import diff_budget_s, run_pass
 from longhaul_daemon.protocol import (
     ModelCredentials,
@@ -264,3 +266,44 @@ async def test_pass21_status_is_answered_while_a_large_pass_plans_its_chunks(
     record = reply["result"]["after"]["spanRecord"]
     assert record["closedAs"] == "whole", json.dumps(record)[:500]
     assert len(server.requests) > 1  # several chunks, one call each
+
+
+async def test_pass2_fold_ledger_and_world_finish_before_the_diff_and_close_comes_after_all(
+    session: Session, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PASS-2: the steps are watched as they start and end; the Diff starts only after Fold, Ledger and the
+    World have ended, and Close starts only after the Diff has ended."""
+    events: list[str] = []
+
+    def watched(name: str, real: Any) -> Any:
+        def step(*args: Any, **kwargs: Any) -> Any:
+            events.append(f"{name} start")
+            try:
+                return real(*args, **kwargs)
+            finally:
+                events.append(f"{name} end")
+
+        return step
+
+    def watched_async(name: str, real: Any) -> Any:
+        async def step(*args: Any, **kwargs: Any) -> Any:
+            events.append(f"{name} start")
+            try:
+                return await real(*args, **kwargs)
+            finally:
+                events.append(f"{name} end")
+
+        return step
+
+    for name in ("fold", "apply_ledger", "close_span"):
+        monkeypatch.setattr(run_module, name, watched(name, getattr(run_module, name)))
+    for name in ("take_world", "run_diff"):
+        monkeypatch.setattr(run_module, name, watched_async(name, getattr(run_module, name)))
+    server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
+    result = await run_pass(with_model(session.params(len(session.entries) - 1), server), pass_id="p1")
+    assert result.compaction is not None
+    started = {e.split()[0]: i for i, e in enumerate(events) if e.endswith("start")}
+    ended = {e.split()[0]: i for i, e in enumerate(events) if e.endswith("end")}
+    assert set(started) == {"fold", "apply_ledger", "take_world", "run_diff", "close_span"}
+    assert all(ended[step] < started["run_diff"] for step in ("fold", "apply_ledger", "take_world"))
+    assert ended["run_diff"] < started["close_span"]

@@ -64,9 +64,13 @@ def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 
 def _assert_state_is_clean(result: CompactResult) -> None:
-    """Issue 12 item 5: nothing unprintable; only the user's words and commands keep line breaks and tabs."""
-    assert result.compaction is not None
-    for path, text in _strings(result.compaction.details["state"]):
+    """Issue 12 item 5: nothing unprintable in the State or the span record; only the user's words and
+    commands keep line breaks and tabs."""
+    assert result.compaction is not None and result.after is not None
+    record = {
+        k: v for k, v in result.after.spanRecord.items() if k in ("commands", "errors", "narrative", "world")
+    }
+    for path, text in [*_strings(result.compaction.details["state"]), *_strings(record)]:
         allowed = "\n\t" if path in _MULTI_LINE else ""
         bad = {ch for ch in text if ch not in allowed and unicodedata.category(ch) in _UNSAFE}
         assert not bad, (path, text)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from models.scripted import Reply, ScriptedServer, scripted_server
 
+from longhaul_daemon.diff import takeover as takeover_module
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams
 from longhaul_daemon.state.model import State
@@ -161,3 +162,49 @@ async def test_takeover_is_not_offered_when_the_newest_compaction_is_longhauls(
     server.script.append(reply({"u2": "not a rule"}))
     await run_pass(with_model(s.params(len(s.entries) - 1), server), pass_id="p2")
     assert "picked" not in prompt_of(server, 1) and "Another compactor" not in prompt_of(server, 1)
+
+
+async def test_ex15_format3_a_newer_format_base_is_taken_over_and_its_ids_are_never_reused(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """EX-15, FORMAT-3, LEDGER-5: a base from a newer Longhaul is read as nothing, its summary goes to the
+    model as a foreign summary, the user's earlier rule is recorded from their own words, and the ledger
+    goes on past every id that summary showed the agent."""
+    s = Session(tmp_path)
+    s.user("never force-push to main")
+    kept = len(s.entries)
+    s.user("Keep going with the export.")
+    newer = s.foreign_compaction(
+        kept, "# Longhaul state after span 4\n- C41 `make` exit 2\n- E9 bash: failed"
+    )
+    newer["details"] = {"stateFormat": 2, "compactor": "longhaul", "passId": "f00d", "span": 4, "state": {}}
+    newer["fromHook"] = True
+    s.user("Now run the build.")
+    s.bash("make build", "ok")
+    params = s.params(len(s.entries) - 1)
+    server.script.append(reply({"u2": "not a rule", "u3": "not a rule"}))
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    state = state_of(result)
+    assert in_force(state) == [("R1", "u1", "never force-push to main")]  # TAKEOVER-4: from the user's words
+    assert "C41 `make` exit 2" in prompt_of(server)  # its summary, read as a foreign one
+    assert [c.id for c in state.commands] == ["C42"] and state.nextError == 10
+    assert state.span == 2  # PASS-16: the refused base spent number 1 along the branch
+
+
+async def test_takeover26_every_picked_message_and_the_newest_others_are_offered_and_the_rest_counted(
+    tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TAKEOVER-26 (our choice): every picked earlier message, the newest MAX_OTHERS others; the number left
+    out is in the record. (The cap is lowered to 3 here so the test stays small.)"""
+    monkeypatch.setattr(takeover_module, "MAX_OTHERS", 3)
+    asked = [f"question {n} about the export?" for n in range(1, 7)]
+    _, params = taken_over(tmp_path, "never commit generated files", *asked)
+    labels: dict[str, str | tuple[str, str]] = {f"u{n}": "not a rule" for n in range(5, 10)}
+    server.script.append(reply(labels))
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    prompt = prompt_of(server)
+    assert "--- u1 (28 characters, picked)" in prompt  # the picked one is always offered
+    assert all(f"--- u{n} " not in prompt for n in (2, 3, 4))  # the oldest others are left out
+    assert all(f"--- u{n} " in prompt for n in (5, 6, 7))
+    assert result.diagnostics is not None
+    assert result.diagnostics.narrative["takeover"] == {"earlier": 4, "picked": 1, "leftOut": 3}

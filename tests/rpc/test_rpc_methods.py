@@ -15,7 +15,8 @@ from longhaul_daemon import __version__
 from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.protocol import PROTOCOL_VERSION, CompactParams, CompactResult
 from longhaul_daemon.rpc.methods import Services, build_methods
-from longhaul_daemon.rpc.registry import RpcFailure, RpcSuccess
+from longhaul_daemon.rpc.registry import METHOD_DEADLINE_S, RpcFailure, RpcSuccess
+from longhaul_daemon.rpc.tool_methods import STRIP_DEADLINE_S
 
 SESSION = {"cwd": "/w", "sessionId": "s1", "agentDir": "/a", "piVersion": "0.1"}
 
@@ -114,16 +115,24 @@ async def test_compact_stands_down_when_the_session_chose_pi() -> None:
 
 
 @pytest.mark.anyio
-async def test_compact_counts_whole_narrative_less_and_fallback_results() -> None:
-    kinds = iter([{"closed_as": "whole"}, {"closed_as": "narrative-less"}, {"fallback": "no-model"}])
+async def test_compact_counts_each_close_kind_as_itself_and_fallbacks() -> None:
+    closes = ["whole", "narrative-less", "chunk-missing", "empty", "chunk-missing"]
+    kinds = iter([*({"closed_as": c} for c in closes), {"fallback": "no-model"}])
 
     async def fake(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         return result_for(pass_id, **next(kinds))
 
     services = Services(socket_path="/s", run_pass=fake)
-    replies = [await call(services, "compact", compact_params()) for _ in range(3)]
+    replies = [await call(services, "compact", compact_params()) for _ in range(6)]
     assert all(isinstance(reply, RpcSuccess) for reply in replies)
-    assert services.pass_counts.model_dump() == {"whole": 1, "narrativeLess": 1, "fallback": 1, "aborted": 0}
+    assert services.pass_counts.model_dump() == {
+        "whole": 1,
+        "narrativeLess": 1,
+        "chunkMissing": 2,
+        "empty": 1,
+        "fallback": 1,
+        "aborted": 0,
+    }
     assert services.passes_in_flight == 0
     assert services.busy_sessions == set()
 
@@ -246,5 +255,22 @@ async def test_status_reports_identity_and_counts() -> None:
     assert result["pid"] == os.getpid()
     assert result["socket"] == "/run/x.sock"
     assert result["socketActivated"] is True
-    assert result["passes"] == {"whole": 0, "narrativeLess": 0, "fallback": 0, "aborted": 0}
+    assert result["passes"] == {
+        "whole": 0,
+        "narrativeLess": 0,
+        "chunkMissing": 0,
+        "empty": 0,
+        "fallback": 0,
+        "aborted": 0,
+    }
     assert result["uptimeS"] >= 0
+
+
+def test_every_method_has_a_deadline_and_the_tools_answer_within_what_the_shim_waits() -> None:
+    """Issue 16 item 7: no method may hold a connection slot without end; strip answers within the 2 s the
+    shim waits (lib/strip.ts), the others within METHOD_DEADLINE_S unless they name their own (compact)."""
+    methods = build_methods(Services(socket_path="/s"))
+    assert all(method.deadline_s is not None for method in methods.values())
+    assert methods["strip"].deadline_s == STRIP_DEADLINE_S == 2.0
+    assert methods["recall"].deadline_s == methods["report"].deadline_s == METHOD_DEADLINE_S
+    assert methods["compact"].deadline_s > METHOD_DEADLINE_S

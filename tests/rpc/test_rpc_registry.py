@@ -12,7 +12,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from longhaul_daemon.errors import Busy, DomainError
-from longhaul_daemon.rpc.registry import RpcFailure, RpcMethod, RpcSuccess, rpc
+from longhaul_daemon.rpc.registry import METHOD_DEADLINE_S, RpcFailure, RpcMethod, RpcSuccess, rpc
 
 MARKER = "MARKER-7f3a-do-not-echo"
 
@@ -36,7 +36,7 @@ class EchoResult(BaseModel):
     extra: str | None = None
 
 
-def make(handler_body: Any = None, *, deadline_s: float | None = None) -> RpcMethod:
+def make(handler_body: Any = None, *, deadline_s: float = METHOD_DEADLINE_S) -> RpcMethod:
     @rpc("echo", EchoParams, deadline_s=deadline_s)
     async def echo(params: EchoParams) -> EchoResult:
         if handler_body is not None:

@@ -376,3 +376,29 @@ def test_issue12_the_fold_cleans_what_an_older_transcript_stored() -> None:
     assert state.readFiles == ["docs/a.md"] and [d.text for d in state.decisions] == ["Use csv."]
     assert [n.text for n in result.remembered] == ["note one"]
     assert _codes(result) == ["malformed"]  # the note with nothing printable left
+
+
+def test_format3_fold11_a_refused_base_is_taken_over_and_ids_count_past_the_ids_it_shows() -> None:
+    """FORMAT-3 (our choice: its summary is a foreign summary) and LEDGER-5 (ids never reused): the state
+    starts clean, the takeover path opens from the root, and the numbering goes on past every C<n>/E<n> the
+    refused summary shows."""
+    b = Branch()
+    b.user("never push to main")
+    refused = b.longhaul(_state(4, seq=9, rules=2, commands=30), fmt=2)
+    refused["summary"] = (
+        "# state\n- C29 `make` exit 2\n- C30 `make test` exit 0\n- E7 bash: failed (from C29)"
+    )
+    result = fold(b.entries)
+    assert result.base_refused and result.newest_compaction_foreign
+    assert result.base_compaction_id == refused["id"] and result.judged_up_to is None
+    assert result.state.commands == [] and result.state.rules == []
+    assert (result.state.nextCommand, result.state.nextError) == (31, 8)
+
+
+def test_format3_a_foreign_compaction_after_a_readable_base_still_counts_from_the_base() -> None:
+    b = Branch()
+    b.longhaul(_state(1, commands=3))
+    b.foreign()
+    result = fold(b.entries)
+    assert not result.base_refused and result.newest_compaction_foreign
+    assert result.judged_up_to == result.base_compaction_id
