@@ -7,6 +7,7 @@ The tree::
     │   └── StreamError             the stream broke or sent an error event (retryable only before any text)
     ├── FatalError                  retrying cannot help: other 4xx, a malformed or refused reply
     │   ├── QuotaExceeded           a quota or spend-limit 429 (``insufficient_quota``, spend limits)
+    │   ├── ReplyTooLarge           the reply passed MAX_REPLY_BYTES; the connection was closed unread
     │   └── UnsupportedApi          the daemon does not speak this ``api``; a router may ask the shim
     └── BudgetExceeded              the pass deadline passed, or the next wait would pass it
 
@@ -29,6 +30,7 @@ __all__ = [
     "FatalError",
     "ModelCallError",
     "QuotaExceeded",
+    "ReplyTooLarge",
     "RetryableError",
     "StreamError",
     "UnsupportedApi",
@@ -117,6 +119,16 @@ class QuotaExceeded(FatalError):
     """The account's quota or spend limit is used up; a 429 that no wait will cure."""
 
     label: ClassVar[str] = "model quota exceeded"
+
+
+class ReplyTooLarge(FatalError):
+    """The server kept sending past the reply cap (a model stuck in a loop, or a hostile endpoint).
+
+    Not retried: the same prompt to the same model would likely loop again, and each try costs the cap.
+    """
+
+    def __init__(self, *, request_id: str | None = None) -> None:
+        super().__init__(code="reply_too_large", request_id=request_id)
 
 
 class UnsupportedApi(FatalError):

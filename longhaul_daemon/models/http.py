@@ -17,10 +17,11 @@ from typing import Any
 import httpx
 import orjson
 
-from longhaul_daemon.models.errors import FatalError, ModelCallError, RetryableError
+from longhaul_daemon.models.errors import FatalError, ModelCallError, ReplyTooLarge, RetryableError
 from longhaul_daemon.models.retry import error_for_status
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "REQUEST_ID_HEADERS",
     "SHARED_KEEPALIVE",
     "HttpClient",
@@ -39,6 +40,11 @@ HttpClient = httpx.AsyncClient
 # Header names providers use for the id their support desk asks for, in order of preference.
 REQUEST_ID_HEADERS = ("request-id", "x-request-id", "x-goog-request-id", "cf-ray")
 _MAX_ERROR_BODY = 64 * 1024
+MAX_REPLY_BYTES = 32 * 1024 * 1024
+"""Bytes one reply may carry, JSON or SSE, before the connection is closed and ``ReplyTooLarge`` raised.
+
+A 32k-token answer streamed as deltas is a few MiB of SSE; past this a model is looping or the endpoint is
+hostile, and reading on would only grow the daemon's memory."""
 _CHATTY_LOGGERS = ("httpx", "httpcore")
 SHARED_KEEPALIVE = 64  # idle connections the shared client keeps; a burst of passes reuses them
 
@@ -118,11 +124,13 @@ class SseParser:
         self._data: list[str] = []
 
     def feed(self, text: str) -> list[SseEvent]:
-        self._buffer += text
+        if "\n" not in text:  # most chunks of a long line: append, and scan only the new text next time
+            self._buffer += text
+            return []
+        lines = (self._buffer + text).split("\n")
+        self._buffer = lines.pop()
         events: list[SseEvent] = []
-        while (cut := self._buffer.find("\n")) >= 0:
-            line = self._buffer[:cut]
-            self._buffer = self._buffer[cut + 1 :]
+        for line in lines:
             event = self._line(line[:-1] if line.endswith("\r") else line)
             if event is not None:
                 events.append(event)
@@ -207,14 +215,24 @@ async def _raise_for_status(response: httpx.Response) -> None:
 
 
 async def post_json(client: httpx.AsyncClient, call: PreparedCall) -> tuple[Any, str | None]:
-    """POST and return the decoded JSON body and the request id; non-2xx raises a classified error."""
+    """POST and return the decoded JSON body and the request id; non-2xx raises a classified error.
+
+    A body past :data:`MAX_REPLY_BYTES` raises ``ReplyTooLarge`` without reading the rest.
+    """
     try:
         async with client.stream(
             "POST", call.url, headers=dict(call.headers), content=_json_body(call.body)
         ) as response:
             await _raise_for_status(response)
             request_id = request_id_of(response.headers)
-            raw = await response.aread()
+            parts: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge(request_id=request_id)
+                parts.append(chunk)
+            raw = b"".join(parts)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise _transport_error(exc) from None
     return _parse_json(raw, request_id), request_id
@@ -227,26 +245,32 @@ async def stream_sse(
     """POST and yield the request id and events; leaving the block (or cancelling) closes the connection.
 
     Leaving before the stream ended (the caller has what it wanted) closes the connection rather than
-    reading the rest, so the server sees the client go and can stop generating.
+    reading the rest, so the server sees the client go and can stop generating. A stream past
+    :data:`MAX_REPLY_BYTES` raises ``ReplyTooLarge`` from the events and is closed the same way.
     """
     try:
         async with client.stream(
             "POST", call.url, headers=dict(call.headers), content=_json_body(call.body)
         ) as response:
             await _raise_for_status(response)
-            events = _events(response)
+            request_id = request_id_of(response.headers)
+            events = _events(response, request_id)
             try:
-                yield request_id_of(response.headers), events
+                yield request_id, events
             finally:
                 await events.aclose()
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise _transport_error(exc) from None
 
 
-async def _events(response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
+async def _events(response: httpx.Response, request_id: str | None) -> AsyncGenerator[SseEvent, None]:
     parser = SseParser()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    size = 0
     async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise ReplyTooLarge(request_id=request_id)
         for event in parser.feed(decoder.decode(chunk)):
             yield event
     for event in parser.feed(decoder.decode(b"", final=True)) + parser.finish():
