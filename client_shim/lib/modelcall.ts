@@ -5,8 +5,12 @@
  * `completeSimple` makes the call with pi's own provider code. The daemon keeps retries, budgets and traces: this
  * call never retries (`maxRetries: 0`) and reports a failure only as a kind (`retryable`, `quota`, `fatal`) with the
  * HTTP status and an identifier-like code where they can be read, never the error's message text.
+ *
+ * Tools travel both ways (turns mode's read-only `show`): the daemon's tool specs become pi-ai's `context.tools`,
+ * an assistant turn's calls become `toolCall` blocks and a user turn's results `toolResult` messages ahead of its
+ * text; the reply's calls go back as `toolCalls`, and `toolsCarried: true` tells the daemon this shim carried them.
  */
-import { completeSimple, type Api, type AssistantMessage, type Message, type Model, type ThinkingLevel } from "@mariozechner/pi-ai";
+import { completeSimple, type Api, type AssistantMessage, type Message, type Model, type ThinkingLevel, type Tool } from "@mariozechner/pi-ai";
 import { ReplyError } from "./rpc.ts";
 
 /** JSON-RPC error code of a failed `model.complete`; the kind is in `data`. */
@@ -18,12 +22,21 @@ export interface ModelLookup {
 	getApiKeyAndHeaders(model: Model<Api>): Promise<{ ok: true; apiKey?: string; headers?: Record<string, string> } | { ok: false; error: string }>;
 }
 
-/** What the daemon gets back: the reply text, pi's stop reason, usage, the provider's response id. */
+/** One call the reply made, as the daemon reads it. */
+export interface ReplyToolCall {
+	id: string;
+	name: string;
+	arguments: Record<string, unknown>;
+}
+
+/** What the daemon gets back: the reply text, pi's stop reason, usage, the provider's response id, the calls. */
 export interface ModelReply {
 	text: string;
 	stopReason: AssistantMessage["stopReason"];
 	usage: { input: number; output: number; cacheRead: number; cacheWrite: number };
 	responseId?: string;
+	toolCalls?: ReplyToolCall[];
+	toolsCarried?: true;
 }
 
 const LEVELS: readonly string[] = ["minimal", "low", "medium", "high", "xhigh"];
@@ -65,6 +78,17 @@ function asText(value: unknown): string | undefined {
 	return typeof value === "string" ? value : undefined;
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+	return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The `toolCalls` or `toolResults` list of one daemon message: undefined when absent, null when malformed. */
+function items(raw: unknown): Record<string, unknown>[] | undefined | null {
+	if (raw === undefined) return undefined;
+	if (!Array.isArray(raw) || !raw.every(isObject)) return null;
+	return raw as Record<string, unknown>[];
+}
+
 /** The daemon's messages as pi-ai messages; assistant turns carry the model's identity, as pi-ai expects. */
 function piMessages(raw: unknown, model: Model<Api>): Message[] | undefined {
 	if (!Array.isArray(raw) || raw.length === 0) return undefined;
@@ -72,13 +96,44 @@ function piMessages(raw: unknown, model: Model<Api>): Message[] | undefined {
 	for (const item of raw) {
 		const text = asText((item as { text?: unknown } | null)?.text);
 		const role = (item as { role?: unknown } | null)?.role;
-		if (text === undefined) return undefined;
+		const calls = items((item as { toolCalls?: unknown } | null)?.toolCalls);
+		const results = items((item as { toolResults?: unknown } | null)?.toolResults);
+		if (text === undefined || calls === null || results === null) return undefined;
 		const timestamp = Date.now();
-		if (role === "user") out.push({ role: "user", content: text, timestamp });
-		else if (role === "assistant") {
+		if (role === "user") {
+			for (const r of results ?? []) {
+				const id = asText(r.id);
+				const name = asText(r.name);
+				const output = asText(r.text);
+				if (id === undefined || name === undefined || output === undefined) return undefined;
+				out.push({ role: "toolResult", toolCallId: id, toolName: name, content: [{ type: "text", text: output }], isError: r.isError === true, timestamp });
+			}
+			if (text || !results?.length) out.push({ role: "user", content: text, timestamp });
+		} else if (role === "assistant") {
 			const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
-			out.push({ role: "assistant", content: [{ type: "text", text }], api: model.api, provider: model.provider, model: model.id, usage, stopReason: "stop", timestamp });
+			const content: AssistantMessage["content"] = text ? [{ type: "text", text }] : [];
+			for (const c of calls ?? []) {
+				const id = asText(c.id);
+				const name = asText(c.name);
+				if (id === undefined || name === undefined || !isObject(c.arguments)) return undefined;
+				content.push({ type: "toolCall", id, name, arguments: c.arguments });
+			}
+			out.push({ role: "assistant", content, api: model.api, provider: model.provider, model: model.id, usage, stopReason: calls?.length ? "toolUse" : "stop", timestamp });
 		} else return undefined;
+	}
+	return out;
+}
+
+/** The daemon's tool specs as pi-ai tools (a plain JSON Schema serves as the parameters); null when malformed. */
+function piTools(raw: unknown): Tool[] | undefined | null {
+	const specs = items(raw);
+	if (specs === undefined || specs === null) return specs;
+	const out: Tool[] = [];
+	for (const spec of specs) {
+		const name = asText(spec.name);
+		const description = asText(spec.description);
+		if (name === undefined || description === undefined || !isObject(spec.parameters)) return null;
+		out.push({ name, description, parameters: spec.parameters as unknown as Tool["parameters"] });
 	}
 	return out;
 }
@@ -101,13 +156,14 @@ export async function modelComplete(registry: ModelLookup, params: unknown, sign
 	}
 	if (!auth.ok) throw fail("fatal", "no-credentials");
 	const messages = piMessages(p.messages, model);
-	if (!messages) throw fail("fatal", "bad-params");
+	const tools = piTools(p.tools);
+	if (!messages || tools === null) throw fail("fatal", "bad-params");
 	const maxTokens = typeof p.maxTokens === "number" && p.maxTokens > 0 ? p.maxTokens : undefined;
 	const reasoning = typeof p.reasoning === "string" && LEVELS.includes(p.reasoning) ? (p.reasoning as ThinkingLevel) : undefined;
 
 	let message: AssistantMessage;
 	try {
-		message = await completeSimple(model, { systemPrompt: asText(p.system), messages }, {
+		message = await completeSimple(model, { systemPrompt: asText(p.system), messages, ...(tools?.length ? { tools } : {}) }, {
 			apiKey: auth.apiKey,
 			headers: auth.headers,
 			maxTokens,
@@ -122,11 +178,17 @@ export async function modelComplete(registry: ModelLookup, params: unknown, sign
 	if (message.stopReason === "aborted") throw fail("retryable", "aborted");
 	if (message.stopReason === "error") throw classify(message.errorMessage ?? "");
 	const u = message.usage;
+	const toolCalls: ReplyToolCall[] = [];
+	for (const block of message.content) {
+		if (block.type === "toolCall") toolCalls.push({ id: block.id, name: block.name, arguments: isObject(block.arguments) ? block.arguments : {} });
+	}
 	return {
 		text: message.content.map((block) => (block.type === "text" ? block.text : "")).join(""),
 		stopReason: message.stopReason,
 		usage: { input: u?.input ?? 0, output: u?.output ?? 0, cacheRead: u?.cacheRead ?? 0, cacheWrite: u?.cacheWrite ?? 0 },
 		...(message.responseId ? { responseId: message.responseId } : {}),
+		...(toolCalls.length ? { toolCalls } : {}),
+		...(tools?.length ? { toolsCarried: true as const } : {}),
 	};
 }
 

@@ -219,3 +219,57 @@ test("classification by status follows the SDKs: 408/409/429/5xx retry, other 4x
 		assert.equal(data.status, status, message);
 	}
 });
+
+test("TURNS-7: tools, earlier calls and their results reach pi-ai; the reply's calls come back with toolsCarried", async () => {
+	const faux = piAi.registerFauxProvider({ api: "faux-api-4", provider: "faux-prov", models: [{ id: "faux-1" }] });
+	try {
+		const seen = [];
+		faux.setResponses([
+			(context) => {
+				seen.push(context);
+				return piAi.fauxAssistantMessage([piAi.fauxToolCall("show", { ref: "C4" }, { id: "call_9" })], { stopReason: "toolUse" });
+			},
+		]);
+		const show = { name: "show", description: "Show one id.", parameters: { type: "object", properties: { ref: { type: "string" } }, required: ["ref"], additionalProperties: false } };
+		const messages = [
+			{ role: "user", text: "Digest" },
+			{ role: "assistant", text: "", toolCalls: [{ id: "call_1", name: "show", arguments: { ref: "u3" } }] },
+			{ role: "user", text: "", toolResults: [{ id: "call_1", name: "show", text: "u3: never push", isError: false }] },
+		];
+		const reply = await modelComplete(fauxRegistry(faux), { ...ASK, messages, tools: [show] }, new AbortController().signal);
+		assert.deepEqual(reply.toolCalls, [{ id: "call_9", name: "show", arguments: { ref: "C4" } }]);
+		assert.equal(reply.toolsCarried, true);
+		assert.equal(reply.stopReason, "toolUse");
+		const [context] = seen;
+		assert.deepEqual(context.tools, [show]);
+		assert.deepEqual(context.messages.map((m) => m.role), ["user", "assistant", "toolResult"]);
+		assert.deepEqual(context.messages[1].content, [{ type: "toolCall", id: "call_1", name: "show", arguments: { ref: "u3" } }]);
+		assert.equal(context.messages[1].stopReason, "toolUse");
+		assert.equal(context.messages[2].toolCallId, "call_1");
+		assert.equal(context.messages[2].toolName, "show");
+		assert.deepEqual(context.messages[2].content, [{ type: "text", text: "u3: never push" }]);
+		assert.equal(context.messages[2].isError, false);
+	} finally {
+		faux.unregister();
+	}
+});
+
+test("a call without tools says nothing about them, and malformed tools or calls are bad params", async () => {
+	const faux = piAi.registerFauxProvider({ api: "faux-api-5", provider: "faux-prov", models: [{ id: "faux-1" }] });
+	try {
+		faux.setResponses([piAi.fauxAssistantMessage("plain")]);
+		const reply = await modelComplete(fauxRegistry(faux), ASK, new AbortController().signal);
+		assert.equal("toolsCarried" in reply, false);
+		assert.equal("toolCalls" in reply, false);
+		for (const bad of [
+			{ ...ASK, tools: [{ name: "show" }] },
+			{ ...ASK, tools: "show" },
+			{ ...ASK, messages: [{ role: "assistant", text: "", toolCalls: [{ id: "c", name: "show", arguments: "u1" }] }] },
+			{ ...ASK, messages: [{ role: "user", text: "", toolResults: [{ id: "c", name: "show" }] }] },
+		]) {
+			await assert.rejects(modelComplete(fauxRegistry(faux), bad, new AbortController().signal), (err) => err instanceof rpc.ReplyError && err.data.code === "bad-params");
+		}
+	} finally {
+		faux.unregister();
+	}
+});

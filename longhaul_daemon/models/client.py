@@ -239,6 +239,7 @@ async def _complete(
     trace.request_id = result.request_id
     trace.stop_reason = result.stop_reason
     trace.stopped_early = result.stopped_early
+    trace.tool_calls = len(result.tool_calls)
     _finish(trace, started, budget)
     _emit(trace, on_trace)
     return result
@@ -260,7 +261,7 @@ async def _exchange(
     if not call.stream:
         body, request_id = await post_json(client, call)
         try:
-            result = provider.parse(body)
+            result = provider.parse(body, call)
         except ModelCallError as error:
             error.request_id = error.request_id or request_id
             raise
@@ -269,7 +270,7 @@ async def _exchange(
     answer_end: int | None = None  # where the wanted object ended, in characters of reply text
     seen = 0
     async with stream_sse(client, call) as (request_id, events):
-        state = provider.new_stream()
+        state = provider.new_stream(call)
         try:
             async for event in events:
                 piece = state.feed(event)

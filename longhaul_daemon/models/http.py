@@ -92,7 +92,8 @@ class PreparedCall:
 
     ``structured`` names the structured-output form the body carries (``json_schema``, ``tool``,
     ``response_schema``), None when it carries none; ``structured_skip`` why a schema asked for was left
-    out. The call's trace records both.
+    out. The call's trace records both. ``answer_tool``: the tool whose input is the answer (a schema sent as
+    a tool beside offered tools), so the reply's reader tells the answer from the calls it must run.
     """
 
     url: str
@@ -101,6 +102,7 @@ class PreparedCall:
     stream: bool
     structured: str | None = None
     structured_skip: str | None = None
+    answer_tool: str | None = None
 
 
 @dataclass(frozen=True)

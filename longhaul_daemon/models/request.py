@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import SecretStr
 
 from longhaul_daemon.models.structured import OutputSchema
+from longhaul_daemon.models.tool_calls import ToolCall, ToolChoice, ToolResult, ToolSpec
 from longhaul_daemon.protocol import ModelFacts
 
 __all__ = [
@@ -114,10 +115,16 @@ class ModelTarget:
 
 @dataclass(frozen=True)
 class Message:
-    """One turn of the conversation sent to the model; text only (the compactor sends no images or tools)."""
+    """One turn of the conversation sent to the model; no images.
+
+    ``tool_calls``: the calls an assistant turn made. ``tool_results``: what a user turn sends back for the
+    calls of the assistant turn before it, ahead of its text (turns mode's ``show`` tool).
+    """
 
     role: Literal["user", "assistant"]
     text: str = field(repr=False)
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,9 @@ class ModelRequest:
     ``output_schema``: the JSON Schema the reply must follow, sent in the provider's structured-output form
     unless ``structured_off`` says why not (``"refused"``: the route rejected it before). ``stop_at_object``:
     end a streamed reply at the first complete top-level JSON object this accepts (issue 11: a model that
-    keeps writing after its answer is not paid for); None reads the stream to its end.
+    keeps writing after its answer is not paid for); None reads the stream to its end. ``tools``: the tools
+    the model may call, in the provider's tool-calling form; ``tool_choice`` ``"none"`` keeps them declared
+    (the conversation holds calls to them) but asks for the answer now.
     """
 
     target: ModelTarget
@@ -140,6 +149,8 @@ class ModelRequest:
     output_schema: OutputSchema | None = None
     structured_off: str | None = None
     stop_at_object: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False, compare=False)
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice = "auto"
 
     @property
     def schema_to_send(self) -> OutputSchema | None:

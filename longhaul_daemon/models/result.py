@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from longhaul_daemon.models.tool_calls import ToolCall
+
 __all__ = [
     "CallTrace",
     "CompletionResult",
@@ -104,7 +106,11 @@ class Usage:
 
 @dataclass(frozen=True)
 class CompletionResult:
-    """A finished call: the text (repr hides it), why it stopped, usage and the provider's request id."""
+    """A finished call: the text (repr hides it), why it stopped, usage and the provider's request id.
+
+    ``tool_calls``: the calls of offered tools the reply made, in reply order. An answer a provider sends as
+    a tool's input (Anthropic's and Gemini's structured-output form) is ``text``, never a call.
+    """
 
     text: str = field(repr=False)
     stop_reason: StopReason
@@ -112,6 +118,7 @@ class CompletionResult:
     usage: Usage
     request_id: str | None = None
     stopped_early: bool = False  # the stream was ended at the first complete JSON object it wanted
+    tool_calls: tuple[ToolCall, ...] = ()
 
     @property
     def cut_off(self) -> bool:
@@ -139,6 +146,7 @@ class CallTrace:
     structured: str | None = None  # the structured-output form sent: json_schema, tool, response_schema
     structured_skip: str | None = None  # why a call with a schema sent none: via-pi, refused, thinking
     stopped_early: bool = False
+    tool_calls: int = 0  # calls of offered tools the reply made (turns mode's ``show``)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form the ``compaction`` record's ``narrative`` fields are built from (LOG-17)."""
@@ -159,4 +167,5 @@ class CallTrace:
             "structured": self.structured,
             "structuredSkip": self.structured_skip,
             "stoppedEarly": self.stopped_early,
+            "toolCalls": self.tool_calls,
         }

@@ -5,6 +5,11 @@ call. No credential travels: the shim looks the model up in pi's registry by ``{
 its auth itself. The shim's failures come back as a JSON-RPC error whose ``data.kind`` (``retryable``,
 ``quota``, ``fatal``) picks the :mod:`longhaul_daemon.models.errors` class, so the retry loop decides exactly
 as it does for the daemon's own HTTP calls. Nothing here keeps the shim's error *message*.
+
+Tools travel too: the offered tools' specs, each assistant turn's calls and each user turn's results, in pi's
+own message shapes, and the reply's calls come back as ``toolCalls``. A shim that carried the tools says so
+(``toolsCarried``); one that does not (it predates tool support) would drop them silently, so a reply to a
+call that offered tools without that word is refused as :data:`TOOLS_NOT_CARRIED`.
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ from typing import Any, ClassVar, Protocol
 
 from longhaul_daemon.errors import LonghaulError
 from longhaul_daemon.models.errors import FatalError, ModelCallError, QuotaExceeded, RetryableError
-from longhaul_daemon.models.request import ModelRequest
+from longhaul_daemon.models.request import Message, ModelRequest
 from longhaul_daemon.models.result import CompletionResult, StopReason, Usage, int_field
+from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, synthetic_id
 
 __all__ = [
     "MODEL_COMPLETE",
+    "TOOLS_NOT_CARRIED",
     "PiPeer",
     "ShimConnectionLost",
     "ShimErrorReply",
@@ -33,9 +40,10 @@ __all__ = [
 ]
 
 MODEL_COMPLETE = "model.complete"
+TOOLS_NOT_CARRIED = "shim-without-tools"  # the FatalError code of a reply whose shim dropped the tools
 
 # pi-ai's AssistantMessage.stopReason → ours. "error"/"aborted" never arrive as a result: the shim sends those
-# as JSON-RPC errors. "toolUse" cannot happen (no tools are offered) but would still be a finished reply.
+# as JSON-RPC errors. "toolUse" is a finished reply that made calls.
 _PI_STOP: dict[str, StopReason] = {"stop": "stop", "length": "length", "toolUse": "stop"}
 _MAX_STATUS = 599
 _METHOD_NOT_FOUND = -32601
@@ -82,17 +90,38 @@ class ShimConnectionLost(RetryableError):
     label: ClassVar[str] = "shim connection closed"
 
 
+def _message_params(message: Message) -> dict[str, Any]:
+    params: dict[str, Any] = {"role": message.role, "text": message.text}
+    if message.tool_calls:
+        params["toolCalls"] = [
+            {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in message.tool_calls
+        ]
+    if message.tool_results:
+        params["toolResults"] = [
+            {"id": r.call_id, "name": r.name, "text": r.text, "isError": r.is_error}
+            for r in message.tool_results
+        ]
+    return params
+
+
 def complete_params(request: ModelRequest) -> dict[str, Any]:
-    """The ``model.complete`` params: which model (no key), prompt, output budget, reasoning, streaming."""
+    """The ``model.complete`` params: which model (no key), prompt, output budget, reasoning, streaming,
+    and the offered tools when there are any (pi takes no tool choice: a ``none`` turn still offers them)."""
     target = request.target
-    return {
+    params: dict[str, Any] = {
         "model": {"provider": target.provider, "id": target.model_id},
         "system": request.system,
-        "messages": [{"role": message.role, "text": message.text} for message in request.messages],
+        "messages": [_message_params(message) for message in request.messages],
         "maxTokens": request.max_output_tokens,
         "reasoning": request.reasoning,
         "stream": request.stream,
     }
+    if request.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in request.tools
+        ]
+    return params
 
 
 def recorded_reasoning(request: ModelRequest) -> str | None:
@@ -100,10 +129,24 @@ def recorded_reasoning(request: ModelRequest) -> str | None:
     return None if request.reasoning in ("off", "none") else request.reasoning
 
 
-def result_from_reply(reply: Any) -> CompletionResult:
-    """Map the shim's ``{text, stopReason, usage, responseId?}`` to our result shape; malformed → fatal."""
+def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, Mapping) and isinstance(item.get("name"), str):
+            call_id = synthetic_id(item.get("id"), calls)
+            calls.append(ToolCall(call_id, item["name"], decode_arguments(item.get("arguments"))))
+    return tuple(calls)
+
+
+def result_from_reply(reply: Any, *, tools_offered: bool = False) -> CompletionResult:
+    """Map the shim's ``{text, stopReason, usage, responseId?, toolCalls?}`` to our result; malformed → fatal.
+
+    With ``tools_offered``, a reply without ``toolsCarried: true`` came from a shim that dropped the tools.
+    """
     if not isinstance(reply, Mapping) or not isinstance(reply.get("text"), str):
         raise FatalError(code="malformed-shim-reply")
+    if tools_offered and reply.get("toolsCarried") is not True:
+        raise FatalError(code=TOOLS_NOT_CARRIED)
     raw_stop = reply.get("stopReason")
     raw = raw_stop if isinstance(raw_stop, str) else None
     usage = reply.get("usage")
@@ -119,6 +162,7 @@ def result_from_reply(reply: Any) -> CompletionResult:
             reasoning=int_field(usage, "reasoning"),
         ),
         request_id=_identifier(reply.get("responseId")),
+        tool_calls=_tool_calls(reply.get("toolCalls")),
     )
 
 
@@ -145,7 +189,7 @@ async def exchange_via_pi(peer: PiPeer, request: ModelRequest) -> CompletionResu
         reply = await peer.request(MODEL_COMPLETE, complete_params(request))
     except ShimErrorReply as error:
         raise error_from_reply(error) from None
-    return result_from_reply(reply)
+    return result_from_reply(reply, tools_offered=bool(request.tools))
 
 
 def _identifier(value: Any) -> str | None:

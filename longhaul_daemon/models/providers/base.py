@@ -1,9 +1,10 @@
 """What every provider module provides, and the few helpers they share, so ``client.py`` treats them alike.
 
-A provider is three pure functions of data: ``prepare`` (request → wire call), ``parse`` (JSON body →
-result) and a ``StreamState`` that folds SSE events into the same result. None of them does I/O. A stream
-state hands back each event's new answer text as it folds it, so the caller can end the stream once the
-answer is whole (:meth:`StreamState.partial`).
+A provider is three pure functions of data: ``prepare`` (request → wire call), ``parse`` (JSON body of that
+call → result) and a ``StreamState`` made for that call that folds SSE events into the same result. None of
+them does I/O. A stream state hands back each event's new answer text as it folds it, so the caller can end
+the stream once the answer is whole (:meth:`StreamState.partial`). Tool calls the reply makes are collected
+beside the text (:attr:`~longhaul_daemon.models.result.CompletionResult.tool_calls`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from longhaul_daemon.models.errors import FatalError, RetryableError, StreamErro
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.request import ModelRequest
 from longhaul_daemon.models.result import CompletionResult, Usage, normalize_stop
+from longhaul_daemon.models.tool_calls import ToolCall
 
 __all__ = [
     "Provider",
@@ -69,8 +71,8 @@ class Provider:
 
     api: str
     prepare: Callable[[ModelRequest], tuple[PreparedCall, str | None]]
-    parse: Callable[[Any], CompletionResult]
-    new_stream: Callable[[], StreamState]
+    parse: Callable[[Any, PreparedCall], CompletionResult]
+    new_stream: Callable[[PreparedCall], StreamState]
 
 
 def join_url(base_url: str, path: str) -> str:
@@ -123,13 +125,21 @@ def stream_error(code: str | None, *, got_text: bool) -> RetryableError | FatalE
     return FatalError(code=code)
 
 
-def completion(api: str, text: str, raw_stop: str | None, usage: Usage) -> CompletionResult:
+def completion(
+    api: str, text: str, raw_stop: str | None, usage: Usage, tool_calls: tuple[ToolCall, ...] = ()
+) -> CompletionResult:
     """The one result shape every provider returns, with the stop reason normalized for ``api``."""
     return CompletionResult(
-        text=text, stop_reason=normalize_stop(api, raw_stop), raw_stop=raw_stop, usage=usage
+        text=text,
+        stop_reason=normalize_stop(api, raw_stop),
+        raw_stop=raw_stop,
+        usage=usage,
+        tool_calls=tool_calls,
     )
 
 
 def early_result(text: str, usage: Usage) -> CompletionResult:
-    """A stream ended by the caller at a complete answer: a finished reply, with the usage seen so far."""
+    """A stream ended by the caller at a complete answer: a finished reply, with the usage seen so far.
+
+    Calls still streaming when the answer ended are left out: the answer is what was wanted."""
     return CompletionResult(text=text, stop_reason="stop", raw_stop=None, usage=usage, stopped_early=True)

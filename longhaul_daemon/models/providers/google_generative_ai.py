@@ -3,10 +3,19 @@
 Thought parts (``thought: true``) are skipped; ``thoughtsTokenCount`` is added to output usage because Gemini
 bills it as output. Every stream chunk is a whole ``GenerateContentResponse``. An output schema goes as
 ``generationConfig.responseSchema`` in Gemini's OpenAPI dialect, with ``responseMimeType: application/json``.
+
+Gemini refuses a JSON response type together with function calling, so when tools are offered the schema
+goes as one more function, the answer function, and ``toolConfig.functionCallingConfig`` mode ``ANY`` makes
+the model call either an offered tool or that one (only that one when ``tool_choice`` is ``none``); the
+answer function's ``args`` are the reply's text. A ``functionCall`` part of an offered tool is a call; it is
+sent back in the model turn with its ``thoughtSignature``, and its result as a ``functionResponse`` part
+(``{output}`` or ``{error}``) opening the next user turn. Calls and responses pair by name and order, as
+pi's own Gemini provider sends them: no call id goes back.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -23,9 +32,10 @@ from longhaul_daemon.models.providers.base import (
     require_dict,
     stream_error,
 )
-from longhaul_daemon.models.request import ModelRequest, plan_reasoning
+from longhaul_daemon.models.request import Message, ModelRequest, plan_reasoning
 from longhaul_daemon.models.result import CompletionResult, Usage, int_field
 from longhaul_daemon.models.structured import gemini_schema
+from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, synthetic_id
 
 __all__ = ["API", "PROVIDER", "GoogleStream", "parse", "prepare"]
 
@@ -48,16 +58,28 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
         budget = _THINKING_BUDGETS.get(plan.wire, _THINKING_BUDGETS["low"])
         config["thinkingConfig"] = {"thinkingBudget": budget, "includeThoughts": False}
     schema = request.schema_to_send
-    if schema is not None:
+    answer_tool = schema.name if schema is not None and request.tools else None
+    if schema is not None and answer_tool is None:
         config["responseMimeType"] = "application/json"
         config["responseSchema"] = gemini_schema(schema.schema)
     body: dict[str, Any] = {
-        "contents": [
-            {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.text}]}
-            for m in request.messages
-        ],
+        "contents": [_content(m) for m in request.messages],
         "generationConfig": config,
     }
+    if request.tools:
+        declarations = [
+            {"name": t.name, "description": t.description, "parameters": gemini_schema(t.parameters)}
+            for t in request.tools
+        ]
+        calling: dict[str, Any] = {"mode": "NONE" if request.tool_choice == "none" else "AUTO"}
+        if schema is not None and answer_tool is not None:
+            answer = {"name": answer_tool, "description": schema.description or "Send the answer."}
+            declarations.insert(0, {**answer, "parameters": gemini_schema(schema.schema)})
+            calling = {"mode": "ANY"}
+            if request.tool_choice == "none":
+                calling["allowedFunctionNames"] = [answer_tool]
+        body["tools"] = [{"functionDeclarations": declarations}]
+        body["toolConfig"] = {"functionCallingConfig": calling}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
     model = quote(target.model_id.removeprefix("models/"), safe="-._~")
@@ -71,9 +93,26 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
         headers=headers,
         body=body,
         stream=request.stream,
-        structured="response_schema" if schema is not None else None,
+        structured=("function" if answer_tool else "response_schema") if schema is not None else None,
+        answer_tool=answer_tool,
     )
     return call, plan.recorded
+
+
+def _content(message: Message) -> dict[str, Any]:
+    """One turn: function responses ahead of a user turn's text, calls after a model turn's text."""
+    parts: list[dict[str, Any]] = []
+    for result in message.tool_results:
+        response = {"error": result.text} if result.is_error else {"output": result.text}
+        parts.append({"functionResponse": {"name": result.name, "response": response}})
+    if message.text or not (message.tool_calls or message.tool_results):
+        parts.append({"text": message.text})
+    for call in message.tool_calls:
+        part: dict[str, Any] = {"functionCall": {"name": call.name, "args": dict(call.arguments)}}
+        if call.signature:
+            part["thoughtSignature"] = call.signature
+        parts.append(part)
+    return {"role": "model" if message.role == "assistant" else "user", "parts": parts}
 
 
 def _usage(raw: Any) -> Usage:
@@ -89,8 +128,10 @@ def _usage(raw: Any) -> Usage:
     )
 
 
-def _chunk(data: dict[str, Any]) -> tuple[str, str | None]:
-    """The visible text and finish reason of one response (or stream chunk)."""
+def _chunk(data: dict[str, Any], call: PreparedCall | None, calls: list[ToolCall]) -> tuple[str, str | None]:
+    """The visible text and finish reason of one response (or stream chunk); its calls join ``calls``.
+
+    The answer function's arguments are text: the reply's answer, written as JSON."""
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
         feedback = data.get("promptFeedback")
@@ -99,28 +140,43 @@ def _chunk(data: dict[str, Any]) -> tuple[str, str | None]:
     candidate = candidates[0]
     content = candidate.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
-    text = "".join(
-        str(part.get("text", ""))
-        for part in parts or []
-        if isinstance(part, dict) and not part.get("thought") and isinstance(part.get("text"), str)
-    )
+    pieces: list[str] = []
+    for part in parts or []:
+        if not isinstance(part, dict) or part.get("thought"):
+            continue
+        if isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        function = part.get("functionCall")
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        arguments = decode_arguments(function.get("args"))
+        if call is not None and function["name"] == call.answer_tool:
+            pieces.append(json.dumps(arguments, ensure_ascii=False))
+        else:
+            signature = part.get("thoughtSignature")
+            call_id = synthetic_id(function.get("id"), calls)
+            sig = signature if isinstance(signature, str) else None
+            calls.append(ToolCall(call_id, function["name"], arguments, sig))
     reason = candidate.get("finishReason")
-    return text, reason if isinstance(reason, str) else None
+    return "".join(pieces), reason if isinstance(reason, str) else None
 
 
-def parse(body: Any) -> CompletionResult:
+def parse(body: Any, call: PreparedCall | None = None) -> CompletionResult:
     data = require_dict(body)
     if "error" in data:
         raise FatalError(code=error_code_of(data))
-    text, raw_stop = _chunk(data)
-    return completion(API, text, raw_stop, _usage(data.get("usageMetadata")))
+    calls: list[ToolCall] = []
+    text, raw_stop = _chunk(data, call, calls)
+    return completion(API, text, raw_stop, _usage(data.get("usageMetadata")), tuple(calls))
 
 
 class GoogleStream:
     """Each ``data:`` is a partial response; the last one carries ``finishReason`` and the final usage."""
 
-    def __init__(self) -> None:
+    def __init__(self, call: PreparedCall | None = None) -> None:
+        self._call = call
         self._parts: list[str] = []
+        self._calls: list[ToolCall] = []
         self._usage = Usage()
         self._raw_stop: str | None = None
 
@@ -130,7 +186,7 @@ class GoogleStream:
         data = parse_event_json(event)
         if "error" in data:
             raise stream_error(error_code_of(data), got_text=bool(self._parts))
-        text, raw_stop = _chunk(data)
+        text, raw_stop = _chunk(data, self._call, self._calls)
         if text:
             self._parts.append(text)
         if raw_stop is not None:
@@ -144,8 +200,8 @@ class GoogleStream:
 
     def finish(self) -> CompletionResult:
         if self._raw_stop is None:
-            raise StreamError(got_text=bool(self._parts), code="incomplete_stream")
-        return completion(API, "".join(self._parts), self._raw_stop, self._usage)
+            raise StreamError(got_text=bool(self._parts or self._calls), code="incomplete_stream")
+        return completion(API, "".join(self._parts), self._raw_stop, self._usage, tuple(self._calls))
 
 
 PROVIDER = Provider(api=API, prepare=prepare, parse=parse, new_stream=GoogleStream)

@@ -4,6 +4,10 @@ Per-model ``Compat`` flags decide ``max_completion_tokens`` vs ``max_tokens``, w
 and ``stream_options.include_usage`` are sent, and the system role; usage fields are all optional. An output
 schema goes as ``response_format: {type: "json_schema", json_schema: {name, schema, strict: true}}``, the form
 OpenAI, llama.cpp, vLLM and Ollama all read.
+
+Tools go as ``tools: [{type: "function", function: {name, description, parameters}}]``; a call comes back in
+``message.tool_calls`` (streamed as ``delta.tool_calls`` pieces keyed by ``index``, the arguments a JSON text
+in pieces), is sent back in the assistant message's ``tool_calls``, and its result as a ``tool`` message.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from longhaul_daemon.models.providers.base import (
     require_dict,
     stream_error,
 )
-from longhaul_daemon.models.request import ModelRequest, plan_reasoning
+from longhaul_daemon.models.request import Message, ModelRequest, plan_reasoning
 from longhaul_daemon.models.result import CompletionResult, Usage, int_field
+from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, encode_arguments, synthetic_id
 
 __all__ = ["API", "PROVIDER", "CompletionsStream", "parse", "prepare", "usage_of"]
 
@@ -39,12 +44,13 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
         {"authorization": f"Bearer {secret}" if secret else "", "content-type": "application/json"},
         target.headers,
     )
-    messages: list[dict[str, str]] = []
+    messages: list[dict[str, Any]] = []
     if request.system:
         messages.append(
             {"role": "developer" if compat.supports_developer_role else "system", "content": request.system}
         )
-    messages.extend({"role": m.role, "content": m.text} for m in request.messages)
+    for message in request.messages:
+        messages.extend(_wire_messages(message))
     body: dict[str, Any] = {
         "model": target.model_id,
         "messages": messages,
@@ -59,6 +65,16 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
             "type": "json_schema",
             "json_schema": {"name": schema.name, "schema": dict(schema.schema), "strict": True},
         }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+            }
+            for t in request.tools
+        ]
+        if request.tool_choice == "none":
+            body["tool_choice"] = "none"
     recorded: str | None = None
     if target.reasoning:
         if compat.supports_reasoning_effort:
@@ -74,6 +90,42 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     return call, recorded
 
 
+def _wire_messages(message: Message) -> list[dict[str, Any]]:
+    """One turn as Chat Completions messages: each tool result its own ``tool`` message, ahead of the text."""
+    if message.role == "assistant":
+        wire: dict[str, Any] = {"role": "assistant", "content": message.text}
+        if message.tool_calls:
+            wire["content"] = message.text or None
+            wire["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": encode_arguments(call.arguments)},
+                }
+                for call in message.tool_calls
+            ]
+        return [wire]
+    out: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": result.call_id, "content": result.text}
+        for result in message.tool_results
+    ]
+    if message.text or not message.tool_results:
+        out.append({"role": "user", "content": message.text})
+    return out
+
+
+def _calls(raw: object) -> tuple[ToolCall, ...]:
+    """A message's ``tool_calls`` (whole reply) as calls; items of the wrong shape are skipped."""
+    calls: list[ToolCall] = []
+    for item in raw if isinstance(raw, list) else []:
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        call_id = synthetic_id(item.get("id"), calls)
+        calls.append(ToolCall(call_id, function["name"], decode_arguments(function.get("arguments"))))
+    return tuple(calls)
+
+
 def usage_of(raw: Any) -> Usage:
     """``prompt_tokens`` includes cached tokens; ``input`` here does not."""
     if not isinstance(raw, dict):
@@ -87,7 +139,7 @@ def usage_of(raw: Any) -> Usage:
     )
 
 
-def parse(body: Any) -> CompletionResult:
+def parse(body: Any, call: PreparedCall | None = None) -> CompletionResult:
     data = require_dict(body)
     if "error" in data:
         raise FatalError(code=error_code_of(data))
@@ -98,17 +150,20 @@ def parse(body: Any) -> CompletionResult:
     content = message.get("content") if isinstance(message, dict) else None
     raw_stop = choices[0].get("finish_reason")
     raw_stop = raw_stop if isinstance(raw_stop, str) else None
-    return completion(API, content if isinstance(content, str) else "", raw_stop, usage_of(data.get("usage")))
+    calls = _calls(message.get("tool_calls")) if isinstance(message, dict) else ()
+    text = content if isinstance(content, str) else ""
+    return completion(API, text, raw_stop, usage_of(data.get("usage")), calls)
 
 
 class CompletionsStream:
     """``data:`` chunks with ``choices[0].delta``, a usage-only chunk when asked, then ``data: [DONE]``."""
 
-    def __init__(self) -> None:
+    def __init__(self, call: PreparedCall | None = None) -> None:
         self._parts: list[str] = []
         self._usage = Usage()
         self._raw_stop: str | None = None
         self._done = False
+        self._calls: dict[int, dict[str, Any]] = {}  # delta.tool_calls by index: id, name, argument pieces
 
     def feed(self, event: SseEvent) -> str:
         if not event.data:
@@ -127,18 +182,43 @@ class CompletionsStream:
         if isinstance(choices[0].get("finish_reason"), str):
             self._raw_stop = choices[0]["finish_reason"]
         delta = choices[0].get("delta")
+        if isinstance(delta, dict) and isinstance(delta.get("tool_calls"), list):
+            self._call_pieces(delta["tool_calls"])
         if isinstance(delta, dict) and isinstance(delta.get("content"), str) and delta["content"]:
             self._parts.append(delta["content"])
             return str(delta["content"])
         return ""
+
+    def _call_pieces(self, pieces: list[Any]) -> None:
+        for piece in pieces:
+            if not isinstance(piece, dict):
+                continue
+            index = piece.get("index")
+            slot = self._calls.setdefault(index if isinstance(index, int) else len(self._calls), {"args": []})
+            if isinstance(piece.get("id"), str):
+                slot["id"] = piece["id"]
+            function = piece.get("function")
+            if isinstance(function, dict):
+                if isinstance(function.get("name"), str) and function["name"]:
+                    slot["name"] = function["name"]
+                if isinstance(function.get("arguments"), str):
+                    slot["args"].append(function["arguments"])
+
+    def _tool_calls(self) -> tuple[ToolCall, ...]:
+        calls: list[ToolCall] = []
+        for _, slot in sorted(self._calls.items()):
+            if isinstance(slot.get("name"), str):
+                arguments = decode_arguments("".join(slot["args"]))
+                calls.append(ToolCall(synthetic_id(slot.get("id"), calls), slot["name"], arguments))
+        return tuple(calls)
 
     def partial(self) -> CompletionResult:
         return early_result("".join(self._parts), self._usage)
 
     def finish(self) -> CompletionResult:
         if not self._done and self._raw_stop is None:
-            raise StreamError(got_text=bool(self._parts), code="incomplete_stream")
-        return completion(API, "".join(self._parts), self._raw_stop, self._usage)
+            raise StreamError(got_text=bool(self._parts or self._calls), code="incomplete_stream")
+        return completion(API, "".join(self._parts), self._raw_stop, self._usage, self._tool_calls())
 
 
 PROVIDER = Provider(api=API, prepare=prepare, parse=parse, new_stream=CompletionsStream)

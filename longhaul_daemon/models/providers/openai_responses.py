@@ -3,6 +3,10 @@
 ``output_text`` as a top-level field exists only in the SDKs, so the reply is read from ``output[]``; a cut
 reply is ``status: "incomplete"`` with ``incomplete_details.reason == "max_output_tokens"``. An output schema
 goes as ``text.format: {type: "json_schema", name, schema, strict: true}``.
+
+Tools go as ``tools: [{type: "function", name, description, parameters}]``. A call is an output item of type
+``function_call`` (``call_id``, ``name``, ``arguments`` as JSON text), read from the final response of a
+stream; it goes back as an input item of the same type, and its result as a ``function_call_output`` item.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from longhaul_daemon.models.providers.base import (
     require_dict,
     stream_error,
 )
-from longhaul_daemon.models.request import ModelRequest, plan_reasoning
+from longhaul_daemon.models.request import Message, ModelRequest, plan_reasoning
 from longhaul_daemon.models.result import CompletionResult, Usage, int_field
+from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, encode_arguments, synthetic_id
 
 __all__ = ["API", "PROVIDER", "ResponsesStream", "parse", "prepare"]
 
@@ -39,7 +44,7 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     )
     body: dict[str, Any] = {
         "model": target.model_id,
-        "input": [{"role": m.role, "content": m.text} for m in request.messages],
+        "input": [item for m in request.messages for item in _input_items(m)],
         "max_output_tokens": request.max_output_tokens,
         "store": False,
         "stream": request.stream,
@@ -50,6 +55,18 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     if schema is not None:
         wire_format = {"type": "json_schema", "name": schema.name, "schema": dict(schema.schema)}
         body["text"] = {"format": {**wire_format, "strict": True}}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.parameters),
+            }
+            for t in request.tools
+        ]
+        if request.tool_choice == "none":
+            body["tool_choice"] = "none"
     recorded: str | None = None
     if target.reasoning and target.compat.supports_reasoning_effort:
         plan = plan_reasoning(target, request.reasoning)
@@ -66,6 +83,33 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
         structured="json_schema" if schema is not None else None,
     )
     return call, recorded
+
+
+def _input_items(message: Message) -> list[dict[str, Any]]:
+    """One turn as input items: results ahead of a user turn's text, calls after an assistant turn's text."""
+    items: list[dict[str, Any]] = [
+        {"type": "function_call_output", "call_id": r.call_id, "output": r.text} for r in message.tool_results
+    ]
+    if message.text or not (message.tool_calls or message.tool_results):
+        items.append({"role": message.role, "content": message.text})
+    items += [
+        {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": encode_arguments(c.arguments)}
+        for c in message.tool_calls
+    ]
+    return items
+
+
+def _calls(response: dict[str, Any]) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+    for item in response.get("output") or []:
+        if (
+            isinstance(item, dict)
+            and item.get("type") == "function_call"
+            and isinstance(item.get("name"), str)
+        ):
+            call_id = synthetic_id(item.get("call_id"), calls)
+            calls.append(ToolCall(call_id, item["name"], decode_arguments(item.get("arguments"))))
+    return tuple(calls)
 
 
 def _usage(raw: Any) -> Usage:
@@ -103,10 +147,11 @@ def _result(response: dict[str, Any], text: str | None = None) -> CompletionResu
     if response.get("status") == "failed":
         raise FatalError(code=error_code_of(response) or "failed")
     raw_stop = _raw_stop(response)
-    return completion(API, _text(response) if text is None else text, raw_stop, _usage(response.get("usage")))
+    reply = _text(response) if text is None else text
+    return completion(API, reply, raw_stop, _usage(response.get("usage")), _calls(response))
 
 
-def parse(body: Any) -> CompletionResult:
+def parse(body: Any, call: PreparedCall | None = None) -> CompletionResult:
     data = require_dict(body)
     if isinstance(data.get("error"), dict) and data.get("status") != "failed":
         raise FatalError(code=error_code_of(data))
@@ -118,7 +163,7 @@ def parse(body: Any) -> CompletionResult:
 class ResponsesStream:
     """``response.output_text.delta`` events, then ``response.completed``/``incomplete``/``failed``."""
 
-    def __init__(self) -> None:
+    def __init__(self, call: PreparedCall | None = None) -> None:
         self._parts: list[str] = []
         self._final: dict[str, Any] | None = None
 
