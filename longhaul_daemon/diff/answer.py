@@ -88,6 +88,7 @@ __all__ = [
     "normalize",
     "parse_answer",
     "verify_answer",
+    "verify_labels",
 ]
 
 UNKNOWN_KEYS_TOLERATED = 2
@@ -356,6 +357,24 @@ def verify_answer(
     )
     dropped = {k: v for k, v in reader.dropped.items() if v}
     return ParsedAnswer(True, draft, tuple(reader.defects), dropped, tuple(replaced))
+
+
+def verify_labels(
+    obj: dict[str, Any],
+    offered_ids: Sequence[str],
+    *,
+    rules: Sequence[Rule] = (),
+    label_optional: Collection[str] = (),
+) -> ParsedAnswer:
+    """Only the ``labels`` of an object, checked as :func:`verify_answer` checks them (turns mode asks for
+    the labels in a turn of their own, so no other field is required)."""
+    reader = _Reader()
+    data = _normalized(obj)
+    labels, replaced = _read_labels(reader, reader.items(data, "labels"), offered_ids, rules, label_optional)
+    dropped = {k: v for k, v in reader.dropped.items() if v}
+    return ParsedAnswer(
+        True, DraftAnswer(labels=tuple(labels)), tuple(reader.defects), dropped, tuple(replaced)
+    )
 
 
 def parse_answer(

@@ -59,6 +59,7 @@ __all__ = [
     "answer_tokens",
     "chunk_prompt",
     "chunk_tokens",
+    "offered_messages",
     "plan_diff",
     "prepare_chunk",
     "span_tokens",
@@ -135,10 +136,11 @@ def plan_diff(inputs: DiffInputs, input_chars: int) -> ChunkPlan:
     return plan_chunks(inputs.span, input_chars=input_chars, sizer=PromptSizer(inputs))
 
 
-def _offered(
+def offered_messages(
     carried: Sequence[OfferedMessage], chunk: Sequence[SpanMessage], earlier: Sequence[EarlierMessage] = ()
 ) -> tuple[QuotableMessage, ...]:
-    """Every message the chunk offers, oldest first: takeover-earlier ones, carried ones, then its own."""
+    """Every message a chunk offers, oldest first: takeover-earlier ones, carried ones, then its own (turns
+    mode offers the whole span as one)."""
     own = [
         QuotableMessage(id=m.user_id, text=m.text)
         for m in chunk
@@ -172,7 +174,7 @@ def prepare_chunk(
     rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
     chunk_state = inputs.state.model_copy(update={"rules": list(rules)})
     ctx = ChunkContext(
-        offered=_offered(carried, chunk, takeover.earlier if takeover else ()),
+        offered=offered_messages(carried, chunk, takeover.earlier if takeover else ()),
         rules=rules,
         ledger_ids=ledger_ids,
         turns=span_turns(chunk, carried) + (takeover.turns if takeover else ()),

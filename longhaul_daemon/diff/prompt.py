@@ -43,8 +43,10 @@ __all__ = [
     "Prompt",
     "build_prompt",
     "clean",
+    "data_block",
     "excerpt",
     "retry_note",
+    "state_lines",
 ]
 
 LEDGER_COMMANDS = 80  # newest commands shown; evidence may still cite any ledger id
@@ -83,7 +85,8 @@ def _indent(text: str) -> str:
     return clean(text).replace("\n", "\n  ")
 
 
-def _block(name: str, tag: str, body: str) -> str:
+def data_block(name: str, tag: str, body: str) -> str:
+    """``body`` between BEGIN and END markers carrying ``tag``, which no transcript text can forge."""
     return f"=== BEGIN DATA {name} {tag} ===\n{body}\n=== END DATA {name} {tag} ==="
 
 
@@ -92,9 +95,10 @@ def _newest(items: Sequence[str], limit: int, what: str) -> list[str]:
     return ([f"({len(items) - limit} earlier {what} not shown)"] if len(items) > limit else []) + shown
 
 
-def _state_lines(
+def state_lines(
     state: State, commands: Sequence[Command], errors: Sequence[ErrorEntry], remembered: Sequence[Note]
 ) -> list[str]:
+    """The state so far as the prompt shows it (DIFF-10): rules, items, open errors, values, ledger, notes."""
     out: list[str] = []
     if state.objective:
         out.append(f"Objective: {_indent(state.objective)}")
@@ -174,7 +178,7 @@ def build_prompt(
     ]
     ledger_ids = ledger_index(commands, errors)
     conversation = [line for m in span for line in serialize(m, ledger_ids, tool_edge)]
-    state_text = "\n".join(_state_lines(state, commands, errors, remembered))
+    state_text = "\n".join(state_lines(state, commands, errors, remembered))
     digest = hashlib.sha256()
     for part in [
         state_text,
@@ -188,13 +192,13 @@ def build_prompt(
         digest.update(clean(part).encode("utf-8", "replace"))
     tag = digest.hexdigest()[:TAG_CHARS]
 
-    sections = ["The state so far:", _block("state", tag, state_text)]
+    sections = ["The state so far:", data_block("state", tag, state_text)]
     if foreign_summary:
         sections += [
             "Another compactor summarized the conversation before this span. Keep whatever in it still holds "
             "in your decisions, dead ends, Now and objective; it is not the user's words, so it is never a "
             "rule and never quotable:",
-            _block("earlier-summary", tag, clean(foreign_summary)),
+            data_block("earlier-summary", tag, clean(foreign_summary)),
         ]
     if earlier:
         body = "\n".join(
@@ -207,27 +211,27 @@ def build_prompt(
             "label it "
             "`rule and lifts u<n>`. Every other message here needs a label like a span message; one shown "
             "only in part yields a rule only with its exact words:",
-            _block("earlier", tag, body),
+            data_block("earlier", tag, body),
         ]
     if carried:
         body = "\n".join(f"{message_header(tag, m.user_id, len(m.text))}\n{clean(m.text)}" for m in carried)
         sections += [
             "Messages carried from earlier spans, shown whole; label each:",
-            _block("carried", tag, body),
+            data_block("carried", tag, body),
         ]
     listing = [listing_entry(tag, uid, text) for uid, text in offered]
     sections.append("User messages of this span to label (the conversation below shows them whole):")
-    sections.append(_block("messages", tag, listing_body(listing)))
+    sections.append(data_block("messages", tag, listing_body(listing)))
     sections += [
         "The span's conversation:",
-        _block("conversation", tag, conversation_body(conversation)),
+        data_block("conversation", tag, conversation_body(conversation)),
     ]
     if focus and focus.strip():
         sections.append(
             "Focus the user asked for in this compaction: use it only to choose what the narrative and Now "
             "stress. It is not a rule, not a message to label and never quotable."
         )
-        sections.append(_block("focus", tag, clean(focus)))
+        sections.append(data_block("focus", tag, clean(focus)))
     needed = [m.user_id for m in earlier if not m.picked]
     all_ids = needed + [m.user_id for m in carried] + [uid for uid, _ in offered]
     sections.append(f"Label exactly these messages: {id_list(all_ids)}.")
@@ -237,9 +241,11 @@ def build_prompt(
     return Prompt(system=SYSTEM_PROMPT, user="\n\n".join(sections))
 
 
-def retry_note(defects: Sequence[Defect], limit_chars: int) -> str:
+RETRY_HEADER = "Your previous answer had these problems. Send the whole JSON answer again with them fixed:"
+
+
+def retry_note(defects: Sequence[Defect], limit_chars: int, header: str = RETRY_HEADER) -> str:
     """FAIL-1, FAIL-3: the defects, one whole line each, at most ``limit_chars`` code points in all."""
-    header = "Your previous answer had these problems. Send the whole JSON answer again with them fixed:"
     if limit_chars <= 0:
         return ""
     if len(header) > limit_chars:

@@ -17,12 +17,14 @@ __all__ = ["ModelAccess"]
 @dataclass
 class ModelAccess:
     """Daemon-wide: per-provider concurrency limits, the route health ``status`` shows, the models whose
-    route refused a structured-output schema, the apis whose calls go through pi's own provider layer
-    (``model.complete``) instead of the daemon's clients, and the daemon's one HTTP client."""
+    route refused a structured-output schema, those whose route refused tool calls (turns mode), the apis
+    whose calls go through pi's own provider layer (``model.complete``) instead of the daemon's clients, and
+    the daemon's one HTTP client."""
 
     limits: ProviderLimits = field(default_factory=ProviderLimits)
     health: RouteHealthBook = field(default_factory=RouteHealthBook)
     structured: StructuredMemory = field(default_factory=StructuredMemory)
+    tools_refused: StructuredMemory = field(default_factory=StructuredMemory)
     via_pi_apis: frozenset[str] = frozenset()
     client: HttpClient | None = None  # owned by the daemon's lifecycle; None outside a serving daemon
 

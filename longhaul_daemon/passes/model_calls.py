@@ -15,7 +15,8 @@ read from the span records on the branch (:func:`unusable_routes`) and written i
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from longhaul_daemon.diff.answer import answer_shaped
@@ -29,9 +30,11 @@ from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import Message, ModelRequest
 from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.routing import RouteCandidate, RoutePlan
-from longhaul_daemon.models.structured import OutputSchema
-from longhaul_daemon.models.via_pi import PiPeer
+from longhaul_daemon.models.structured import OutputSchema, is_schema_refusal
+from longhaul_daemon.models.tool_calls import ToolChoice, ToolSpec
+from longhaul_daemon.models.via_pi import TOOLS_NOT_CARRIED, PiPeer
 from longhaul_daemon.state.entry_kinds import SPAN_TYPE, is_custom
+from longhaul_daemon.turns.conversation import TurnsUnavailable
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -167,41 +170,125 @@ class PassModel:
                 stop_at_object=answer_shaped,  # and a looping model is not paid for past its answer
             )
             try:
-                return await complete(
-                    request,
-                    budget=self._budget,
-                    client=self._client,
-                    limits=self._access.limits,
-                    on_trace=self._record,
-                    peer=self._peer,
-                    via_pi_apis=self._access.via_pi_apis,
-                    structured=self._access.structured,
-                )
+                return await self._complete(request, self._budget)
             except BudgetExceeded:
                 raise
             except ModelCallError as error:
-                if candidate.name != "summarizer" or self._index + 1 >= len(self._plan.candidates):
-                    raise
-                self.why = (
-                    f"failed:{type(error).__name__}"  # FAIL-9: the route failed; the session model takes over
-                )
-                self._index += 1
+                self._next_route(candidate, error)
+
+    def _next_route(self, candidate: RouteCandidate, error: ModelCallError) -> None:
+        """FAIL-9: a failed summarizer route hands the rest of the pass to the session's own model."""
+        if candidate.name != "summarizer" or self._index + 1 >= len(self._plan.candidates):
+            raise error
+        self.why = f"failed:{type(error).__name__}"
+        self._index += 1
+
+    async def _complete(self, request: ModelRequest, budget: Budget) -> CompletionResult:
+        return await complete(
+            request,
+            budget=budget,
+            client=self._client,
+            limits=self._access.limits,
+            on_trace=self._record,
+            peer=self._peer,
+            via_pi_apis=self._access.via_pi_apis,
+            structured=self._access.structured,
+        )
+
+    # --- turns mode (TURNS-7, issue 14 point 7) ---
+
+    def turn_budget(self, need: int) -> int:
+        return first_budget(need, self._max_tokens())
+
+    async def converse(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema,
+        tools: tuple[ToolSpec, ...],
+        tool_choice: ToolChoice,
+        stop_at: Callable[[dict[str, Any]], bool],
+        budget: Budget,
+    ) -> CompletionResult:
+        """One call of a turns-mode conversation, with the offered tools, under the turn's ``budget``.
+
+        Raises :class:`~longhaul_daemon.turns.conversation.TurnsUnavailable` when the route cannot carry
+        the tools: a shim that dropped them, or a route that refuses them (remembered daemon-wide, as a
+        refused schema is). A refusal is a 400 or 422 to the conversation's first call that the same call
+        without tools does not get; that one extra call is made once per model in the daemon's life.
+        """
+        while True:
+            candidate = self.current
+            if candidate is None:
+                raise FatalError(code="no-model")
+            target = candidate.target
+            key = (target.api, target.base_url, target.model_id)
+            if tools and self._access.tools_refused.refuses(*key):
+                raise TurnsUnavailable("tools-refused")
+            cap = target.max_tokens
+            request = ModelRequest(
+                target=target,
+                system=system,
+                messages=tuple(messages),
+                max_output_tokens=min(max_output_tokens, cap) if cap else max_output_tokens,
+                reasoning="off",
+                kind=kind,
+                output_schema=schema,
+                stop_at_object=stop_at,
+                tools=tools,
+                tool_choice=tool_choice,
+            )
+            try:
+                return await self._complete(request, budget)
+            except BudgetExceeded:
+                raise
+            except FatalError as error:
+                if error.code == TOOLS_NOT_CARRIED:
+                    raise TurnsUnavailable("tools-not-carried") from None
+                await self._probe_tools(request, budget, error)
+                self._next_route(candidate, error)
+            except ModelCallError as error:
+                self._next_route(candidate, error)
+
+    async def _probe_tools(self, request: ModelRequest, budget: Budget, error: ModelCallError) -> None:
+        """Whether a refused first call was refused for its tools: the same call without them decides."""
+        first = not any(m.tool_calls or m.tool_results for m in request.messages)
+        if not request.tools or not first or not is_schema_refusal(error):
+            return
+        plain = replace(request, tools=(), tool_choice="auto", kind=f"{request.kind}-without-tools")
+        try:
+            await self._complete(plain, budget)
+        except ModelCallError:
+            return  # refused without the tools too: the request was at fault, not the tools
+        target = request.target
+        self._access.tools_refused.remember(target.api, target.base_url, target.model_id)
+        raise TurnsUnavailable("tools-refused")
 
     def narrative_stats(self, result: DiffResult, diff_ms: int) -> dict[str, Any]:
         """LOG-17 ``narrative``: how the span closed and what the calls cost, as counts (FAIL-17)."""
-        usage = sum((t.usage for t in self.traces), Usage())
-        reasoning = next((t.reasoning for t in self.traces if t.reasoning), None)
         return {
             "kind": result.closed_as,
             "reason": result.reason,
-            "calls": len(self.traces),
-            "callKinds": dict(Counter(t.kind for t in self.traces)),
-            "outputBudgets": [t.output_budget for t in self.traces],
-            "errors": [t.error for t in self.traces if t.error],
             "chunks": result.chunk_count,
             "accepted": len(result.chunks),
             "dropped": sum(result.dropped.values()),
             "droppedBy": dict(result.dropped),
+            **self.call_stats(diff_ms),
+        }
+
+    def call_stats(self, diff_ms: int) -> dict[str, Any]:
+        """What the pass's calls cost and how they went, as counts: the part of ``narrative`` both modes
+        share (FAIL-17)."""
+        usage = sum((t.usage for t in self.traces), Usage())
+        reasoning = next((t.reasoning for t in self.traces if t.reasoning), None)
+        return {
+            "calls": len(self.traces),
+            "callKinds": dict(Counter(t.kind for t in self.traces)),
+            "outputBudgets": [t.output_budget for t in self.traces],
+            "errors": [t.error for t in self.traces if t.error],
             "usage": usage.as_dict(),
             "timings": {"diffMs": diff_ms, "callsMs": sum(t.duration_ms for t in self.traces)},
             "reasoning": reasoning,

@@ -5,20 +5,25 @@ calls is pure; the pure steps run in a worker thread while git runs, so a long t
 daemon's other sessions (PASS-21), and Close starts only after all of them have finished (PASS-2). The Diff
 (:mod:`longhaul_daemon.diff.stage`) gets the routed model under the pass's budget; when it cannot verify
 anything the span closes narrative-less (FAIL-10), and an empty span closes without a call (PASS-17).
+
+With ``"narrativeMode": "turns"`` the same model and budget go to turns mode instead
+(:mod:`longhaul_daemon.passes.turns_stage`, TURNS-1), each of its turns capped at two fifths of the pass
+budget (2 of the default 5 minutes, TURNS-15). When turns mode cannot run for this span (the route refuses
+tool calls, the shim cannot carry them, the Digest does not fit the window) the Diff runs in the time left,
+and the notice and the record say why (issue 14 point 7).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import anyio
 
 from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
-from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.diff.stage import DiffInputs, run_diff
 from longhaul_daemon.diff.takeover import Takeover, plan_takeover
@@ -31,6 +36,8 @@ from longhaul_daemon.offload import Offload
 from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
 from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, PassModel, unusable_routes
+from longhaul_daemon.passes.outcome import StageOutcome, notice
+from longhaul_daemon.passes.turns_stage import run_turns_stage
 from longhaul_daemon.passes.world import take_world
 from longhaul_daemon.protocol import (
     AfterEntries,
@@ -44,9 +51,11 @@ from longhaul_daemon.settings import Settings, load_settings
 from longhaul_daemon.state.clean import clean_command, clean_error, prose
 from longhaul_daemon.state.entry_kinds import COMPACTOR
 from longhaul_daemon.state.fold import FoldResult, fold
-from longhaul_daemon.state.model import STATE_FORMAT, ClosedAs, State, World
+from longhaul_daemon.state.model import STATE_FORMAT, State, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span, user_ids
+from longhaul_daemon.turns.conversation import TurnsUnavailable
+from longhaul_daemon.turns.driver import TURN_SHARE
 
 __all__ = ["NO_MODEL", "SPAN_RECORD_VERSION", "diff_budget_s", "run_pass"]
 
@@ -66,21 +75,6 @@ class _Prepared:
     carried: list[OfferedMessage]
     takeover: Takeover | None
     failed_routes: frozenset[str] = frozenset()  # models whose replies held no answer earlier (issue 11)
-
-
-@dataclass(frozen=True)
-class _DiffOutcome:
-    """What the Diff decided: how the span closes, and the model's accepted, verified contribution."""
-
-    closed_as: ClosedAs
-    reason: str | None
-    narrative: str | None = None
-    events: tuple[ChunkEvents, ...] = ()
-    calls: int = 0
-    tokens: int = 0
-    stats: dict[str, Any] = field(default_factory=dict)
-    route: RouteChoice = field(default_factory=RouteChoice)
-    unusable: dict[str, int] = field(default_factory=dict)
 
 
 def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
@@ -113,6 +107,27 @@ def diff_budget_s(pass_budget_s: float) -> float:
     return max(0.1, pass_budget_s - min(15.0, pass_budget_s * 0.2))
 
 
+@dataclass(frozen=True)
+class _Turns:
+    """What turns mode needs beyond the Diff's inputs: the World, the file lists, its turn budget."""
+
+    world: World
+    read_files: list[str]
+    modified_files: list[str]
+    span_modified: list[str]
+    turn_seconds: float
+
+
+def _turns_for(params: CompactParams, prepared: _Prepared, world: World, turn_seconds: float) -> _Turns:
+    ops = params.preparation.fileOps
+    before = prepared.folded.state
+    read_files, modified_files = merge_file_lists(
+        before, read=ops.read, written=ops.written, edited=ops.edited
+    )
+    span_modified = sorted(set(ops.written) | set(ops.edited))
+    return _Turns(world, read_files, modified_files, span_modified, turn_seconds)
+
+
 async def _diff(
     prepared: _Prepared,
     params: CompactParams,
@@ -120,15 +135,17 @@ async def _diff(
     access: ModelAccess,
     budget: Budget,
     offload: Offload,
-) -> _DiffOutcome:
-    """The Diff stage over the routed model (DIFF-20), under the pass's budget."""
+    turns: _Turns | None = None,
+) -> StageOutcome:
+    """The model stage over the routed model (DIFF-20), under the pass's budget: turns mode when ``turns``
+    is given and it can run for this span, else the Diff."""
     plan: RoutePlan = plan_routes(params, settings)
     if not prepared.span:
-        return _DiffOutcome(closed_as="empty", reason=None, route=RouteChoice(configured=plan.configured))
+        return StageOutcome(closed_as="empty", reason=None, route=RouteChoice(configured=plan.configured))
     if not plan.candidates:
         stats = {"kind": "narrative-less", "reason": NO_MODEL, "calls": 0, "accepted": 0, "dropped": 0}
         route = RouteChoice(configured=plan.configured, used=None, why=plan.why)
-        return _DiffOutcome(closed_as="narrative-less", reason=NO_MODEL, stats=stats, route=route)
+        return StageOutcome(closed_as="narrative-less", reason=NO_MODEL, stats=stats, route=route)
     inputs = DiffInputs(
         state=prepared.folded.state,
         span=prepared.span,
@@ -157,44 +174,43 @@ async def _diff(
             peer=current_peer(),
             failed_routes=prepared.failed_routes,
         )
+        unavailable: str | None = None
+        if turns is not None:
+            try:
+                return await run_turns_stage(
+                    inputs,
+                    model,
+                    world=turns.world,
+                    read_files=turns.read_files,
+                    modified_files=turns.modified_files,
+                    span_modified=turns.span_modified,
+                    budget=budget,
+                    turn_seconds=turns.turn_seconds,
+                    configured=plan.configured,
+                )
+            except TurnsUnavailable as why:
+                unavailable = why.code  # issue 14 point 7: said in the notice and the record
         result = await run_diff(inputs, model)
     diff_ms = round((time.monotonic() - started) * 1000)
-    return _DiffOutcome(
+    stats = model.narrative_stats(result, diff_ms)
+    if unavailable is not None:
+        stats |= {"narrativeMode": "turns-unavailable", "turnsUnavailable": unavailable}
+    return StageOutcome(
         closed_as=result.closed_as,
         reason=result.reason,
         narrative=result.narrative,
         events=result.chunks,
         calls=len(model.traces),
         tokens=model.tokens(),
-        stats=model.narrative_stats(result, diff_ms),
+        stats=stats,
         route=RouteChoice(configured=plan.configured, used=model.used, why=model.why),
         unusable=dict(model.unusable),
+        turns_unavailable=unavailable,
     )
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
-def _notice(span_no: int, outcome: _DiffOutcome, carried: int) -> str | None:
-    """One sentence for the UI when the pass did less than a whole close (FAIL-10)."""
-    if outcome.closed_as == "narrative-less":
-        return (
-            f"Longhaul closed span {span_no} without a narrative ({outcome.reason}): "
-            f"ledger and World updated, {_plural(carried, 'user message')} carried to the next pass."
-        )
-    if outcome.closed_as == "empty":
-        return f"Longhaul closed span {span_no}, which held no messages: ledger and World updated."
-    if outcome.closed_as == "chunk-missing":
-        return (
-            f"Longhaul closed span {span_no} with a chunk missing ({outcome.reason}): "
-            f"{_plural(carried, 'user message')} carried to the next pass."
-        )
-    return None
-
-
 def _span_record(
-    prepared: _Prepared, before: State, after: State, world: World, outcome: _DiffOutcome, pass_id: str
+    prepared: _Prepared, before: State, after: State, world: World, outcome: StageOutcome, pass_id: str
 ) -> dict[str, Any]:
     """FORMAT-6 without ``compactionId``: only the shim learns the compaction entry's id (PASS-11).
 
@@ -214,7 +230,8 @@ def _span_record(
         "narrative": prose(outcome.narrative),
         "now": after.now,
         "world": (after.world or world).model_dump(mode="json"),
-        "excused": [],
+        "excused": [{"check": check, "reason": reason} for check, reason in outcome.excused],  # TURNS-13
+        "unmet": list(outcome.unmet),  # TURNS-14
         UNUSABLE_KEY: outcome.unusable,  # issue 11: read back by later passes of this session
     }
 
@@ -227,11 +244,13 @@ async def run_pass(
     branch_stats: Mapping[str, Any] | None = None,
     access: ModelAccess | None = None,
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S,
+    turn_budget_s: float | None = None,
 ) -> CompactResult:
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
 
     ``branch`` is the branch read from the session file (:mod:`longhaul_daemon.sessionfile`); without it the
-    pass reads the entries the request carried inline.
+    pass reads the entries the request carried inline. ``turn_budget_s``: turns mode's budget for one turn,
+    two fifths of ``pass_budget_s`` unless given (TURNS-15).
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
@@ -249,7 +268,11 @@ async def run_pass(
         prepared = await offload.run(partial(_prepare, params, entries))
     world = worlds[0]
 
-    outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget, offload)
+    turns = None
+    if settings.narrativeMode == "turns":  # TURNS-1
+        turn_seconds = turn_budget_s if turn_budget_s is not None else pass_budget_s * TURN_SHARE
+        turns = _turns_for(params, prepared, world, turn_seconds)
+    outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget, offload, turns)
     if prepared.takeover is not None:
         takeover = prepared.takeover
         picked = sum(1 for m in takeover.earlier if m.picked)
@@ -258,9 +281,6 @@ async def run_pass(
             "picked": picked,
             "leftOut": takeover.left_out,
         }
-    if settings.narrativeMode != "diff":
-        # CONFIG-6's turns mode is not built: the Diff runs, and the record says the setting was not honoured.
-        outcome.stats["narrativeMode"] = f"{settings.narrativeMode}-unavailable"
 
     close = _Close(params, prepared, world, outcome, pass_id, branch_stats)
     return await offload.run(close.result)  # Close and render are CPU too (PASS-21)
@@ -273,7 +293,7 @@ class _Close:
     params: CompactParams
     prepared: _Prepared
     world: World
-    outcome: _DiffOutcome
+    outcome: StageOutcome
     pass_id: str
     branch_stats: Mapping[str, Any] | None
 
@@ -326,6 +346,6 @@ class _Close:
             after=AfterEntries(
                 spanRecord=_span_record(prepared, before, after, self.world, outcome, pass_id), line=line
             ),
-            notice=_notice(after.span, outcome, len(after.carried)),
+            notice=notice(after.span, outcome, len(after.carried)),
             diagnostics=PassDiagnostics(narrative=outcome.stats, route=outcome.route, branch=branch),
         )

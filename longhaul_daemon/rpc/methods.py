@@ -94,6 +94,7 @@ class Services:
     via_pi_apis: frozenset[str] = frozenset()  # apis whose calls go through the shim (serve --via-pi)
     provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
     structured_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing a schema
+    tools_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing tool calls
     session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
     http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
     config_watch: ConfigWatch = field(default_factory=ConfigWatch)  # longhaul.json and route problems
@@ -122,6 +123,7 @@ class Services:
             limits=self.provider_limits,
             health=self.route_health,
             structured=self.structured_memory,
+            tools_refused=self.tools_memory,
             via_pi_apis=self.via_pi_apis,
             client=self.http_client,
         )

@@ -50,6 +50,7 @@ __all__ = [
     "inert_lines",
     "neutral",
     "render_summary",
+    "world_lines",
 ]
 
 MAX_COMMANDS = 20  # LEDGER-12: the newest 20 commands
@@ -148,7 +149,7 @@ def render_summary(state: State, *, pass_id: str) -> str:
             _open_errors(state.errors),
             _values(state),
             _notes(state),
-            _world(state.world),
+            world_lines(state.world),
             _commands(state),
             _work_log(state),
         ),
@@ -268,7 +269,8 @@ def _commit(hash_: str, subject: str) -> str:
     return f"{inert(hash_, 40)} {inert(subject, _SHORT)}"
 
 
-def _world(world: World | None) -> list[str]:
+def world_lines(world: World | None) -> list[str]:
+    """The World as the summary shows it; turns mode's Digest shows it the same way."""
     if world is None:
         return []
     if world.status == "no-repository":

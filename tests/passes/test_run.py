@@ -193,6 +193,7 @@ async def test_format6_span_record_and_line_shapes(repo: Path) -> None:
         "now",
         "world",
         "excused",
+        "unmet",  # TURNS-14: expectation checks a turns-mode pass left unmet
         "unusableReplies",  # issue 11: which models gave no usable answer, read back by later passes
     }
     assert (record["v"], record["span"], record["passId"]) == (1, 1, "p-shape")
@@ -206,7 +207,7 @@ async def test_format6_span_record_and_line_shapes(repo: Path) -> None:
     assert [(c["id"], c["text"], c["exit"]) for c in record["commands"]] == [("C1", "make", 2)]
     assert [(e["id"], e["command"]) for e in record["errors"]] == [("E1", "C1")]
     assert record["world"]["status"] == "repository" and record["world"]["branch"] == "main"
-    assert record["excused"] == [] and "compactionId" not in record
+    assert record["excused"] == [] and record["unmet"] == [] and "compactionId" not in record
     assert result.after.line == {"v": 1, "span": 1, "calls": 0, "tokens": 0}
     assert result.compaction.details["passId"] == "p-shape" and result.compaction.details["span"] == 1
     json.dumps(result.model_dump(mode="json"))  # the whole result is plain JSON

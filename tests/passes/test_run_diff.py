@@ -201,19 +201,6 @@ async def test_pass18_client_disconnect_mid_call_cancels_the_http_request(
         assert await anyio.to_thread.run_sync(server.disconnected.wait, 10.0)
 
 
-async def test_config6_turns_mode_is_not_built_so_the_diff_runs_and_the_record_says_so(
-    session: Session, server: ScriptedServer
-) -> None:
-    server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
-    params = with_settings(
-        with_model(session.params(len(session.entries) - 1), server), {"narrativeMode": "turns"}
-    )
-    result = await run_pass(params, pass_id="p1")
-    assert state_of(result).workLog[-1].closedAs == "whole"
-    assert result.diagnostics is not None
-    assert result.diagnostics.narrative["narrativeMode"] == "turns-unavailable"
-
-
 def large_session(cwd: Path) -> Session:
     """300 turns, each a bash call with 5 kB of output: a span of several chunks."""
     session = Session(cwd)

@@ -1,0 +1,188 @@
+"""One continuing conversation with the model (TURNS-2): its messages, its room, and one turn with ``show``.
+
+A turn is one user message and what follows until the model answers: the model may call ``show`` first,
+each call is answered with a tool result in the next user turn (TURNS-7, TURNS-8), and the model is asked
+again. Once the turn has used its :data:`~longhaul_daemon.turns.show.SHOW_CAP` calls the tool stays declared
+but the model is asked to answer (``tool_choice`` ``none``); a model that still calls it gets error results,
+and after :data:`MAX_CALLS_A_TURN` calls the turn ends without an answer. An answer is kept in the
+conversation as the assistant's text, whatever form it arrived in (a tool's input, for Anthropic and
+Gemini), so no provider ever sees a call without its result. Every call of a turn shares the turn's budget
+(TURNS-15: 2 minutes, never past the pass's own deadline).
+
+The conversation has a size, counted in characters of everything sent, and a room: what the model's context
+window takes with an answer's output budget kept free (:class:`~longhaul_daemon.turns.driver.TurnsModel`).
+A turn that would not fit is not sent (:class:`ContextFull`), and ``show`` results are cut to the room left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from longhaul_daemon.diff.schema import ReplyForm
+from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.request import Message
+from longhaul_daemon.models.result import CompletionResult
+from longhaul_daemon.models.structured import OutputSchema
+from longhaul_daemon.models.tool_calls import ToolChoice, ToolResult, ToolSpec
+from longhaul_daemon.turns.sections import Section, find_section, wants
+from longhaul_daemon.turns.show import SHOW_CAP, SHOW_TOOL, ShowIndex, run_show
+
+__all__ = [
+    "MAX_CALLS_A_TURN",
+    "ContextFull",
+    "Conversation",
+    "TurnReply",
+    "TurnsModel",
+    "TurnsUnavailable",
+]
+
+MAX_CALLS_A_TURN = SHOW_CAP + 2  # the cap's calls, one asked to answer, one more for a parallel call over it
+_REPLY_KEPT = 8000  # characters of a reply kept in the conversation
+_ANSWER_RESERVE = 2000  # characters kept free for the turn's own answer when a show result is cut to fit
+
+
+class TurnsUnavailable(Exception):
+    """Turns mode cannot run on this route for this span; ``code`` names why (issue 14 point 7)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class ContextFull(Exception):
+    """The next turn would not fit in the model's context window."""
+
+
+class TurnsModel(Protocol):
+    """The model turns mode talks to, with routing, retries and the pass's traces behind it."""
+
+    def turn_budget(self, need: int) -> int:
+        """The output budget of a turn whose answer can need ``need`` tokens, capped at ``maxTokens``."""
+        ...
+
+    def raised_budget(self, previous: int) -> int | None:
+        """FAIL-7: the budget after a reply cut off with nothing usable, or None when it cannot rise."""
+        ...
+
+    def input_tokens(self, output_budget: int) -> int:
+        """How many tokens the whole conversation may take with ``output_budget`` kept for the answer."""
+        ...
+
+    def note_unusable(self) -> None:
+        """A reply of the model now called held no usable answer."""
+        ...
+
+    async def converse(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema,
+        tools: tuple[ToolSpec, ...],
+        tool_choice: ToolChoice,
+        stop_at: Callable[[dict[str, Any]], bool],
+        budget: Budget,
+    ) -> CompletionResult:
+        """One call; raises ``ModelCallError``, or :class:`TurnsUnavailable` when the route cannot carry
+        the tool."""
+        ...
+
+
+@dataclass(frozen=True)
+class TurnReply:
+    """How a turn ended: the last reply, the section's answer in it (None when there was none), its form."""
+
+    result: CompletionResult | None
+    answer: dict[str, Any] | None
+    form: ReplyForm
+    shows: int = 0
+
+
+def _chars(message: Message) -> int:
+    size = len(message.text)
+    size += sum(len(c.name) + len(str(dict(c.arguments))) + len(c.id) for c in message.tool_calls)
+    size += sum(len(r.text) + len(r.call_id) for r in message.tool_results)
+    return size
+
+
+class Conversation:
+    """The messages so far and how to add one turn to them."""
+
+    def __init__(
+        self,
+        model: TurnsModel,
+        *,
+        system: str,
+        index: ShowIndex,
+        budget: Budget,
+        turn_seconds: float,
+        room_chars: int,
+    ) -> None:
+        self.model = model
+        self.system = system
+        self.index = index
+        self.budget = budget
+        self.turn_seconds = turn_seconds
+        self.room = room_chars
+        self.messages: list[Message] = []
+        self.shows = 0
+
+    def size(self) -> int:
+        return len(self.system) + sum(_chars(m) for m in self.messages)
+
+    def say(self, text: str) -> None:
+        """A user message; one right after tool results joins their turn, so roles alternate."""
+        if self.messages and self.messages[-1].role == "user":
+            last = self.messages[-1]
+            joined = f"{last.text}\n\n{text}" if last.text else text
+            self.messages[-1] = Message("user", joined, tool_results=last.tool_results)
+        else:
+            self.messages.append(Message("user", text))
+
+    def _turn_budget(self) -> Budget:
+        deadline = min(self.budget.deadline, self.budget.now() + self.turn_seconds)
+        return Budget(deadline, clock=self.budget.now)
+
+    async def turn(
+        self, section: Section, text: str, *, kind: str, max_output_tokens: int, schema: OutputSchema
+    ) -> TurnReply:
+        """Ask ``text`` and run the turn to its answer (or its end without one)."""
+        self.say(text)
+        budget = self._turn_budget()
+        used = 0
+        result: CompletionResult | None = None
+        for step in range(MAX_CALLS_A_TURN):
+            if self.size() > self.room:
+                raise ContextFull()
+            choice: ToolChoice = "auto" if used < SHOW_CAP else "none"
+            result = await self.model.converse(
+                self.system,
+                tuple(self.messages),
+                kind=kind if step == 0 else f"{kind}-after-show",
+                max_output_tokens=max_output_tokens,
+                schema=schema,
+                tools=(SHOW_TOOL,),
+                tool_choice=choice,
+                stop_at=wants(section),
+                budget=budget,
+            )
+            answer, form = find_section(result.text, section)
+            if answer is not None or not result.tool_calls:
+                kept = result.text[:_REPLY_KEPT] or "(empty reply)"
+                self.messages.append(Message("assistant", kept))
+                return TurnReply(result, answer, form, used)
+            self.messages.append(
+                Message("assistant", result.text[:_REPLY_KEPT], tool_calls=result.tool_calls)
+            )
+            results: list[ToolResult] = []
+            for call in result.tool_calls:
+                room = self.room - self.size() - sum(len(r.text) for r in results) - _ANSWER_RESERVE
+                results.append(run_show(call, self.index, used=used, room_chars=room))
+                used += 1
+            self.shows += len(results)
+            self.messages.append(Message("user", "", tool_results=tuple(results)))
+        return TurnReply(result, None, "none", used)

@@ -1,0 +1,247 @@
+"""Run a turns-mode conversation: the Digest, then the five sections in order, each through the gate.
+
+Per section (TURNS-2): one turn asks for it (the first turn carries the Digest, TURNS-5); the answer goes
+through the gate (TURNS-9); while the kept answer still has problems, up to :data:`MAX_REPAIRS` repair turns
+list them (TURNS-10, TURNS-14). The answer with fewer problems is kept, the newer winning ties (FAIL-2's
+rule), and what still fails after the repairs is dropped or, for an expectation check, stored as unmet. A
+reply cut off at the output limit with no answer gets the next repair turn with a raised budget (FAIL-7).
+After the labels section settles, its questions (LIFT-7, LIFT-10) get one more turn, read as the Diff reads
+a question reply (LIFT-14, LIFT-15); a lift refused because its rule was replaced, even first raised on the
+last repair turn, is asked there (TURNS-11). No question follows a turn that threw (LIFT-17).
+
+Budgets (TURNS-15): every call of a turn shares a budget of ``turn_seconds`` (2 minutes in the daemon) that
+never runs past the pass's deadline. A turn that runs over is abandoned and the conversation goes on with the
+next section; once the pass's budget is spent, the sections not reached carry from the previous state
+(:mod:`longhaul_daemon.turns.result`). A span that offers no message to label makes no labels call. Model
+errors end a section, never the pass; :class:`~longhaul_daemon.turns.conversation.TurnsUnavailable` (the
+route cannot carry the tool, or the Digest cannot fit) leaves, so the pass can run the Diff instead.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
+from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
+from longhaul_daemon.diff.schema import BOUNDS, DraftAnswer, ParsedAnswer
+from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
+from longhaul_daemon.turns.asks import SYSTEM_PROMPT, ask, repair_note
+from longhaul_daemon.turns.conversation import (
+    ContextFull,
+    Conversation,
+    TurnReply,
+    TurnsModel,
+    TurnsUnavailable,
+)
+from longhaul_daemon.turns.digest import Digest, build_digest
+from longhaul_daemon.turns.gate import Verdict, gate
+from longhaul_daemon.turns.inputs import TurnsInputs
+from longhaul_daemon.turns.label_gate import (
+    LabelsVerdict,
+    evaluate_labels,
+    fewer_problems,
+    gate_labels,
+    settle_labels,
+)
+from longhaul_daemon.turns.result import SectionOutcome, TurnsResult, close_turns
+from longhaul_daemon.turns.sections import SECTIONS, Section, section_schema
+
+__all__ = ["DIGEST_SHARE", "MAX_REPAIRS", "TURN_SHARE", "run_turns", "section_tokens"]
+
+MAX_REPAIRS = 2  # TURNS-10
+TURN_SHARE = 0.4  # TURNS-15: a turn's share of the pass budget, 2 of the default 5 minutes
+DIGEST_SHARE = 0.6  # of the conversation's room; the rest is for the turns after it
+_FLOOR = 256  # output tokens of the smallest section
+_PER_LABEL = 60
+_FRAME = 300
+
+
+def section_tokens(section: Section, offered_lengths: list[int]) -> int:
+    """The output tokens a section's answer can need, counted from its bounds at the planner's rate."""
+    excuse = 260
+    if section == "narrative":
+        chars = _FRAME + BOUNDS["narrative"] + excuse
+    elif section == "objective":
+        chars = _FRAME + BOUNDS["objective"]
+    elif section == "now":
+        chars = _FRAME + BOUNDS["now"] + excuse
+    elif section == "labels":
+        words = sum(min(size, BOUNDS["words"]) for size in offered_lengths if size > 300)
+        chars = _FRAME + _PER_LABEL * len(offered_lengths) + words
+    else:
+        item = BOUNDS["text"] + BOUNDS["why"] + 6 * BOUNDS["evidence"] + 40
+        chars = (
+            _FRAME + (BOUNDS["decisions"] + BOUNDS["deadEnds"]) * item // 2 + 30 * BOUNDS["fixed"] + excuse
+        )
+    return max(_FLOOR, -(-chars // CHARS_PER_TOKEN))
+
+
+def _fewer(kept: Verdict | None, new: Verdict) -> Verdict:
+    """The answer with fewer problems, the newer winning ties; one that parsed beats one that did not."""
+    if kept is None or not kept.parsed:
+        return new
+    if not new.parsed:
+        return kept
+    return kept if len(kept.problems) < len(new.problems) else new
+
+
+class _Sections:
+    """The sections of one conversation, in order."""
+
+    def __init__(
+        self, inputs: TurnsInputs, conversation: Conversation, digest: Digest, tokens: dict[Section, int]
+    ) -> None:
+        self.inputs = inputs
+        self.conversation = conversation
+        self.digest: str | None = digest.text
+        self.tokens = tokens
+
+    def _ask(self, section: Section) -> str:
+        gate_ctx, labels = self.inputs.gate, self.inputs.labels
+        text = ask(
+            section,
+            span_modified=gate_ctx.span_modified,
+            label_ids=labels.label_ids,
+            picked=sorted(labels.picked),
+            span_errors=gate_ctx.span_errors,
+        )
+        if self.digest is not None:  # TURNS-5: the Digest goes with the first turn
+            text, self.digest = f"{self.digest}\n\n{text}", None
+        return text
+
+    async def _turn(self, section: Section, text: str, kind: str, tokens: int) -> TurnReply | str:
+        """One turn, or the failure code that ended it."""
+        conversation = self.conversation
+        schema = section_schema(
+            section,
+            label_ids=self.inputs.labels.label_ids,
+            required=len(self.inputs.labels.label_ids),
+            open_errors=self.inputs.gate.span_errors,
+        )
+        try:
+            return await conversation.turn(section, text, kind=kind, max_output_tokens=tokens, schema=schema)
+        except BudgetExceeded:
+            return "budget-exhausted" if conversation.budget.remaining() <= 0 else "turn-timeout"
+        except ContextFull:
+            return "context-full"
+        except ModelCallError:
+            return "model-error"
+
+    async def _check(self, section: Section, reply: TurnReply) -> Verdict | LabelsVerdict:
+        if reply.answer is None:
+            self.conversation.model.note_unusable()
+        if section == "labels":
+            check = partial(gate_labels, reply.answer, reply.form, self.inputs.labels)
+            return await self.inputs.offload.run(check)
+        return gate(section, reply.answer, reply.form, self.inputs.gate)
+
+    async def run(self, section: Section) -> SectionOutcome:
+        if section == "labels" and not self.inputs.labels.label_ids:
+            empty = ParsedAnswer(True, DraftAnswer())  # nothing to ask; picked messages are still recorded
+            settled = await self.inputs.offload.run(
+                partial(evaluate_labels, empty, self.inputs.labels, final=True)
+            )
+            return SectionOutcome("labels", "accepted", labels=settled)
+        tokens = self.tokens[section]
+        kept: Verdict | LabelsVerdict | None = None
+        text, kind, repairs, failure = self._ask(section), str(section), 0, None
+        while True:
+            reply = await self._turn(section, text, kind, tokens)
+            if isinstance(reply, str):
+                failure = reply
+                break
+            latest = await self._check(section, reply)
+            if isinstance(latest, LabelsVerdict):
+                kept = fewer_problems(kept if isinstance(kept, LabelsVerdict) else None, latest)
+            else:
+                kept = _fewer(kept if isinstance(kept, Verdict) else None, latest)
+            if not kept.problems or repairs >= MAX_REPAIRS or self.conversation.budget.remaining() <= 0:
+                break
+            repairs += 1
+            text = repair_note(section, latest.problems, self.inputs.retry_note_chars)
+            kind = f"{section}-repair"
+            if reply.result is not None and reply.result.cut_off and reply.answer is None:
+                tokens = self.conversation.model.raised_budget(tokens) or tokens  # FAIL-7
+        if isinstance(kept, LabelsVerdict):
+            return await self._settle_labels(kept, repairs, threw=failure is not None)
+        return _outcome(section, kept, repairs, failure)
+
+    async def _settle_labels(self, kept: LabelsVerdict, repairs: int, *, threw: bool) -> SectionOutcome:
+        ctx = self.inputs.labels
+        if not kept.parsed.parsed:
+            return SectionOutcome("labels", "unfinished", "unparsable-answer", labels=None, repairs=repairs)
+        settled = await self.inputs.offload.run(partial(settle_labels, kept, ctx))
+        if settled.questions and not threw:
+            settled = await self._question_turn(settled)
+        if settled.evaluation.unlabeled:  # FAIL-4, TURNS-16: the labels section did not finish
+            return SectionOutcome(
+                "labels", "unfinished", "unlabeled-messages", labels=settled, repairs=repairs
+            )
+        status = "repaired" if repairs and not kept.problems else "accepted"
+        if kept.problems:
+            status = "accepted-with-drops"
+        return SectionOutcome("labels", status, labels=settled, repairs=repairs)
+
+    async def _question_turn(self, settled: LabelsVerdict) -> LabelsVerdict:
+        """LIFT-12..LIFT-16 in one more labels turn; a reply can only add an asked target."""
+        block, asked = question_block(settled.questions, self.inputs.retry_note_chars)
+        if not asked:
+            return settled
+        reply = await self._turn("labels", block, "labels-question", self.tokens["labels"])
+        if isinstance(reply, str) or reply.result is None:
+            return settled
+        additions = read_question_reply(reply.result.text, asked)
+        if not additions:
+            return settled
+        answered = with_additions(settled.parsed, additions)
+        return await self.inputs.offload.run(
+            partial(evaluate_labels, answered, self.inputs.labels, final=True)
+        )
+
+
+def _outcome(section: Section, kept: Verdict | None, repairs: int, failure: str | None) -> SectionOutcome:
+    if kept is None or not kept.parsed:
+        return SectionOutcome(
+            section, "unfinished", failure or "unparsable-answer", verdict=kept, repairs=repairs
+        )
+    if kept.problems:
+        return SectionOutcome(section, "accepted-with-drops", verdict=kept, repairs=repairs)
+    return SectionOutcome(section, "repaired" if repairs else "accepted", verdict=kept, repairs=repairs)
+
+
+async def run_turns(
+    inputs: TurnsInputs, model: TurnsModel, *, budget: Budget, turn_seconds: float
+) -> TurnsResult:
+    """The conversation over ``inputs``; never raises for model behaviour, only :class:`TurnsUnavailable`
+    (and bugs or cancellation)."""
+    asked = set(inputs.labels.label_ids)
+    lengths = [len(m.text) for m in inputs.labels.chunk.offered if m.id in asked]
+    tokens = {s: model.turn_budget(section_tokens(s, lengths)) for s in SECTIONS}
+    room = model.input_tokens(max(tokens.values())) * CHARS_PER_TOKEN
+    digest_room = int(room * DIGEST_SHARE) - len(SYSTEM_PROMPT)
+    digest = await inputs.offload.run(partial(build_digest, inputs.digest, inputs.view, digest_room))
+    if digest is None:
+        raise TurnsUnavailable("digest-too-large")
+    conversation = Conversation(
+        model,
+        system=SYSTEM_PROMPT,
+        index=inputs.show,
+        budget=budget,
+        turn_seconds=turn_seconds,
+        room_chars=room,
+    )
+    sections = _Sections(inputs, conversation, digest, tokens)
+    outcomes: dict[Section, SectionOutcome] = {}
+    for section in SECTIONS:
+        if budget.remaining() <= 0:
+            outcomes[section] = SectionOutcome(section, "unreached", "budget-exhausted")
+            continue
+        outcomes[section] = await sections.run(section)
+    return close_turns(
+        outcomes,
+        inputs.span,
+        shows=conversation.shows,
+        digest_edge=digest.edge,
+        digest_left_out=digest.left_out,
+    )
