@@ -19,6 +19,7 @@ route cannot carry the tool, or the Digest cannot fit) leaves, so the pass can r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
@@ -110,13 +111,17 @@ class _Sections:
             text, self.digest = f"{self.digest}\n\n{text}", None
         return text
 
-    async def _turn(self, section: Section, text: str, kind: str, tokens: int) -> TurnReply | str:
-        """One turn, or the failure code that ended it."""
+    async def _turn(
+        self, section: Section, text: str, kind: str, tokens: int, asked: Sequence[str] | None = None
+    ) -> TurnReply | str:
+        """One turn, or the failure code that ended it; ``asked``: the only messages a labels reply names
+        (a question turn), all of them when None."""
         conversation = self.conversation
+        label_ids = self.inputs.labels.label_ids if asked is None else tuple(dict.fromkeys(asked))
         schema = section_schema(
             section,
-            label_ids=self.inputs.labels.label_ids,
-            required=len(self.inputs.labels.label_ids),
+            label_ids=label_ids,
+            required=len(label_ids),
             open_errors=self.inputs.gate.span_errors,
         )
         try:
@@ -188,7 +193,9 @@ class _Sections:
         block, asked = question_block(settled.questions, self.inputs.retry_note_chars)
         if not asked:
             return settled
-        reply = await self._turn("labels", block, "labels-question", self.tokens["labels"])
+        reply = await self._turn(
+            "labels", block, "labels-question", self.tokens["labels"], [q.msg for q in asked]
+        )
         if isinstance(reply, str) or reply.result is None:
             return settled
         additions = read_question_reply(reply.result.text, asked)

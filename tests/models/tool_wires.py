@@ -29,10 +29,16 @@ class Call:
 
 
 def tool_reply(
-    wire: Wire, calls: list[Call], *, text: str = "", stream: bool = True, answer: str | None = None
+    wire: Wire,
+    calls: list[Call],
+    *,
+    text: str = "",
+    stream: bool = True,
+    answer: str | None = None,
+    answer_tool: str = "section",
 ) -> Reply:
-    """``calls`` (and ``text``) in ``wire``'s format; ``answer`` is the answer tool's input (Anthropic,
-    Gemini) or, for the OpenAI formats, more text."""
+    """``calls`` (and ``text``) in ``wire``'s format; ``answer`` is the input of the tool ``answer_tool``
+    (Anthropic, Gemini) or, for the OpenAI formats, more text."""
     builders = {
         "openai-completions": (_oc_stream, _oc_whole),
         "anthropic-messages": (_an_stream, _an_whole),
@@ -41,9 +47,21 @@ def tool_reply(
     }
     streamed, whole = builders[wire.api]
     headers = {wire.request_id_header: "req_tools"}
+    named = _Answer(answer, answer_tool)
     if stream:
-        return sse_reply(streamed(calls, text, answer), headers=headers)
-    return json_reply(whole(calls, text, answer), headers=headers)
+        return sse_reply(streamed(calls, text, named), headers=headers)
+    return json_reply(whole(calls, text, named), headers=headers)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """The answer a reply carries (None: none) and the tool it travels in where the wire uses one."""
+
+    text: str | None
+    tool: str = "section"
+
+    def __bool__(self) -> bool:
+        return self.text is not None
 
 
 # --- OpenAI Chat Completions ---
@@ -52,8 +70,8 @@ def _oc_chunk(delta: dict[str, Any], finish: str | None) -> bytes:
     return sse_data({"id": "c1", "object": "chat.completion.chunk", "choices": [choice]})
 
 
-def _oc_stream(calls: list[Call], text: str, answer: str | None) -> list[bytes]:
-    out = [_oc_chunk({"role": "assistant", "content": text + (answer or "") or None}, None)]
+def _oc_stream(calls: list[Call], text: str, answer: _Answer) -> list[bytes]:
+    out = [_oc_chunk({"role": "assistant", "content": text + (answer.text or "") or None}, None)]
     for index, call in enumerate(calls):
         args = json.dumps(call.arguments)
         function = {"name": call.name, "arguments": ""}
@@ -70,8 +88,8 @@ def _oc_stream(calls: list[Call], text: str, answer: str | None) -> list[bytes]:
     return out
 
 
-def _oc_whole(calls: list[Call], text: str, answer: str | None) -> Any:
-    message: dict[str, Any] = {"role": "assistant", "content": (text + (answer or "")) or None}
+def _oc_whole(calls: list[Call], text: str, answer: _Answer) -> Any:
+    message: dict[str, Any] = {"role": "assistant", "content": (text + (answer.text or "")) or None}
     if calls:
         message["tool_calls"] = [
             {
@@ -86,17 +104,17 @@ def _oc_whole(calls: list[Call], text: str, answer: str | None) -> Any:
 
 
 # --- Anthropic Messages ---
-def _an_blocks(calls: list[Call], text: str, answer: str | None) -> list[dict[str, Any]]:
+def _an_blocks(calls: list[Call], text: str, answer: _Answer) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    if answer is not None:
+    if answer.text is not None:
         blocks.append(
-            {"type": "tool_use", "id": "toolu_answer", "name": "section", "input": json.loads(answer)}
+            {"type": "tool_use", "id": "toolu_answer", "name": answer.tool, "input": json.loads(answer.text)}
         )
     blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in calls]
     return blocks
 
 
-def _an_stream(calls: list[Call], text: str, answer: str | None) -> list[bytes]:
+def _an_stream(calls: list[Call], text: str, answer: _Answer) -> list[bytes]:
     message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}
     start = {"type": "message_start", "message": {**message, "usage": _AN_START_USAGE}}
     out = [sse("message_start", start)]
@@ -118,14 +136,14 @@ def _an_stream(calls: list[Call], text: str, answer: str | None) -> list[bytes]:
             sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
         )
         out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-    stop = "tool_use" if calls or answer is not None else "end_turn"
+    stop = "tool_use" if calls or answer else "end_turn"
     delta_event = {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 7}}
     out += [sse("message_delta", delta_event), sse("message_stop", {"type": "message_stop"})]
     return out
 
 
-def _an_whole(calls: list[Call], text: str, answer: str | None) -> Any:
-    stop = "tool_use" if calls or answer is not None else "end_turn"
+def _an_whole(calls: list[Call], text: str, answer: _Answer) -> Any:
+    stop = "tool_use" if calls or answer else "end_turn"
     return {
         "id": "msg_1",
         "type": "message",
@@ -152,22 +170,22 @@ def _resp_items(calls: list[Call]) -> list[dict[str, Any]]:
     ]
 
 
-def _resp_whole(calls: list[Call], text: str, answer: str | None) -> Any:
-    body = _resp_body(text + (answer or ""), False)
-    if not (text or answer):
+def _resp_whole(calls: list[Call], text: str, answer: _Answer) -> Any:
+    body = _resp_body(text + (answer.text or ""), False)
+    if not (text or answer.text):
         body["output"] = [item for item in body["output"] if item["type"] != "message"]
     body["output"] += _resp_items(calls)
     return body
 
 
-def _resp_stream(calls: list[Call], text: str, answer: str | None) -> list[bytes]:
+def _resp_stream(calls: list[Call], text: str, answer: _Answer) -> list[bytes]:
     out = [sse("response.created", {"type": "response.created", "response": {"id": "resp_1", "output": []}})]
-    if text or answer:
+    if text or answer.text:
         delta = {
             "type": "response.output_text.delta",
             "item_id": "msg_1",
             "output_index": 0,
-            "delta": text + (answer or ""),
+            "delta": text + (answer.text or ""),
         }
         out.append(sse("response.output_text.delta", delta))
     for n, item in enumerate(_resp_items(calls)):
@@ -190,10 +208,10 @@ def _resp_stream(calls: list[Call], text: str, answer: str | None) -> list[bytes
 
 
 # --- Google Generative AI ---
-def _g_parts(calls: list[Call], text: str, answer: str | None) -> list[dict[str, Any]]:
+def _g_parts(calls: list[Call], text: str, answer: _Answer) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = [{"text": text}] if text else []
-    if answer is not None:
-        parts.append({"functionCall": {"name": "section", "args": json.loads(answer)}})
+    if answer.text is not None:
+        parts.append({"functionCall": {"name": answer.tool, "args": json.loads(answer.text)}})
     for call in calls:
         part: dict[str, Any] = {"functionCall": {"name": call.name, "args": call.arguments}}
         if call.signature:
@@ -209,11 +227,11 @@ def _g_response(parts: list[dict[str, Any]], finish: str | None) -> dict[str, An
     return {"candidates": [candidate], "usageMetadata": _G_USAGE, "modelVersion": "gemini-test"}
 
 
-def _g_stream(calls: list[Call], text: str, answer: str | None) -> list[bytes]:
+def _g_stream(calls: list[Call], text: str, answer: _Answer) -> list[bytes]:
     out = [sse_data(_g_response([part], None)) for part in _g_parts(calls, text, answer)]
     out.append(sse_data(_g_response([], "STOP")))
     return out
 
 
-def _g_whole(calls: list[Call], text: str, answer: str | None) -> Any:
+def _g_whole(calls: list[Call], text: str, answer: _Answer) -> Any:
     return _g_response(_g_parts(calls, text, answer), "STOP")
