@@ -22,8 +22,9 @@ import anyio.from_thread
 import pytest
 
 from longhaul_daemon.diff import stage
-from longhaul_daemon.diff.prompt import OfferedMessage
+from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
 from longhaul_daemon.diff.stage import run_diff
+from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.models.errors import BudgetExceeded, RetryableError
 from longhaul_daemon.passes.model_calls import raised_budget
 from longhaul_daemon.state.model import Rule, State
@@ -64,6 +65,44 @@ async def test_fail1_never_a_second_retry_and_fail4_unlabeled_chunk_never_verifi
     assert result.closed_as == "narrative-less"
     assert result.reason == "unlabeled-messages"
     assert result.chunks == ()
+
+
+def _takeover() -> Takeover:
+    """u1 picked by the standing-rule reading, u2 and u3 earlier messages it did not pick."""
+    return Takeover(
+        summary="The user set up the exporter.",
+        earlier=(
+            EarlierMessage("u1", "Always run the linter before committing.", picked=True),
+            EarlierMessage("u2", "What does the exporter do with empty rows?"),
+            EarlierMessage("u3", "Keep the CSV header in English."),
+        ),
+        picked={"u1": (0, 40)},
+    )
+
+
+TAKEOVER_SPAN = [user("u4", "Fix the export bug."), assistant("Fixed.")]
+
+
+async def test_fail4_an_unpicked_earlier_message_left_unlabeled_reads_as_not_a_rule() -> None:
+    """FAIL-4 (takeover part): unlabeled u3 costs the retry, then reads as `not a rule`; the span is whole."""
+    leaves_u3 = answer({"u2": "not a rule", "u4": "not a rule"})
+    model = ScriptedModel(leaves_u3, leaves_u3)
+    result = await run(TAKEOVER_SPAN, model, takeover=_takeover())
+    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert "u3" in model.calls[1].last_user  # asked for once, like any unlabeled message
+    assert result.closed_as == "whole" and result.reason is None
+    [chunk] = result.chunks
+    rules = [(label.msg, label.rule.words) for label in chunk.labels if label.rule is not None]
+    assert rules == [("u1", "Always run the linter before committing.")]  # TAKEOVER-20: the pick stands
+    assert "u3" not in chunk.judged
+
+
+async def test_fail4_an_unlabeled_span_message_still_fails_the_chunk_on_takeover() -> None:
+    """FAIL-4: the excuse covers only earlier messages of the takeover, never the span's own."""
+    leaves_u4 = answer({"u2": "not a rule", "u3": "rule"})
+    model = ScriptedModel(leaves_u4, leaves_u4)
+    result = await run(TAKEOVER_SPAN, model, takeover=_takeover())
+    assert result.closed_as == "narrative-less" and result.reason == "unlabeled-messages"
 
 
 async def test_fail2_a_retry_that_throws_leaves_the_kept_answer() -> None:
