@@ -17,7 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypedDict
 
+from longhaul_daemon.log.fields import error_class_field, model_spec_field, reason_field, session_id_field
 from longhaul_daemon.log.sink import LogSink
+from longhaul_daemon.secrets.redaction import current as current_redactor
 
 if TYPE_CHECKING:  # annotations only: `longhaul-daemon report` reads the log without loading pydantic
     from longhaul_daemon.protocol import SessionFacts
@@ -126,18 +128,21 @@ def error_fields(
     error: str | None = None,
     home: str | None = None,
 ) -> dict[str, object]:
-    """``errorClass``, ``error`` (home replaced, then cut to 200 characters) and ``stack`` (LOG-7, LOG-15).
+    """``errorClass``, ``error`` (credentials redacted, home replaced, then cut to 200 characters) and
+    ``stack`` (LOG-7, LOG-15).
 
-    The ``stack`` field is dropped again by :meth:`RecordLog.write` unless the session turned stacks on.
+    Redaction comes before the cut, so a credential the cut runs through never leaves a fragment behind. The
+    ``stack`` field is dropped again by :meth:`RecordLog.write` unless the session turned stacks on.
     """
+    redactor = current_redactor()
     fields: dict[str, object] = {}
     if exc is not None:
         error_class = type(exc).__name__
         error = str(exc)
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        fields[STACK_KEY] = home_as_tilde(tb, home)
-    fields["errorClass"] = error_class
-    fields["error"] = None if error is None else home_as_tilde(error, home)[:ERROR_CHARS]
+        fields[STACK_KEY] = home_as_tilde(redactor.text(tb), home)
+    fields["errorClass"] = error_class_field(error_class)
+    fields["error"] = None if error is None else home_as_tilde(redactor.text(error), home)[:ERROR_CHARS]
     return fields
 
 
@@ -145,9 +150,9 @@ def _session_block(session: SessionFacts) -> dict[str, object]:
     """LOG-6: working directory, session id, model and thinking level."""
     return {
         "cwd": session.cwd,
-        "sessionId": session.sessionId,
-        "model": session.model.spec if session.model is not None else None,
-        "thinkingLevel": session.thinkingLevel,
+        "sessionId": session_id_field(session.sessionId),
+        "model": model_spec_field(session.model.spec) if session.model is not None else None,
+        "thinkingLevel": reason_field(session.thinkingLevel),
     }
 
 
@@ -190,8 +195,10 @@ class RecordLog:
                 return
             sink = self.sink_for(path, strict_dir=is_default_path(session))
             try:
+                # Whatever a field holds, the credentials of the pass in flight never reach the file.
+                record = current_redactor().value(build_record(session, event, fields))
                 line = json.dumps(
-                    build_record(session, event, fields),
+                    record,
                     ensure_ascii=False,
                     separators=(",", ":"),
                     default=repr,

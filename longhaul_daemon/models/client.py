@@ -24,6 +24,8 @@ from longhaul_daemon.models.request import ModelRequest
 from longhaul_daemon.models.result import CallTrace, CompletionResult
 from longhaul_daemon.models.retry import MAX_ATTEMPTS, run_with_retries
 from longhaul_daemon.models.via_pi import PiPeer, exchange_via_pi, recorded_reasoning
+from longhaul_daemon.secrets.redaction import Redactor
+from longhaul_daemon.secrets.redaction import current as current_redactor
 
 __all__ = ["complete", "goes_through_pi", "provider_for"]
 
@@ -116,10 +118,12 @@ async def complete(
             raise BudgetExceeded()
         return result
 
-    secrets = target.secrets()
+    # The pass's redactor (both models' credentials) and this target's own, so neither the answer nor an
+    # error's code or request id carries a credential or a long piece of one into the Diff, a trace or a log.
+    redactor = current_redactor().union(Redactor(target.secrets()))
 
     def on_failure(number: int, error: ModelCallError) -> None:
-        error.redact(secrets)
+        error.redact(redactor)
         _log().info(
             "model_call_attempt_failed",
             api=api,
@@ -137,7 +141,7 @@ async def complete(
             attempt, budget=budget, max_attempts=max_attempts, sleep=sleep, rand=rand, on_failure=on_failure
         )
     except ModelCallError as error:
-        error.redact(secrets)
+        error.redact(redactor)
         _finish(trace, started, budget, error=error)
         _emit(trace, on_trace)
         raise
@@ -146,8 +150,9 @@ async def complete(
         _finish(trace, started, budget, other="Cancelled" if cancelled else type(other).__name__)
         _emit(trace, on_trace)
         raise
-    if result.request_id is not None and any(secret in result.request_id for secret in secrets):
+    if result.request_id is not None and redactor.finds(result.request_id):
         result = replace(result, request_id="redacted")
+    result = replace(result, text=redactor.text(result.text))  # before the Diff reads or cuts it
     trace.attempts = attempts
     trace.usage = result.usage
     trace.request_id = result.request_id

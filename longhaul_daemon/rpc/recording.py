@@ -1,5 +1,8 @@
 """Turn what the RPC methods see into record-log records (LOG-16..LOG-24): codes, ids, counts, never text.
 
+Ids and reason codes the shim sends are written in their real shapes only (:mod:`longhaul_daemon.log.fields`):
+a pass id that is not 12 hex digits, or a reason that is not ASCII ``[a-z0-9-]``, is written as its length.
+
 The methods call one function per event; each builds its fields from the request and the reply and hands them
 to :func:`~longhaul_daemon.log.records.write_record`, which never raises. The ``compaction`` record is
 computed from the pass's ``CompactParams`` and ``CompactResult`` alone, so the pass knows nothing about
@@ -16,6 +19,7 @@ from typing import Any
 import anyio.to_thread
 
 from longhaul_daemon.config import choose_compactor
+from longhaul_daemon.log.fields import pass_id_field, reason_field, token_field
 from longhaul_daemon.log.records import error_fields, pi_version_verified, write_record
 from longhaul_daemon.log.report import build_report
 from longhaul_daemon.protocol import (
@@ -162,8 +166,8 @@ class Recorder:
             params.session,
             "extension-loaded",
             {
-                "reason": params.reason,
-                "piVersion": version,
+                "reason": reason_field(params.reason),
+                "piVersion": token_field(version),
                 "piVersionVerified": pi_version_verified(version),
                 "compactor": choose_compactor(params.session.env.PI_COMPACTOR),
             },
@@ -194,8 +198,8 @@ class Recorder:
             "compacted",
             {
                 "fromExtension": params.fromExtension,
-                "reason": params.reason,
-                "passId": params.passId,
+                "reason": reason_field(params.reason),
+                "passId": pass_id_field(params.passId),
                 "span": params.span,
                 "summaryChars": params.summaryChars,
                 "tokensBefore": params.tokensBefore,
@@ -207,7 +211,11 @@ class Recorder:
         self._write(
             params.session,
             "compact-failed",
-            {"reason": params.reason, "passId": params.passId, "span": params.span},
+            {
+                "reason": reason_field(params.reason),
+                "passId": pass_id_field(params.passId),
+                "span": params.span,
+            },
         )
 
     def incident(self, params: IncidentParams) -> None:
@@ -218,7 +226,10 @@ class Recorder:
             and params.passId in self._recorded_fallbacks
         ):
             return
-        fields: dict[str, object] = {"reason": params.reason, "passId": params.passId}
+        fields: dict[str, object] = {
+            "reason": reason_field(params.reason),
+            "passId": pass_id_field(params.passId),
+        }
         if params.kind in ("span-record-failed", "aborted", "fallback"):
             fields["span"] = params.span
         fields.update(error_fields(error_class=params.errorClass, error=params.error))

@@ -33,9 +33,11 @@ from longhaul_daemon.config import (
     DEFAULT_PASS_BUDGET_S,
     MAX_IN_FLIGHT_PER_CONNECTION,
 )
+from longhaul_daemon.log.fields import shape_log_fields
 from longhaul_daemon.models.http import make_shared_client
 from longhaul_daemon.rpc import Dispatcher, RunPass, Services, build_methods
 from longhaul_daemon.rpc.registry import internal_error
+from longhaul_daemon.secrets.redaction import redact_log_event
 from longhaul_daemon.server.connection import ConnectionLimits, RequestTracker, serve_connection
 from longhaul_daemon.server.listener import OpenedListener, open_listener
 
@@ -268,6 +270,8 @@ def configure_operational_log(stream: TextIO | None = None, *, level: int = logg
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            shape_log_fields,  # client-chosen ids, codes and model names reduced to their shapes (item 8)
+            redact_log_event,  # the credentials of the pass in flight, wherever they hide in the line
             _render_json,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
