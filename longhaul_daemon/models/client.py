@@ -16,7 +16,7 @@ import anyio
 import structlog
 
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, UnsupportedApi
+from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
 from longhaul_daemon.models.http import HttpClient, PreparedCall, post_json, stream_sse
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.providers import PROVIDERS, Provider
@@ -87,6 +87,10 @@ async def complete(
         provider = provider_for(target.api)
         call, reasoning = provider.prepare(request)
         api, via = provider.api, "daemon"
+        if not all(name.isascii() and value.isascii() for name, value in call.headers.items()):
+            # A key or header value from pi's models.json that HTTP cannot carry: no attempt can succeed,
+            # and httpx would raise a UnicodeEncodeError no retry loop knows (found by the socket fuzzer).
+            raise FatalError(code="unsendable-header")
 
         def exchange() -> Awaitable[CompletionResult]:
             return _exchange(client, provider, call)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio.to_thread
+import structlog
 
 from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.log.fields import pass_id_field, reason_field, token_field
@@ -43,6 +44,8 @@ from longhaul_daemon.state.render import (
 )
 
 __all__ = ["Recorder", "cap_fit", "compaction_fields", "report_for_session", "world_fields"]
+
+_log = structlog.get_logger("longhaul.methods")
 
 _REMEMBERED_PASSES = 256  # fallbacks the daemon recorded itself, so the shim's incident is not written twice
 _WORLD_COUNTS = ("commandsRun", "commandsFailed", "dirtyCount", "durationMs")
@@ -237,8 +240,18 @@ class Recorder:
 
 
 async def report_for_session(session: SessionFacts) -> ReportResult:
-    """The digest of ``session``'s log in effect, read in a worker thread (the file may be 10 MiB)."""
-    report = await anyio.to_thread.run_sync(
-        build_report, session.agentDir, session.cwd, session.env.PI_COMPACT_STATE_DEBUG
-    )
+    """The digest of ``session``'s log in effect, read in a worker thread (the file may be 10 MiB).
+
+    A log that cannot be read (an I/O error, a path the system refuses) is said so in the digest: the
+    command answers, and the operational log has the error class.
+    """
+    try:
+        report = await anyio.to_thread.run_sync(
+            build_report, session.agentDir, session.cwd, session.env.PI_COMPACT_STATE_DEBUG
+        )
+    except OSError as exc:
+        _log.warning("report_unreadable", error_class=type(exc).__name__)
+        return ReportResult(
+            digest=f"Longhaul report: the log could not be read ({type(exc).__name__}).", records=0
+        )
     return ReportResult(digest=report.digest, records=report.records)
