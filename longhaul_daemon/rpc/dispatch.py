@@ -75,7 +75,7 @@ def _silence_library_logger() -> None:
 _silence_library_logger()
 
 
-def decode_frame(frame: bytes) -> Any:
+def decode_frame(frame: bytes | bytearray) -> Any:
     """One frame as Python values; ``ValueError`` (or ``RecursionError``) when it is not JSON."""
     return jsoncodec.loads(frame)
 
@@ -173,7 +173,7 @@ class Dispatcher:
         methods: Mapping[str, RpcMethod],
         *,
         max_batch: int = MAX_BATCH,
-        loads: Callable[[bytes], Any] = decode_frame,
+        loads: Callable[[bytes | bytearray], Any] = decode_frame,
         thread_decode_bytes: int = THREAD_DECODE_BYTES,
     ) -> None:
         self._library_methods = {name: _adapt(method) for name, method in methods.items()}
@@ -181,7 +181,7 @@ class Dispatcher:
         self._loads = loads
         self._thread_decode_bytes = thread_decode_bytes
 
-    async def decode(self, frame: bytes) -> Any:
+    async def decode(self, frame: bytes | bytearray) -> Any:
         """Parse a frame, one over the threshold in a worker thread; raises ``ValueError``/``RecursionError``.
 
         The loop goes on while the thread waits for the GIL or runs Python code. orjson (and the stdlib's
@@ -193,7 +193,11 @@ class Dispatcher:
         return self._loads(frame)
 
     async def dispatch(
-        self, frame: bytes, *, decoded: Any = NOT_DECODED, runner: MethodRunner = run_in_own_group
+        self,
+        frame: bytes | bytearray,
+        *,
+        decoded: Any = NOT_DECODED,
+        runner: MethodRunner = run_in_own_group,
     ) -> bytes | None:
         """Reply to one frame: a JSON text without the trailing newline, or ``None`` (notifications only).
 
