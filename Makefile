@@ -81,3 +81,6 @@ clean:
 FUZZ_ARGS ?=
 fuzz: $(PY_STAMP)
 	$(BIN)/python tests/reliability/fuzz_socket.py $(FUZZ_ARGS)
+SOAK_ITERATIONS ?= 100
+soak: $(PY_STAMP) $(NODE_STAMP)
+	LONGHAUL_SOAK_ITERATIONS=$(SOAK_ITERATIONS) $(BIN)/pytest -p no:cacheprovider -s -q tests/e2e/test_e2e_kill_loop.py
