@@ -102,6 +102,7 @@ class RequestTracker:
 
     def __init__(self) -> None:
         self.in_flight = 0
+        self.handled = 0  # requests finished since the daemon started
         self._idle = anyio.Event()
 
     def begin(self) -> None:
@@ -109,6 +110,7 @@ class RequestTracker:
 
     def end(self) -> None:
         self.in_flight -= 1
+        self.handled += 1
         if self.in_flight == 0:
             self._idle.set()
             self._idle = anyio.Event()

@@ -47,6 +47,7 @@ from longhaul_daemon.server.connection import ConnectionLimits, RequestTracker, 
 from longhaul_daemon.server.listener import OpenedListener, open_listener
 
 __all__ = [
+    "COLLECT_EVERY_S",
     "GC_THRESHOLDS",
     "MMAP_THRESHOLD_BYTES",
     "SWITCH_INTERVAL_S",
@@ -54,6 +55,7 @@ __all__ = [
     "DaemonHandle",
     "ServeOptions",
     "configure_operational_log",
+    "full_collection",
     "return_large_blocks",
     "run_daemon",
     "tune_for_serving",
@@ -203,6 +205,7 @@ async def _serve_until_stopped(
     load = ServerLoad(options.max_connections, options.max_buffered_bytes)
     async with anyio.create_task_group() as connections:
         connections.start_soon(_accept_loop, opened.listener, connections, dispatcher, tracker, limits, load)
+        connections.start_soon(_collect_between_passes, services, tracker)
         systemd.notify("READY=1", f"STATUS=Listening on {opened.path}")
         _log.info(
             "daemon_ready",
@@ -223,6 +226,30 @@ async def _serve_until_stopped(
         if grace.cancelled_caught:
             _log.warning("drain_grace_expired", cancelled=tracker.in_flight)
         connections.cancel_scope.cancel()
+
+
+COLLECT_EVERY_S: Final = 5.0
+
+
+async def _collect_between_passes(services: Services, tracker: RequestTracker) -> None:
+    """A full garbage collection every few seconds while requests come in, whenever no pass is running.
+
+    :data:`GC_THRESHOLDS` makes full collections rare so a big pass does not stall ``status``; but each failed
+    request leaves a cycle (an exception and its traceback) that only a full collection frees, and by then
+    the memory is scattered: 20,000 fuzz frames left RSS 33 MB above its baseline. With no pass in flight the
+    heap is small and a collection takes milliseconds, so the garbage goes before it piles up.
+    """
+    handled = tracker.handled
+    while True:
+        await anyio.sleep(COLLECT_EVERY_S)
+        if tracker.handled != handled and services.passes_in_flight == 0:
+            handled = tracker.handled
+            full_collection()
+
+
+def full_collection() -> int:
+    """One full garbage collection (a seam: tests watch when the daemon runs one)."""
+    return gc.collect()
 
 
 async def _accept_loop(

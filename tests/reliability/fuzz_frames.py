@@ -132,7 +132,8 @@ class FrameFactory:
         return {
             "provider": "fuzz",
             "id": self.rng.choice(["m1", "m2"]),
-            "api": "openai-completions",
+            # an api the daemon does not speak goes through the "shim" as model.complete: the peer path too
+            "api": "openai-completions" if self.rng.random() < 0.8 else "bedrock-converse-stream",
             "baseUrl": self.model_url,
             "maxTokens": 4096,
             "contextWindow": 32000,

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from longhaul_daemon.rpc.dispatch import InvalidEnvelope, check_envelope
 __all__ = ["ALLOWED_CODES", "FuzzConfig", "FuzzReport", "run_fuzz"]
 
 ALLOWED_CODES = frozenset({-32700, -32600, -32601, -32602, -32001, -32002, -32004, -32005})
+_BIDI = tuple(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 REPLY_WAIT_S = 60.0  # a compact pass is bounded by the daemon's --pass-budget, far below this
 
 
@@ -82,7 +83,9 @@ class FuzzReport:
             (self.dump_dir / f"violation-{len(self.violations):03d}.frame").write_bytes(frame)
 
     def as_json(self) -> str:
-        return json.dumps({**asdict(self), "dump_dir": str(self.dump_dir)}, sort_keys=True)
+        # asdict() would rebuild each Counter from its (key, count) pairs, counting the pairs: copy by hand
+        fields = {k: dict(v) if isinstance(v, Counter) else v for k, v in vars(self).items()}
+        return json.dumps({**fields, "dump_dir": str(self.dump_dir)}, sort_keys=True)
 
 
 class _Conn:
@@ -269,6 +272,8 @@ def run_fuzz(workdir: Path, config: FuzzConfig) -> FuzzReport:
     """The whole run against a daemon started in ``workdir``: warm-up, frames, burst, slow-loris, RSS."""
     started = time.monotonic()
     report = FuzzReport(seed=config.seed, dump_dir=config.dump_dir)
+    if config.dump_dir is not None:
+        config.dump_dir.mkdir(parents=True, exist_ok=True)
     timeout = f"{config.timeout_s:g}"
     daemon = DaemonUnderTest(
         workdir,
@@ -298,8 +303,11 @@ def run_fuzz(workdir: Path, config: FuzzConfig) -> FuzzReport:
             report.loris_open_at_end = slow_loris(daemon.socket_path, config.loris, 4 * config.timeout_s + 10)
         time.sleep(config.timeout_s + 1)  # the burst's and the loris' connections are gone by now
         final = json.dumps(status(daemon.socket_path))  # still serving
-        if key_pieces(final) or key_pieces(daemon.log_tail(10**9)):
+        log = daemon.log_tail(10**9)
+        if key_pieces(final) or key_pieces(log):
             report.violation("status or the operational log holds pieces of the credentials")
+        if any(ch in log or ch in final for ch in _BIDI):  # client text reached the log or status raw
+            report.violation("bidi control characters in the operational log or status")
         routes = json.loads(final).get("routes", [])
         if len(routes) > 33:
             report.violation(f"status lists {len(routes)} routes")

@@ -149,3 +149,29 @@ async def test_a_frame_that_is_the_whole_buffer_is_handed_over_without_a_copy() 
     frame = await reader.next_frame()
     assert frame == b'{"a": 1}' and isinstance(frame, bytearray)
     assert not reader.partial
+
+
+async def test_garbage_is_collected_between_passes_never_during_one(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_flight_at_collection: list[int] = []
+    monkeypatch.setattr("longhaul_daemon.server.lifecycle.COLLECT_EVERY_S", 0.05)
+    async with (
+        running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass) as handle,
+        connect(handle.socket_path) as conn,
+    ):
+        services = handle.services
+        monkeypatch.setattr(
+            "longhaul_daemon.server.lifecycle.full_collection",
+            lambda: in_flight_at_collection.append(services.passes_in_flight) or 0,
+        )
+        await conn.call("status", {})
+        await eventually(lambda: len(in_flight_at_collection) == 1)
+        await conn.request("compact", compact_params(instructions="0.6"))
+        await eventually(lambda: services.passes_in_flight == 1)
+        for _ in range(5):
+            await conn.call("status", {})  # requests keep coming while the pass runs
+            await anyio.sleep(0.05)
+        assert "result" in await conn.receive()
+        await eventually(lambda: len(in_flight_at_collection) >= 2)
+    assert set(in_flight_at_collection) == {0}
