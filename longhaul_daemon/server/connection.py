@@ -179,21 +179,31 @@ class _Connection:
                 self._requests.cancel_scope.cancel()
                 self.peer.close()
                 return
-            decoded: Any = NOT_DECODED
-            if self.peer.has_sent:  # the frame may answer our model.complete; parsed once, here
-                with contextlib.suppress(ValueError, RecursionError):  # not JSON: dispatch says -32700
-                    decoded = await self._dispatcher.decode(frame)
-                response = response_in(decoded)
-                if response is not None:
+            handed_over = False
+            try:
+                handed_over = await self._take(frame, holds_slot)
+            finally:  # cancelled on the way (the client left): the frame's bytes go back to the budget
+                if not handed_over:
                     reader.release(frame)
-                    if holds_slot:
-                        self._slots.release()
-                    self.peer.deliver(response)
-                    continue
-            if not holds_slot:
-                await self._slots.acquire()
-            self._begin()
-            self._requests.start_soon(self._handle, frame, decoded)
+
+    async def _take(self, frame: Frame, holds_slot: bool) -> bool:
+        """Deliver a response to the waiting shim call, or start a request; True when a handler took the frame
+        (and will give its bytes back), False when the frame is done with here."""
+        decoded: Any = NOT_DECODED
+        if self.peer.has_sent:  # the frame may answer our model.complete; parsed once, here
+            with contextlib.suppress(ValueError, RecursionError):  # not JSON: dispatch says -32700
+                decoded = await self._dispatcher.decode(frame)
+            response = response_in(decoded)
+            if response is not None:
+                if holds_slot:
+                    self._slots.release()
+                self.peer.deliver(response)
+                return False
+        if not holds_slot:
+            await self._slots.acquire()
+        self._begin()
+        self._requests.start_soon(self._handle, frame, decoded)
+        return True
 
     def _begin(self) -> None:
         self._running += 1
@@ -287,7 +297,8 @@ class _Connection:
             except Exception as exc:
                 failure = internal_error(exc, where="connection")
                 reply = encode_message(error_response(failure.code, failure.message, data=failure.data))
-            self.reader.release(frame)
+            finally:
+                self.reader.release(frame)  # also when cancelled: the budget is the daemon's, not this call's
             del frame, decoded  # the frame's memory goes now, not when the reply has been written
             if reply is not None:
                 await self.write(reply)

@@ -47,6 +47,16 @@ async def test_a_connection_whose_pass_runs_is_never_closed_for_being_quiet(shor
         assert await conn.at_eof()  # and once the pass is done, the idle timer runs again
 
 
+async def test_a_client_that_leaves_mid_pass_gives_its_bytes_back(short_tmp: Path) -> None:
+    async with running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass) as handle:
+        async with connect(handle.socket_path) as conn:
+            await conn.request("compact", compact_params(instructions="30"))
+            await eventually(lambda: handle.services.passes_in_flight == 1)
+            assert handle.load.budget.used > 0  # the frame is held while its pass runs
+        await eventually(lambda: handle.services.passes_in_flight == 0)
+        await eventually(lambda: handle.load.budget.used == 0)
+
+
 async def test_a_frame_that_stalls_is_cut(short_tmp: Path) -> None:
     async with (
         running_daemon(short_tmp / "d.sock", stall_timeout_s=SHORT, idle_timeout_s=60) as handle,
@@ -161,10 +171,12 @@ async def test_garbage_is_collected_between_passes_never_during_one(
         connect(handle.socket_path) as conn,
     ):
         services = handle.services
-        monkeypatch.setattr(
-            "longhaul_daemon.server.lifecycle.full_collection",
-            lambda: in_flight_at_collection.append(services.passes_in_flight) or 0,
-        )
+
+        def watched_collection() -> int:
+            in_flight_at_collection.append(services.passes_in_flight)
+            return 0
+
+        monkeypatch.setattr("longhaul_daemon.server.lifecycle.full_collection", watched_collection)
         await conn.call("status", {})
         await eventually(lambda: len(in_flight_at_collection) == 1)
         await conn.request("compact", compact_params(instructions="0.6"))
