@@ -189,12 +189,9 @@ def _one_case(conn: _Conn, case: Case, report: FuzzReport, number: int) -> bool:
     owed = expected_replies(case.frame[:-1])
     got: list[Any] = []
     while len(got) < owed:
-        raw = conn.line()
+        raw = _next_reply(conn, report)
         if raw is None:
             return _closed(report, case, got)
-        if raw.startswith(b'{"jsonrpc":"2.0","id":"d') and b'"method":"model.complete"' in raw[:60]:
-            _answer_peer(conn, raw, report)  # the daemon asks the "shim" to make a model call
-            continue
         reply = _check(raw, report, case, sentinel=sentinel)
         report.replies[_code(reply)] += 1
         got.append(reply)
@@ -207,7 +204,7 @@ def _one_case(conn: _Conn, case: Case, report: FuzzReport, number: int) -> bool:
                 f"{case.kind}: replies with ids {ids[:5]} for id {case.request_id!r}", case.frame
             )
     conn.send(json.dumps({"jsonrpc": "2.0", "id": sentinel, "method": "status"}).encode() + b"\n")
-    raw = conn.line()
+    raw = _next_reply(conn, report)
     if raw is None:
         return _closed(report, case, got)
     if not (raw.endswith(f'"id":"{sentinel}"}}'.encode()) and b'"result"' in raw[:40]):
@@ -215,6 +212,18 @@ def _one_case(conn: _Conn, case: Case, report: FuzzReport, number: int) -> bool:
             f"{case.kind}: a reply more than owed: {raw[:200]!r} for {case.frame[:200]!r}", case.frame
         )
     return True
+
+
+def _next_reply(conn: _Conn, report: FuzzReport) -> bytes | None:
+    """The next line that is not a request from the daemon; ``model.complete`` requests met on the way are
+    answered. A notification's pass runs on after the fuzzer has moved on, so they may come at any time."""
+    while True:
+        raw = conn.line()
+        if raw is None or not (
+            raw.startswith(b'{"jsonrpc":"2.0","id":"d') and b'"method":"model.complete"' in raw[:60]
+        ):
+            return raw
+        _answer_peer(conn, raw, report)
 
 
 def _answer_peer(conn: _Conn, raw: bytes, report: FuzzReport) -> None:
