@@ -20,7 +20,7 @@ import anyio.to_thread
 import structlog
 
 from longhaul_daemon.config import choose_compactor
-from longhaul_daemon.log.fields import pass_id_field, reason_field, token_field
+from longhaul_daemon.log.fields import model_spec_field, pass_id_field, reason_field, token_field
 from longhaul_daemon.log.records import error_fields, pi_version_verified, write_record
 from longhaul_daemon.log.report import build_report
 from longhaul_daemon.protocol import (
@@ -105,7 +105,10 @@ def _narrative(
     is described from its span record and line.
     """
     if diagnostics is not None and diagnostics.narrative:
-        return dict(diagnostics.narrative)
+        shaped = dict(diagnostics.narrative)
+        reasoning = shaped.get("reasoning")  # the level asked, from pi's thinkingLevelMap: client text
+        shaped["reasoning"] = token_field(reasoning) if isinstance(reasoning, str) else reasoning
+        return shaped
     narrative = span_record.get("narrative")
     closed_as = span_record.get("closedAs")
     return {
@@ -121,11 +124,21 @@ def _narrative(
 
 
 def _route(params: CompactParams, diagnostics: PassDiagnostics | None) -> dict[str, object]:
-    """LOG-17's route block: the configured summarizer spec, the model used and why the route was not."""
+    """LOG-17's route block: the configured summarizer spec, the model used and why the route was not; the
+    specs are model ids a client named, so they are written in their real shape (issue 12, item 8)."""
     if diagnostics is not None:
-        return diagnostics.route.model_dump()
+        route = diagnostics.route
+        return {
+            "configured": model_spec_field(route.configured),
+            "used": model_spec_field(route.used),
+            "why": route.why,
+        }
     model = params.session.model
-    return {"configured": None, "used": model.spec if model is not None else None, "why": None}
+    return {
+        "configured": None,
+        "used": model_spec_field(model.spec) if model is not None else None,
+        "why": None,
+    }
 
 
 def compaction_fields(params: CompactParams, result: CompactResult, duration_ms: int) -> dict[str, object]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from longhaul_daemon.log.fields import (
@@ -13,6 +15,8 @@ from longhaul_daemon.log.fields import (
     shape_log_fields,
     token_field,
 )
+from longhaul_daemon.protocol import CompactParams, CompactResult
+from longhaul_daemon.rpc.recording import compaction_fields
 
 BIDI = "\u202eevil\u202c"
 
@@ -78,3 +82,30 @@ def test_the_log_processor_shapes_the_keys_it_knows_and_leaves_the_rest() -> Non
     assert out["reason"] == "ok" and out["span"] == 3 and out["text_like"] == "left alone"
     assert out["api"] == "invalid (300 chars)"
     assert str(out["model"]).startswith("#") and out["error_class"] is None
+
+
+def test_the_compaction_records_route_and_reasoning_are_written_in_their_shapes() -> None:
+    params = CompactParams.model_validate(
+        {
+            "session": {"cwd": "/w", "sessionId": "s", "agentDir": "/a", "piVersion": "0.73.1"},
+            "preparation": {"firstKeptEntryId": "e1", "tokensBefore": 1},
+            "branchEntries": [],
+        }
+    )
+    result = CompactResult.model_validate(
+        {
+            "passId": "0123456789ab",
+            "span": 1,
+            "compaction": {"summary": "s", "firstKeptEntryId": "e1", "tokensBefore": 1, "details": {}},
+            "diagnostics": {
+                "narrative": {"kind": "whole", "reasoning": "high" + BIDI},
+                "route": {"configured": "p/" + BIDI, "used": "p/ok-model", "why": "failed:FatalError"},
+            },
+        }
+    )
+    fields = compaction_fields(params, result, 5)
+    route, narrative = fields["route"], fields["narrative"]
+    assert isinstance(route, dict) and isinstance(narrative, dict)
+    assert route["used"] == "p/ok-model" and str(route["configured"]).startswith("#")
+    assert narrative["reasoning"] == f"invalid ({len('high' + BIDI)} chars)"
+    assert BIDI not in json.dumps(fields, ensure_ascii=False)
