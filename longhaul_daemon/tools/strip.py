@@ -21,6 +21,7 @@ from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
 
 __all__ = ["StripPlan", "WindowMemory", "has_thinking", "plan_strip"]
 
+
 @dataclass(frozen=True)
 class StripPlan:
     """What to leave out: ``indexes`` of context messages whose thinking blocks go, and the LOG-21 counts."""
