@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import traceback
+from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "ERROR_CHARS",
     "EVENTS",
     "LOG_NAME",
+    "MAX_SINKS",
     "OFF_VALUES",
     "RECORD_VERSION",
     "VERIFIED_PI_LINES",
@@ -173,11 +175,19 @@ def build_record(session: SessionFacts, event: str, fields: Mapping[str, object]
     return record
 
 
-class RecordLog:
-    """The daemon's record-log writer: one :class:`LogSink` per path it has written to (LOG-13)."""
+MAX_SINKS = 64
+"""Record-log files the daemon keeps a sink for (and ``status`` lists): the most recently written. Each client
+names its own agent dir and log path, so without a bound a stream of made-up ones grows the table forever."""
 
-    def __init__(self) -> None:
-        self._sinks: dict[Path, LogSink] = {}
+
+class RecordLog:
+    """The daemon's record-log writer: one :class:`LogSink` per path it has written to (LOG-13), the newest
+    :data:`MAX_SINKS` of them; a path written again after it fell out gets a new sink (its dropped-line count
+    starts again)."""
+
+    def __init__(self, max_sinks: int = MAX_SINKS) -> None:
+        self._sinks: OrderedDict[Path, LogSink] = OrderedDict()
+        self._max_sinks = max_sinks
         self._lock = threading.Lock()
 
     def sink_for(self, path: Path, *, strict_dir: bool) -> LogSink:
@@ -185,6 +195,9 @@ class RecordLog:
             sink = self._sinks.get(path)
             if sink is None:
                 sink = self._sinks[path] = LogSink(path, strict_dir=strict_dir)
+                while len(self._sinks) > self._max_sinks:
+                    self._sinks.popitem(last=False)
+            self._sinks.move_to_end(path)
             return sink
 
     def write(self, session: SessionFacts, event: str, fields: Mapping[str, object]) -> None:
