@@ -78,3 +78,15 @@ clean:
 .PHONY: bench-compare
 bench-compare: install
 	$(BIN)/python bench/compare.py --write
+
+# Reliability runs (docs/reliability.md), longer than the bounded versions in `make test`; both print the figures
+# the doc quotes. fuzz: a real daemon, 20,000 mutated frames, 200 connections at once, 50 slow-loris clients
+# (FUZZ_ARGS: --seed N, --frames N, --dump DIR for the frames behind a failure). soak: 100 SIGKILLs of the
+# daemon mid-pass through a real pi, each followed by a restart and a compaction that must carry the state.
+.PHONY: fuzz soak
+FUZZ_ARGS ?=
+fuzz: $(PY_STAMP)
+	$(BIN)/python tests/reliability/fuzz_socket.py $(FUZZ_ARGS)
+SOAK_ITERATIONS ?= 100
+soak: $(PY_STAMP) $(NODE_STAMP)
+	LONGHAUL_SOAK_ITERATIONS=$(SOAK_ITERATIONS) $(BIN)/pytest -p no:cacheprovider -s -q tests/e2e/test_e2e_kill_loop.py

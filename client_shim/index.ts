@@ -157,7 +157,9 @@ export default function longhaul(pi: ExtensionAPI): void {
 		let raw: unknown;
 		try {
 			// PASS-22, CONFIG-8: which summarizer the daemon will plan with, then pi's credentials for it and the session model
-			const resolved = await resolveModels(models, await summarizerSpec(session, event.signal));
+			// An abort while pi's registry still works (a slow key command) is answered at once (PASS-18).
+			const spec = await summarizerSpec(session, event.signal);
+			const resolved = await resolveModels(models, spec, undefined, event.signal);
 			// PASS-22: model.complete requests the daemon sends on this call run with pi's own provider code
 			const onRequest = models.registry ? daemonRequestHandler(models.registry) : undefined;
 			const send = (mode: BranchMode) =>

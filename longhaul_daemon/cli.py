@@ -14,7 +14,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from longhaul_daemon import __version__
-from longhaul_daemon.config import DEFAULT_GRACE_S, DEFAULT_MAX_FRAME, DEFAULT_PASS_BUDGET_S
+from longhaul_daemon.config import (
+    DEFAULT_GRACE_S,
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_BUFFERED_BYTES,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_FRAME,
+    DEFAULT_PASS_BUDGET_S,
+    DEFAULT_STALL_TIMEOUT_S,
+)
 from longhaul_daemon.errors import StartupError
 from longhaul_daemon.evaluation.args import EVALUATION_COMMANDS, add_evaluation_parsers
 from longhaul_daemon.inspect.state_args import add_state_parser
@@ -48,14 +56,18 @@ def _non_negative_seconds(text: str) -> float:
     return _positive_seconds(text)
 
 
-def _positive_bytes(text: str) -> int:
+def _positive_count(text: str, unit: str = "") -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a whole number{unit}: {text!r}") from None
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of bytes: {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a positive number{unit}: {text!r}")
     return value
+
+
+def _positive_bytes(text: str) -> int:
+    return _positive_count(text, " of bytes")
 
 
 def _api_name(text: str) -> str:
@@ -83,6 +95,39 @@ def _add_socket_flag(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help=f"socket path (default: ${SOCKET_ENV}, else $XDG_RUNTIME_DIR/longhaul/daemon.sock, "
         "else /tmp/longhaul-<uid>/daemon.sock)",
+    )
+
+
+def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
+    """The bounds that keep a flood of clients from exhausting the daemon (docs/reliability.md)."""
+    serve.add_argument(
+        "--max-connections",
+        type=_positive_count,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help=f"connections served at once; more are told busy and closed (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    serve.add_argument(
+        "--max-buffered",
+        type=_positive_bytes,
+        default=DEFAULT_MAX_BUFFERED_BYTES,
+        metavar="BYTES",
+        help=f"bytes held in requests across connections (default {DEFAULT_MAX_BUFFERED_BYTES})",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_IDLE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"close a connection with nothing running and no frame for this long (default "
+        f"{DEFAULT_IDLE_TIMEOUT_S:g})",
+    )
+    serve.add_argument(
+        "--stall-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_STALL_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"cut a frame that gets no byte for this long (default {DEFAULT_STALL_TIMEOUT_S:g})",
     )
 
 
@@ -116,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help=f"largest accepted request line (default {DEFAULT_MAX_FRAME})",
     )
+    _add_limit_flags(serve)
     serve.add_argument(
         "--via-pi",
         action="append",
@@ -157,6 +203,10 @@ def _serve(args: argparse.Namespace) -> int:
         pass_budget_s=args.pass_budget,
         grace_s=args.grace,
         max_frame=args.max_frame,
+        max_connections=args.max_connections,
+        max_buffered_bytes=args.max_buffered,
+        idle_timeout_s=args.idle_timeout,
+        stall_timeout_s=args.stall_timeout,
         via_pi_apis=through_pi,
     )
     tune_for_serving()

@@ -10,8 +10,12 @@ from typing import Final, Literal
 
 __all__ = [
     "DEFAULT_GRACE_S",
+    "DEFAULT_IDLE_TIMEOUT_S",
+    "DEFAULT_MAX_BUFFERED_BYTES",
+    "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_FRAME",
     "DEFAULT_PASS_BUDGET_S",
+    "DEFAULT_STALL_TIMEOUT_S",
     "MAX_BATCH",
     "MAX_CLOSED_ERRORS",
     "MAX_IN_FLIGHT_PER_CONNECTION",
@@ -38,6 +42,20 @@ MAX_STATE_COMMANDS: Final = 500
 
 MAX_CLOSED_ERRORS: Final = 200
 """LEDGER-12: closed errors the State carries beside every open one."""
+
+DEFAULT_MAX_CONNECTIONS: Final = 256
+"""Connections served at once; one more is answered -32005 ("Server busy") and closed. Each pi process opens
+one per call and closes it with the reply, so 64 concurrent passes with their other calls stay far below."""
+
+DEFAULT_MAX_BUFFERED_BYTES: Final = 512 * 1024 * 1024
+"""Bytes held at once in read buffers and in frames being handled, across all connections: two frames at
+the cap. A connection whose bytes would pass it is answered -32005 and closed."""
+
+DEFAULT_IDLE_TIMEOUT_S: Final = 30.0
+"""A connection with no request running and no frame begun is closed after this long."""
+
+DEFAULT_STALL_TIMEOUT_S: Final = 30.0
+"""A frame that has begun and gets no byte for this long is cut, and its connection closed."""
 
 MAX_BATCH: Final = 16
 """Largest accepted JSON-RPC batch."""

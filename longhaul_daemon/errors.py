@@ -15,7 +15,8 @@ The tree::
 Wire codes the RPC layer produces without an exception class (JSON-RPC 2.0 reserved range):
 -32700 parse error, -32600 invalid request (also "Frame too large" and "Batch too large"), -32601 method not
 found, -32602 invalid params (data: a list of ``{type, loc, msg}``, never the input), -32603 internal error
-(data: ``{"errorId": …}``, never the exception's text).
+(data: ``{"errorId": …}``, never the exception's text); and -32005 server busy (data: ``{"limit":
+"connections"|"buffered-bytes"}``), sent with no id just before the daemon closes a connection it cannot take.
 
 Messages of ``DomainError`` go to the client verbatim, so they must never contain transcript text; ``data``
 must be JSON-serialisable.
@@ -31,6 +32,7 @@ __all__ = [
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "SERVER_BUSY",
     "AlreadyRunning",
     "Busy",
     "DeadlineExceeded",
@@ -47,6 +49,7 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+SERVER_BUSY = -32005
 
 
 class LonghaulError(Exception):

@@ -27,7 +27,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | bytearray | str) -> Any:
     """The JSON value of ``data``; ``ValueError`` (or ``RecursionError``) when it is not JSON.
 
     orjson first; what it refuses is read again by the stdlib, which accepts lone surrogate escapes (and a

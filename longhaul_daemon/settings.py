@@ -71,7 +71,7 @@ def _read_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         return None, None
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL or a lone surrogate in the path the client sent
         return None, "unreadable"
     try:
         info = os.fstat(fd)

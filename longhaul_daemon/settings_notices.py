@@ -17,7 +17,9 @@ from typing import Final
 
 import structlog
 
+from longhaul_daemon.log.fields import model_spec_field
 from longhaul_daemon.protocol import CompactParams, CompactResult, ConfigStatus, RouteChoice
+from longhaul_daemon.secrets.redaction import current as current_redactor
 from longhaul_daemon.settings import DEFAULT_RETRY_NOTE_CHARS, Settings, SettingsProblem, load_settings
 
 __all__ = ["ConfigIssue", "ConfigWatch", "route_issue", "settings_issues"]
@@ -128,14 +130,16 @@ class ConfigWatch:
             log.warning(
                 "config_problem", requirement=issue.requirement, source=issue.source, problem=issue.code
             )
-        self._last = ConfigStatus(
+        last = ConfigStatus(
             summarizer=settings.summarizer,
             summarizerFile=settings.summarizer_file,
-            used=None if route is None else route.used,
+            used=None if route is None else model_spec_field(route.used),
             why=None if route is None else route.why,
             at=datetime.now(UTC).isoformat(timespec="seconds"),
             problems=[issue.text for issue in issues],
         )
+        # status outlives the pass: what it keeps must not hold the pass's credentials (issue 12, item 4)
+        self._last = ConfigStatus.model_validate(current_redactor().value(last.model_dump()))
         fresh = self._unseen(params.session.sessionId, issues)
         if not fresh:
             return result

@@ -6,7 +6,7 @@
  * failure becomes a `problem` code the daemon records, and keys only ever go into the request object.
  */
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { call, socketPath } from "./rpc.ts";
+import { AbortedError, call, socketPath } from "./rpc.ts";
 import { type ModelFacts, modelFacts } from "./serialize.ts";
 
 /** protocol.py ModelCredentials. */
@@ -124,12 +124,38 @@ export async function summarizerRoute(pi: PiModels, spec: string, timeoutMs = RE
 	return { spec, model: facts, credentials, problem: null };
 }
 
-/** Both parts of `compact`'s model access; `spec` is the summarizer the daemon named for this pass, if any. */
-export async function resolveModels(pi: PiModels, spec: string | null, timeoutMs = RESOLVE_TIMEOUT_MS): Promise<ResolvedModels> {
-	const [credentials, summarizer] = await Promise.all([
+/**
+ * `work`, or an AbortedError as soon as `signal` aborts (PASS-18): a registry lookup that runs a slow key command
+ * cannot be cancelled, but pi need not wait for it to get its `{cancel: true}`.
+ */
+export function untilAborted<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
+	if (!signal) return work;
+	if (signal.aborted) return Promise.reject(new AbortedError("compaction aborted by pi (event.signal)"));
+	let onAbort: (() => void) | undefined;
+	const aborted = new Promise<never>((_, reject) => {
+		onAbort = () => reject(new AbortedError("compaction aborted by pi (event.signal)"));
+		signal.addEventListener("abort", onAbort, { once: true });
+	});
+	return Promise.race([work, aborted]).finally(() => {
+		if (onAbort) signal.removeEventListener("abort", onAbort);
+	});
+}
+
+/**
+ * Both parts of `compact`'s model access; `spec` is the summarizer the daemon named for this pass, if any. An abort
+ * of `signal` rejects with AbortedError at once, whatever the registry is still doing.
+ */
+export async function resolveModels(
+	pi: PiModels,
+	spec: string | null,
+	timeoutMs = RESOLVE_TIMEOUT_MS,
+	signal?: AbortSignal,
+): Promise<ResolvedModels> {
+	const both = Promise.all([
 		sessionCredentials(pi, timeoutMs),
 		spec ? summarizerRoute(pi, spec, timeoutMs) : Promise.resolve(null),
 	]);
+	const [credentials, summarizer] = await untilAborted(both, signal);
 	return { credentials, summarizer };
 }
 
@@ -142,7 +168,8 @@ export async function summarizerSpec(session: object, signal?: AbortSignal, time
 		const reply = await call("route", { session }, { socketPath: socketPath(), timeoutMs, signal });
 		const spec = (reply as { summarizer?: unknown } | null)?.summarizer;
 		return typeof spec === "string" && spec ? spec : null;
-	} catch {
+	} catch (err) {
+		if (err instanceof AbortedError) throw err; // PASS-18: pi cancelled; nothing more is asked
 		return null; // an older daemon or a slow one: the pass runs on the session model
 	}
 }

@@ -37,10 +37,14 @@ export function recordLogPath(session: SessionFacts): { path: string; strictDir:
 	return { path: resolve(session.cwd, debug), strictDir: false };
 }
 
-/** LOG-7: the home directory as `~` first, then cut to 200 characters. */
+/**
+ * LOG-7: the home directory as `~` first, then cut to 200 characters. Characters are code points, as the daemon
+ * counts them, so a cut never splits a surrogate pair.
+ */
 export function cutError(text: string, home: string = homedir()): string {
 	const h = home.replace(/\/+$/, "");
-	return (h.length > 1 ? text.split(h).join("~") : text).slice(0, ERROR_CHARS);
+	const shown = h.length > 1 ? text.split(h).join("~") : text;
+	return shown.length <= ERROR_CHARS ? shown : Array.from(shown).slice(0, ERROR_CHARS).join("");
 }
 
 /** The record exactly as the daemon would write it (LOG-4, LOG-6, LOG-23). */

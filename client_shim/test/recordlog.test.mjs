@@ -152,6 +152,14 @@ test("LOG-7: home becomes ~ before the cut to 200 characters", () => {
 	assert.equal(cut.length, 200);
 });
 
+test("LOG-7: the cut counts code points, as the daemon does, and never splits a surrogate pair", () => {
+	const text = `${"x".repeat(199)}${"\u{1F600}".repeat(5)}`; // 204 code points, 209 UTF-16 units
+	const cut = recordlog.cutError(text, "/home/someone");
+	assert.equal(Array.from(cut).length, 200);
+	assert.equal(cut, `${"x".repeat(199)}\u{1F600}`);
+	assert.ok(!/[\uD800-\uDBFF]$/.test(cut), "no lone high surrogate at the end");
+});
+
 test("REPORT-1/4: /longhaul-report shows the daemon's digest as a notice, and one line without a daemon", async () => {
 	daemon = await startDaemon((req, dflt) =>
 		req.method === "report" ? { jsonrpc: "2.0", id: req.id, result: { digest: "Longhaul report: DIGEST", records: 1 } } : dflt(req),

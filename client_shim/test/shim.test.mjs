@@ -250,6 +250,37 @@ test("abort signal: {cancel:true} promptly, the daemon sees the connection close
 	assert.deepEqual(ctx.notices, []);
 });
 
+test("PASS-18: an abort while pi's registry still resolves the key answers {cancel:true} at once, no compact sent", async () => {
+	daemon = await startDaemon();
+	const { pi } = setup();
+	let lookups = 0;
+	// a `"!cmd"` key whose command hangs: the lookup never settles on its own
+	const ctx = fakeCtx({ modelRegistry: { getApiKeyAndHeaders: () => (lookups++, new Promise(() => {})) } });
+	const ac = new AbortController();
+	const p = pi.handlers.session_before_compact(beforeCompactEvent({ signal: ac.signal }), ctx);
+	await waitFor(() => lookups === 1);
+	const t0 = Date.now();
+	ac.abort();
+	assert.deepEqual(await p, { cancel: true });
+	assert.ok(Date.now() - t0 < 1000, "within a second of the abort, not after the 10 s resolve timeout");
+	await waitFor(() => daemon.byMethod("incident").length === 1);
+	assert.equal(daemon.byMethod("incident")[0].params.kind, "aborted");
+	assert.equal(daemon.byMethod("compact").length, 0);
+	assert.deepEqual(ctx.notices, []);
+});
+
+test("PASS-18: an abort while the daemon is asked for the route answers {cancel:true}, no compact sent", async () => {
+	daemon = await startDaemon((req, dflt) => (req.method === "route" ? undefined : dflt(req)));
+	const { pi, ctx } = setup();
+	const ac = new AbortController();
+	const p = pi.handlers.session_before_compact(beforeCompactEvent({ signal: ac.signal }), ctx);
+	await waitFor(() => daemon.byMethod("route").length === 1);
+	ac.abort();
+	assert.deepEqual(await p, { cancel: true });
+	await waitFor(() => daemon.byMethod("incident").length === 1);
+	assert.equal(daemon.byMethod("compact").length, 0);
+});
+
 test("session_compact: span record with compactionId, then the line one turn later; compacted reported", async () => {
 	daemon = await startDaemon();
 	const { pi, ctx } = setup();

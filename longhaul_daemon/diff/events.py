@@ -50,6 +50,9 @@ class ChunkContext:
     # TAKEOVER-4, TAKEOVER-22: earlier messages the standing-rule reading picked, with the range code records
     # when the model leaves them unlabeled (the whole message, or the qualifying stretch of a long one).
     picked: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # FAIL-4: earlier messages of a takeover the reading did not pick. Unlabeled, they are a defect for the
+    # retry; still unlabeled in the settled answer, they read as `not a rule` rather than failing the chunk.
+    unpicked_earlier: frozenset[str] = frozenset()
     commands: tuple[Command, ...] = ()
     errors: tuple[ErrorEntry, ...] = ()
 

@@ -181,6 +181,9 @@ def prepare_chunk(
         label_optional=frozenset(picked),
         retry_note_chars=inputs.retry_note_chars,
         picked=picked,
+        unpicked_earlier=frozenset(
+            m.user_id for m in (takeover.earlier if takeover else ()) if m.user_id not in picked
+        ),
         commands=tuple(inputs.commands),
         errors=tuple(inputs.errors),
     )

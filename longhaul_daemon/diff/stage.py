@@ -16,9 +16,10 @@ retries against a small local model failed); the chunk closes ``unparsable-answe
 model now called has given a reply with no usable answer in this session (an earlier pass, read from the
 transcript by the pass, or an earlier chunk of this one), a chunk gets at most one retry of either kind.
 
-A chunk whose answer never parsed, or that leaves an offered message unlabeled after the retry (FAIL-4),
-never verifies: nothing of it enters the State (DIFF-13) and the span's
-user messages are carried (FAIL-12). When no chunk verifies the span closes narrative-less (FAIL-10, FAIL-19).
+A chunk whose answer never parsed, or that leaves an offered message unlabeled after the retry (FAIL-4; an
+earlier message of a takeover the reading did not pick reads as `not a rule` instead), never verifies:
+nothing of it enters the State (DIFF-13) and the span's user messages are carried (FAIL-12). When no chunk
+verifies the span closes narrative-less (FAIL-10, FAIL-19).
 
 Model errors end a chunk, never the pass: only a bug (or cancellation) leaves this module as an exception,
 which the RPC layer turns into pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`,

@@ -388,7 +388,8 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
         fixed=fixes,
         dropped=MappingProxyType({k: v for k, v in sorted(run.dropped.items()) if v}),
     )
-    unlabeled = tuple(m.id for m in ctx.offered if m.id not in run.judged and m.id not in ctx.label_optional)
+    excused = ctx.label_optional | (ctx.unpicked_earlier if final else frozenset())  # FAIL-4
+    unlabeled = tuple(m.id for m in ctx.offered if m.id not in run.judged and m.id not in excused)
     return Evaluation(
         events=events,
         defects=() if final else (*parsed.defects, *run.defects),

@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 import threading
 import traceback
+from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypedDict
 
+from longhaul_daemon.log.fields import error_class_field, model_spec_field, reason_field, session_id_field
 from longhaul_daemon.log.sink import LogSink
+from longhaul_daemon.secrets.redaction import current as current_redactor
 
 if TYPE_CHECKING:  # annotations only: `longhaul-daemon report` reads the log without loading pydantic
     from longhaul_daemon.protocol import SessionFacts
@@ -26,6 +29,7 @@ __all__ = [
     "ERROR_CHARS",
     "EVENTS",
     "LOG_NAME",
+    "MAX_SINKS",
     "OFF_VALUES",
     "RECORD_VERSION",
     "VERIFIED_PI_LINES",
@@ -126,18 +130,21 @@ def error_fields(
     error: str | None = None,
     home: str | None = None,
 ) -> dict[str, object]:
-    """``errorClass``, ``error`` (home replaced, then cut to 200 characters) and ``stack`` (LOG-7, LOG-15).
+    """``errorClass``, ``error`` (credentials redacted, home replaced, then cut to 200 characters) and
+    ``stack`` (LOG-7, LOG-15).
 
-    The ``stack`` field is dropped again by :meth:`RecordLog.write` unless the session turned stacks on.
+    Redaction comes before the cut, so a credential the cut runs through never leaves a fragment behind. The
+    ``stack`` field is dropped again by :meth:`RecordLog.write` unless the session turned stacks on.
     """
+    redactor = current_redactor()
     fields: dict[str, object] = {}
     if exc is not None:
         error_class = type(exc).__name__
         error = str(exc)
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        fields[STACK_KEY] = home_as_tilde(tb, home)
-    fields["errorClass"] = error_class
-    fields["error"] = None if error is None else home_as_tilde(error, home)[:ERROR_CHARS]
+        fields[STACK_KEY] = home_as_tilde(redactor.text(tb), home)
+    fields["errorClass"] = error_class_field(error_class)
+    fields["error"] = None if error is None else home_as_tilde(redactor.text(error), home)[:ERROR_CHARS]
     return fields
 
 
@@ -145,9 +152,9 @@ def _session_block(session: SessionFacts) -> dict[str, object]:
     """LOG-6: working directory, session id, model and thinking level."""
     return {
         "cwd": session.cwd,
-        "sessionId": session.sessionId,
-        "model": session.model.spec if session.model is not None else None,
-        "thinkingLevel": session.thinkingLevel,
+        "sessionId": session_id_field(session.sessionId),
+        "model": model_spec_field(session.model.spec) if session.model is not None else None,
+        "thinkingLevel": reason_field(session.thinkingLevel),
     }
 
 
@@ -168,11 +175,19 @@ def build_record(session: SessionFacts, event: str, fields: Mapping[str, object]
     return record
 
 
-class RecordLog:
-    """The daemon's record-log writer: one :class:`LogSink` per path it has written to (LOG-13)."""
+MAX_SINKS = 64
+"""Record-log files the daemon keeps a sink for (and ``status`` lists): the most recently written. Each client
+names its own agent dir and log path, so without a bound a stream of made-up ones grows the table forever."""
 
-    def __init__(self) -> None:
-        self._sinks: dict[Path, LogSink] = {}
+
+class RecordLog:
+    """The daemon's record-log writer: one :class:`LogSink` per path it has written to (LOG-13), the newest
+    :data:`MAX_SINKS` of them; a path written again after it fell out gets a new sink (its dropped-line count
+    starts again)."""
+
+    def __init__(self, max_sinks: int = MAX_SINKS) -> None:
+        self._sinks: OrderedDict[Path, LogSink] = OrderedDict()
+        self._max_sinks = max_sinks
         self._lock = threading.Lock()
 
     def sink_for(self, path: Path, *, strict_dir: bool) -> LogSink:
@@ -180,6 +195,9 @@ class RecordLog:
             sink = self._sinks.get(path)
             if sink is None:
                 sink = self._sinks[path] = LogSink(path, strict_dir=strict_dir)
+                while len(self._sinks) > self._max_sinks:
+                    self._sinks.popitem(last=False)
+            self._sinks.move_to_end(path)
             return sink
 
     def write(self, session: SessionFacts, event: str, fields: Mapping[str, object]) -> None:
@@ -190,8 +208,10 @@ class RecordLog:
                 return
             sink = self.sink_for(path, strict_dir=is_default_path(session))
             try:
+                # Whatever a field holds, the credentials of the pass in flight never reach the file.
+                record = current_redactor().value(build_record(session, event, fields))
                 line = json.dumps(
-                    build_record(session, event, fields),
+                    record,
                     ensure_ascii=False,
                     separators=(",", ":"),
                     default=repr,

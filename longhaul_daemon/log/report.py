@@ -68,12 +68,19 @@ def short_hash(value: str) -> str:
     return "#" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
+_ABSENT = frozenset(
+    {errno.ENOENT, errno.ELOOP, errno.ENXIO, errno.EACCES, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG}
+)
+
+
 def _read_regular(path: Path) -> bytes:
     """The file's bytes, never through a link, never blocking on a FIFO; b"" when absent or refused."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except ValueError:  # a NUL or a lone surrogate: no file can have that name
+        return b""
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENXIO, errno.EACCES, errno.ENOTDIR, errno.EISDIR):
+        if exc.errno in _ABSENT:
             return b""
         raise
     try:

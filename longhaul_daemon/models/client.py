@@ -19,7 +19,7 @@ import orjson
 import structlog
 
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, UnsupportedApi
+from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
 from longhaul_daemon.models.http import HttpClient, PreparedCall, post_json, stream_sse
 from longhaul_daemon.models.json_scan import ObjectScanner
 from longhaul_daemon.models.limits import ProviderLimits
@@ -29,6 +29,8 @@ from longhaul_daemon.models.result import CallTrace, CompletionResult
 from longhaul_daemon.models.retry import MAX_ATTEMPTS, run_with_retries
 from longhaul_daemon.models.structured import StructuredMemory, is_schema_refusal
 from longhaul_daemon.models.via_pi import PiPeer, exchange_via_pi, recorded_reasoning
+from longhaul_daemon.secrets.redaction import Redactor
+from longhaul_daemon.secrets.redaction import current as current_redactor
 
 __all__ = ["complete", "goes_through_pi", "provider_for"]
 
@@ -86,6 +88,10 @@ def _prepare(
         )
     provider = provider_for(target.api)
     call, reasoning = provider.prepare(request)
+    if not all(name.isascii() and value.isascii() for name, value in call.headers.items()):
+        # A key or header value from pi's models.json that HTTP cannot carry: no attempt can succeed,
+        # and httpx would raise a UnicodeEncodeError no retry loop knows (found by the socket fuzzer).
+        raise FatalError(code="unsendable-header")
     stop_at = request.stop_at_object if call.stream else None
     return _Exchange(
         run=lambda: _exchange(client, provider, call, stop_at),
@@ -202,10 +208,12 @@ async def _complete(
             raise BudgetExceeded()
         return result
 
-    secrets = target.secrets()
+    # The pass's redactor (both models' credentials) and this target's own, so neither the answer nor an
+    # error's code or request id carries a credential or a long piece of one into the Diff, a trace or a log.
+    redactor = current_redactor().union(Redactor(target.secrets()))
 
     def on_failure(number: int, error: ModelCallError) -> None:
-        error.redact(secrets)
+        error.redact(redactor)
         _log().info(
             "model_call_attempt_failed",
             api=api,
@@ -223,7 +231,7 @@ async def _complete(
             attempt, budget=budget, max_attempts=max_attempts, sleep=sleep, rand=rand, on_failure=on_failure
         )
     except ModelCallError as error:
-        error.redact(secrets)
+        error.redact(redactor)
         _finish(trace, started, budget, error=error)
         _emit(trace, on_trace)
         raise
@@ -232,8 +240,9 @@ async def _complete(
         _finish(trace, started, budget, other="Cancelled" if cancelled else type(other).__name__)
         _emit(trace, on_trace)
         raise
-    if result.request_id is not None and any(secret in result.request_id for secret in secrets):
+    if result.request_id is not None and redactor.finds(result.request_id):
         result = replace(result, request_id="redacted")
+    result = replace(result, text=redactor.text(result.text))  # before the Diff reads or cuts it
     trace.attempts = attempts
     trace.usage = result.usage
     trace.request_id = result.request_id

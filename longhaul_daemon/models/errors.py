@@ -20,10 +20,12 @@ Messages are built only from the class, the HTTP status and the provider's error
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from longhaul_daemon.errors import LonghaulError
+
+if TYPE_CHECKING:
+    from longhaul_daemon.secrets.redaction import Redactor
 
 __all__ = [
     "BudgetExceeded",
@@ -60,13 +62,13 @@ class ModelCallError(LonghaulError):
         self.attempts = 0
         super().__init__(self.label)
 
-    def redact(self, secrets: Iterable[str]) -> None:
-        """Drop ``code``/``request_id`` if a (hostile or buggy) server echoed a credential into them."""
-        for secret in secrets:
-            if self.code is not None and secret in self.code:
-                self.code = "redacted"
-            if self.request_id is not None and secret in self.request_id:
-                self.request_id = "redacted"
+    def redact(self, redactor: Redactor) -> None:
+        """Drop ``code``/``request_id`` if a (hostile or buggy) server echoed a credential, or a long piece of
+        one, into them."""
+        if self.code is not None and redactor.finds(self.code):
+            self.code = "redacted"
+        if self.request_id is not None and redactor.finds(self.request_id):
+            self.request_id = "redacted"
 
     @property
     def retryable(self) -> bool:

@@ -91,7 +91,8 @@ def compat_from_pi(
     if field in _MAX_TOKENS_FIELDS:
         result = replace(result, max_tokens_field=field)
     effort = _flag(flags, "supportsReasoningEffort")
-    if flags.get("thinkingFormat") in _NO_EFFORT_FORMATS:
+    thinking_format = flags.get("thinkingFormat")
+    if isinstance(thinking_format, str) and thinking_format in _NO_EFFORT_FORMATS:  # a list is not hashable
         effort = False
     if effort is not None:
         result = replace(result, supports_reasoning_effort=effort)

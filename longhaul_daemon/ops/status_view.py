@@ -1,7 +1,8 @@
 """What ``longhaul-daemon status`` shows: model routes and health, the record-log files, and the table itself.
 
 The daemon side keeps a :class:`RouteHealthBook` (the model-access code calls :meth:`RouteHealthBook.record`
-once per model call) and reads the record log's files through :func:`known_log_files`; the client side turns a
+once per model call; bounded, since a client names the routes) and reads the record log's files through
+:func:`known_log_files`; the client side turns a
 :class:`~longhaul_daemon.protocol.StatusResult` into the readable table. Nothing here may break ``status``: a
 failing log listing shows as no files, and text from the daemon is stripped of control characters before it
 reaches a terminal.
@@ -9,17 +10,38 @@ reaches a terminal.
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from longhaul_daemon.log.fields import error_class_field, model_spec_field
 from longhaul_daemon.protocol import ConfigStatus, LogFileStatus, RouteHealth, StatusResult
+from longhaul_daemon.secrets.redaction import current as current_redactor
 
-__all__ = ["RouteHealthBook", "format_status", "format_uptime", "known_log_files"]
+__all__ = [
+    "MAX_ROUTES",
+    "MAX_SESSIONS_COUNTED",
+    "OTHER_ROUTES",
+    "RouteHealthBook",
+    "SeenSessions",
+    "format_status",
+    "format_uptime",
+    "known_log_files",
+]
 
 LATENCY_WINDOW = 200
 """How many recent successful calls per route the percentiles are taken over."""
+
+MAX_ROUTES = 32
+"""Routes ``status`` shows one row each, the most recently called; older ones are folded into ``other``."""
+
+OTHER_ROUTES = "(other routes)"
+"""The row counting the calls of routes beyond :data:`MAX_ROUTES` (a space: no model spec has one)."""
+
+MAX_SESSIONS_COUNTED = 65_536
+"""Distinct sessions ``sessionsSeen`` counts up to; past it the count stays there."""
 
 
 @dataclass
@@ -40,10 +62,17 @@ def _percentile(values: list[float], fraction: float) -> int | None:
 
 
 class RouteHealthBook:
-    """Per-route counters for the status view: calls, the last error class, the last success, latencies."""
+    """Per-route counters for the status view: calls, the last error class, the last success, latencies.
 
-    def __init__(self) -> None:
-        self._routes: dict[str, _Route] = {}
+    Bounded, because the route is whatever model id a client names: at most ``max_routes`` rows, the most
+    recently called, each named in its real shape (:func:`~longhaul_daemon.log.fields.model_spec_field`);
+    the calls of the routes that fell out are counted in one :data:`OTHER_ROUTES` row.
+    """
+
+    def __init__(self, max_routes: int = MAX_ROUTES) -> None:
+        self._routes: OrderedDict[str, _Route] = OrderedDict()
+        self._max_routes = max_routes
+        self._other = _Route()
 
     def record(
         self,
@@ -54,16 +83,23 @@ class RouteHealthBook:
         now: datetime | None = None,
     ) -> None:
         """One model call on ``route`` (``provider/modelId``): a success unless ``error_class`` is given."""
-        entry = self._routes.setdefault(route, _Route())
+        name = current_redactor().text(model_spec_field(route) or "")
+        entry = self._routes.get(name)
+        if entry is None:
+            entry = self._routes[name] = _Route()
+            while len(self._routes) > self._max_routes:
+                _, dropped = self._routes.popitem(last=False)
+                self._other.calls += dropped.calls
+        self._routes.move_to_end(name)
         entry.calls += 1
         if error_class is not None:
-            entry.last_error_class = error_class
+            entry.last_error_class = error_class_field(error_class)
             return
         entry.last_success = now if now is not None else datetime.now(UTC)
         entry.latencies_ms.append(max(0.0, duration_ms))
 
     def snapshot(self) -> list[RouteHealth]:
-        """Every route seen so far, sorted by name."""
+        """Every route kept, sorted by name, then the :data:`OTHER_ROUTES` row when routes fell out."""
         health: list[RouteHealth] = []
         for route in sorted(self._routes):
             entry = self._routes[route]
@@ -79,7 +115,36 @@ class RouteHealthBook:
                     calls=entry.calls,
                 )
             )
+        if self._other.calls:
+            health.append(RouteHealth(route=OTHER_ROUTES, calls=self._other.calls))
         return health
+
+
+class SeenSessions:
+    """How many distinct pi sessions talked to the daemon, for ``status``: a count, not a list of ids.
+
+    A session id is whatever the client sends (up to 4 KiB), so only an 8-byte digest of each is kept, and
+    at most :data:`MAX_SESSIONS_COUNTED` of them (half a megabyte at most).
+    """
+
+    def __init__(self, limit: int = MAX_SESSIONS_COUNTED) -> None:
+        self._digests: set[int] = set()
+        self._limit = limit
+
+    @staticmethod
+    def _digest(session_id: str) -> int:
+        raw = session_id.encode("utf-8", "surrogatepass")
+        return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
+
+    def add(self, session_id: str) -> None:
+        if len(self._digests) < self._limit:
+            self._digests.add(self._digest(session_id))
+
+    def __contains__(self, session_id: object) -> bool:
+        return isinstance(session_id, str) and self._digest(session_id) in self._digests
+
+    def __len__(self) -> int:
+        return len(self._digests)
 
 
 def known_log_files() -> list[LogFileStatus]:

@@ -3,7 +3,9 @@
 ``compact`` is the one that matters: it refuses a second pass for a busy session (PASS-21), stands down when
 the session chose another compactor (CONFIG-1..4), and otherwise runs the pass under its time budget, turning
 a timeout or a crash into a fallback reply so the shim lets pi compact instead. Everything logged here is
-codes, ids and counts, never message text.
+codes, ids and counts, never message text; ids and codes a client sent are logged in their real shapes only
+(:mod:`longhaul_daemon.log.fields`), and a pass runs with its credentials bound for redaction, so its reply,
+records and log lines never carry them (:mod:`longhaul_daemon.secrets.redaction`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import structlog
 from longhaul_daemon import __version__
 from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S, choose_compactor
 from longhaul_daemon.errors import Busy
+from longhaul_daemon.log.fields import error_class_field, pass_id_field, reason_field
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.structured import StructuredMemory
-from longhaul_daemon.ops.status_view import RouteHealthBook, known_log_files
+from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
     CompactedParams,
@@ -37,6 +40,7 @@ from longhaul_daemon.protocol import (
     IncidentParams,
     OkResult,
     PassCounts,
+    PassDiagnostics,
     ReportParams,
     ReportResult,
     RouteParams,
@@ -48,12 +52,15 @@ from longhaul_daemon.protocol import (
 from longhaul_daemon.rpc.recording import Recorder, report_for_session
 from longhaul_daemon.rpc.registry import RpcMethod, rpc
 from longhaul_daemon.rpc.tool_methods import build_tool_methods
+from longhaul_daemon.secrets.redaction import Redactor, redactor_for_pass
+from longhaul_daemon.secrets.redaction import bound as bound_redactor
+from longhaul_daemon.secrets.redaction import current as current_redactor
 from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles
 from longhaul_daemon.settings import load_settings
 from longhaul_daemon.settings_notices import ConfigWatch
 from longhaul_daemon.transcript.messages import span_refs
 
-__all__ = ["RunPass", "Services", "build_methods", "new_pass_id"]
+__all__ = ["RunPass", "Services", "build_methods", "new_pass_id", "redacted_result"]
 
 _log = structlog.get_logger("longhaul.methods")
 
@@ -61,7 +68,6 @@ RunPass = Callable[..., Awaitable[CompactResult]]
 """``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s)``: the pass."""
 
 _SAFETY_MARGIN_S = 5.0  # the outer -32001 net sits this far behind the pass budget's own fallback
-_MAX_CODE_LEN = 64
 
 
 async def _default_run_pass(params: CompactParams, **context: Any) -> CompactResult:
@@ -87,7 +93,7 @@ class Services:
     started_at: float = field(default_factory=time.monotonic)
     pass_counts: PassCounts = field(default_factory=PassCounts)
     busy_sessions: set[str] = field(default_factory=set)
-    sessions_seen: set[str] = field(default_factory=set)
+    sessions_seen: SeenSessions = field(default_factory=SeenSessions)  # bounded, holds digests only
     passes_in_flight: int = 0
     recorder: Recorder = field(default_factory=Recorder)  # the record log (LOG-16..LOG-24)
     route_health: RouteHealthBook = field(default_factory=RouteHealthBook)  # model calls, for status
@@ -166,13 +172,31 @@ class Services:
             self.pass_counts.whole += 1
 
 
-def _code(value: str | None) -> str | int | None:
-    """A short identifier-like value as is; anything else (possibly message text) only as its length."""
-    if value is None:
-        return None
-    if len(value) <= _MAX_CODE_LEN and all(ch.isalnum() or ch in "-_.:/" for ch in value):
-        return value
-    return len(value)
+def redacted_result(result: CompactResult, redactor: Redactor) -> CompactResult:
+    """``result`` with the pass's credentials taken out of everything it returns: summary, details, span
+    record, line, notice and diagnostics. The same object when nothing held one (the usual case)."""
+    if not redactor:
+        return result
+    update: dict[str, Any] = {}
+    if result.compaction is not None:
+        compaction = result.compaction
+        summary, details = redactor.text(compaction.summary), redactor.value(compaction.details)
+        if summary is not compaction.summary or details is not compaction.details:
+            update["compaction"] = compaction.model_copy(update={"summary": summary, "details": details})
+    if result.after is not None:
+        after = result.after
+        record, line = redactor.value(after.spanRecord), redactor.value(after.line)
+        if record is not after.spanRecord or line is not after.line:
+            update["after"] = after.model_copy(update={"spanRecord": record, "line": line})
+    for name in ("notice", "fallback"):
+        text = getattr(result, name)
+        if text is not None and redactor.finds(text):
+            update[name] = redactor.text(text)
+    if result.diagnostics is not None:
+        dumped = result.diagnostics.model_dump(mode="json")
+        if redactor.value(dumped) is not dumped:
+            update["diagnostics"] = PassDiagnostics.model_validate(redactor.value(dumped))
+    return result.model_copy(update=update) if update else result
 
 
 async def _run_compact(services: Services, params: CompactParams) -> CompactResult:
@@ -187,8 +211,11 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
         log.info("compact_stand_down")
         return CompactResult(passId=pass_id, span=0, fallback="stand-down")
     services.busy_sessions.add(session_id)
+    # Issue 12 item 4: from here on, every log line, record and model call of this pass (its tasks and
+    # worker threads inherit the context) redacts the credentials it received; they leave with the pass.
     try:
-        return await _run_busy_compact(services, params, pass_id, log)
+        with bound_redactor(redactor_for_pass(params)):
+            return await _run_busy_compact(services, params, pass_id, log)
     finally:
         services.busy_sessions.discard(session_id)
 
@@ -222,8 +249,9 @@ async def _run_busy_compact(
                 pass_budget_s=left_s,
             )
             result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
+            result = redacted_result(result, current_redactor())  # before it is counted, recorded or sent
             services.count_result(result)
-            log.info("pass_finished", span=result.span, fallback=_code(result.fallback))
+            log.info("pass_finished", span=result.span, fallback=result.fallback)
             services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))
             return result
         services.pass_counts.fallback += 1
@@ -252,7 +280,10 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
         compactor = choose_compactor(params.session.env.PI_COMPACTOR)
         services.recorder.hello(params)
         _log.info(
-            "hello", session_id=params.session.sessionId, compactor=compactor, reason=_code(params.reason)
+            "hello",
+            session_id=params.session.sessionId,
+            compactor=compactor,
+            reason=reason_field(params.reason),
         )
         return HelloResult(
             daemonVersion=__version__,
@@ -272,10 +303,10 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
         _log.info(
             "compacted",
             session_id=params.session.sessionId,
-            pass_id=params.passId,
+            pass_id=pass_id_field(params.passId),
             span=params.span,
             from_extension=params.fromExtension,
-            reason=_code(params.reason),
+            reason=reason_field(params.reason),
             summary_chars=params.summaryChars,
             tokens_before=params.tokensBefore,
         )
@@ -288,9 +319,9 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
         _log.info(
             "compact_failed",
             session_id=params.session.sessionId,
-            pass_id=params.passId,
+            pass_id=pass_id_field(params.passId),
             span=params.span,
-            reason=_code(params.reason),
+            reason=reason_field(params.reason),
         )
         services.recorder.compact_failed(params)
         return OkResult()
@@ -301,10 +332,10 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
         details: dict[str, Any] = {
             "session_id": params.session.sessionId,
             "kind": params.kind,
-            "pass_id": params.passId,
+            "pass_id": pass_id_field(params.passId),
             "span": params.span,
-            "reason": _code(params.reason),
-            "error_class": _code(params.errorClass),
+            "reason": reason_field(params.reason),
+            "error_class": error_class_field(params.errorClass),
             "error_chars": None if params.error is None else len(params.error),
         }
         _log.warning("incident", **details)

@@ -1,5 +1,8 @@
 """Turn what the RPC methods see into record-log records (LOG-16..LOG-24): codes, ids, counts, never text.
 
+Ids and reason codes the shim sends are written in their real shapes only (:mod:`longhaul_daemon.log.fields`):
+a pass id that is not 12 hex digits, or a reason that is not ASCII ``[a-z0-9-]``, is written as its length.
+
 The methods call one function per event; each builds its fields from the request and the reply and hands them
 to :func:`~longhaul_daemon.log.records.write_record`, which never raises. The ``compaction`` record is
 computed from the pass's ``CompactParams`` and ``CompactResult`` alone, so the pass knows nothing about
@@ -14,8 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio.to_thread
+import structlog
 
 from longhaul_daemon.config import choose_compactor
+from longhaul_daemon.log.fields import model_spec_field, pass_id_field, reason_field, token_field
 from longhaul_daemon.log.records import error_fields, pi_version_verified, write_record
 from longhaul_daemon.log.report import build_report
 from longhaul_daemon.protocol import (
@@ -39,6 +44,8 @@ from longhaul_daemon.state.render import (
 )
 
 __all__ = ["Recorder", "cap_fit", "compaction_fields", "report_for_session", "world_fields"]
+
+_log = structlog.get_logger("longhaul.methods")
 
 _REMEMBERED_PASSES = 256  # fallbacks the daemon recorded itself, so the shim's incident is not written twice
 _WORLD_COUNTS = ("commandsRun", "commandsFailed", "dirtyCount", "durationMs")
@@ -98,7 +105,10 @@ def _narrative(
     is described from its span record and line.
     """
     if diagnostics is not None and diagnostics.narrative:
-        return dict(diagnostics.narrative)
+        shaped = dict(diagnostics.narrative)
+        reasoning = shaped.get("reasoning")  # the level asked, from pi's thinkingLevelMap: client text
+        shaped["reasoning"] = token_field(reasoning) if isinstance(reasoning, str) else reasoning
+        return shaped
     narrative = span_record.get("narrative")
     closed_as = span_record.get("closedAs")
     return {
@@ -114,11 +124,21 @@ def _narrative(
 
 
 def _route(params: CompactParams, diagnostics: PassDiagnostics | None) -> dict[str, object]:
-    """LOG-17's route block: the configured summarizer spec, the model used and why the route was not."""
+    """LOG-17's route block: the configured summarizer spec, the model used and why the route was not; the
+    specs are model ids a client named, so they are written in their real shape (issue 12, item 8)."""
     if diagnostics is not None:
-        return diagnostics.route.model_dump()
+        route = diagnostics.route
+        return {
+            "configured": model_spec_field(route.configured),
+            "used": model_spec_field(route.used),
+            "why": route.why,
+        }
     model = params.session.model
-    return {"configured": None, "used": model.spec if model is not None else None, "why": None}
+    return {
+        "configured": None,
+        "used": model_spec_field(model.spec) if model is not None else None,
+        "why": None,
+    }
 
 
 def compaction_fields(params: CompactParams, result: CompactResult, duration_ms: int) -> dict[str, object]:
@@ -162,8 +182,8 @@ class Recorder:
             params.session,
             "extension-loaded",
             {
-                "reason": params.reason,
-                "piVersion": version,
+                "reason": reason_field(params.reason),
+                "piVersion": token_field(version),
                 "piVersionVerified": pi_version_verified(version),
                 "compactor": choose_compactor(params.session.env.PI_COMPACTOR),
             },
@@ -194,8 +214,8 @@ class Recorder:
             "compacted",
             {
                 "fromExtension": params.fromExtension,
-                "reason": params.reason,
-                "passId": params.passId,
+                "reason": reason_field(params.reason),
+                "passId": pass_id_field(params.passId),
                 "span": params.span,
                 "summaryChars": params.summaryChars,
                 "tokensBefore": params.tokensBefore,
@@ -207,7 +227,11 @@ class Recorder:
         self._write(
             params.session,
             "compact-failed",
-            {"reason": params.reason, "passId": params.passId, "span": params.span},
+            {
+                "reason": reason_field(params.reason),
+                "passId": pass_id_field(params.passId),
+                "span": params.span,
+            },
         )
 
     def incident(self, params: IncidentParams) -> None:
@@ -218,7 +242,10 @@ class Recorder:
             and params.passId in self._recorded_fallbacks
         ):
             return
-        fields: dict[str, object] = {"reason": params.reason, "passId": params.passId}
+        fields: dict[str, object] = {
+            "reason": reason_field(params.reason),
+            "passId": pass_id_field(params.passId),
+        }
         if params.kind in ("span-record-failed", "aborted", "fallback"):
             fields["span"] = params.span
         fields.update(error_fields(error_class=params.errorClass, error=params.error))
@@ -226,8 +253,18 @@ class Recorder:
 
 
 async def report_for_session(session: SessionFacts) -> ReportResult:
-    """The digest of ``session``'s log in effect, read in a worker thread (the file may be 10 MiB)."""
-    report = await anyio.to_thread.run_sync(
-        build_report, session.agentDir, session.cwd, session.env.PI_COMPACT_STATE_DEBUG
-    )
+    """The digest of ``session``'s log in effect, read in a worker thread (the file may be 10 MiB).
+
+    A log that cannot be read (an I/O error, a path the system refuses) is said so in the digest: the
+    command answers, and the operational log has the error class.
+    """
+    try:
+        report = await anyio.to_thread.run_sync(
+            build_report, session.agentDir, session.cwd, session.env.PI_COMPACT_STATE_DEBUG
+        )
+    except OSError as exc:
+        _log.warning("report_unreadable", error_class=type(exc).__name__)
+        return ReportResult(
+            digest=f"Longhaul report: the log could not be read ({type(exc).__name__}).", records=0
+        )
     return ReportResult(digest=report.digest, records=report.records)

@@ -12,7 +12,9 @@ jsonrpcserver would then bind the request against the handler's ``(params)`` sig
 
 from __future__ import annotations
 
+import functools
 import traceback
+import typing
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ __all__ = [
     "RpcOutcome",
     "RpcSuccess",
     "describe_validation_error",
+    "field_names",
     "internal_error",
     "new_error_id",
     "rpc",
@@ -95,12 +98,19 @@ def internal_error(exc: BaseException, *, where: str) -> RpcFailure:
     return RpcFailure(INTERNAL_ERROR, "Internal error", {"errorId": error_id})
 
 
-def describe_validation_error(exc: ValidationError) -> list[dict[str, Any]]:
-    """Pydantic's errors as ``{type, loc, msg}``: every part JSON-able, the offending input never echoed."""
+def describe_validation_error(
+    exc: ValidationError, *, model: type[BaseModel] | None = None
+) -> list[dict[str, Any]]:
+    """Pydantic's errors as ``{type, loc, msg}``: every part JSON-able, the offending input never echoed.
+
+    With ``model``, a ``loc`` part that is not one of its field names (an unknown key the client sent, a key
+    of a free-form mapping) is written ``*``: field paths then hold only the protocol's own words and indexes.
+    """
+    known = field_names(model) if model is not None else None
     described: list[dict[str, Any]] = []
     for error in exc.errors(include_url=False, include_context=False):
         error_type = str(error.get("type", "value_error"))
-        loc = [_loc_part(part) for part in error.get("loc", ())]
+        loc = [_loc_part(part, known) for part in error.get("loc", ())]
         msg = str(error.get("msg", ""))
         if _echoes_input(msg, error.get("input")):
             msg = f"Invalid value ({error_type})"
@@ -108,9 +118,30 @@ def describe_validation_error(exc: ValidationError) -> list[dict[str, Any]]:
     return described
 
 
-def _loc_part(part: object) -> str | int:
+@functools.cache
+def field_names(model: type[BaseModel]) -> frozenset[str]:
+    """Every field name of ``model`` and of the models its fields hold, however nested in lists or unions."""
+    names: set[str] = set()
+    pending: list[Any] = [model]
+    seen: set[Any] = set()
+    while pending:
+        annotation = pending.pop()
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if annotation in seen:
+                continue
+            seen.add(annotation)
+            names.update(annotation.model_fields)
+            pending += [f.annotation for f in annotation.model_fields.values()]
+        else:
+            pending += list(typing.get_args(annotation))
+    return frozenset(names)
+
+
+def _loc_part(part: object, known: frozenset[str] | None) -> str | int:
     if isinstance(part, bool) or not isinstance(part, int | str):
         part = str(part)
+    if isinstance(part, str) and known is not None and part not in known:
+        return "*"
     if isinstance(part, str) and len(part) > _MAX_LOC_PART:
         return part[:_MAX_LOC_PART] + "…"
     return part
@@ -146,7 +177,8 @@ def rpc(
             try:
                 params = params_model.model_validate(kwargs)
             except ValidationError as exc:
-                return RpcFailure(INVALID_PARAMS, "Invalid params", describe_validation_error(exc))
+                described = describe_validation_error(exc, model=params_model)
+                return RpcFailure(INVALID_PARAMS, "Invalid params", described)
             try:
                 result = await _run_with_deadline(handler, params, deadline_s)
                 return RpcSuccess(result.model_dump(mode="json"))

@@ -31,7 +31,7 @@ __all__ = ["OpenedListener", "acquire_instance_lock", "open_listener", "remove_s
 
 _log = structlog.get_logger("longhaul.server")
 
-_BACKLOG = 128
+_BACKLOG = 1024  # a burst of connections queues rather than failing with EAGAIN (capped at somaxconn)
 _PROBE_TIMEOUT_S = 1.0
 
 

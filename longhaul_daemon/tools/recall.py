@@ -91,7 +91,8 @@ def _state_of(entry: Mapping[str, Any] | None) -> State | None:
 
 def _spans(entries: list[dict[str, Any]], folded: FoldResult) -> list[_Span]:
     records = _records(entries)
-    by_id = {e.get("id"): e for e in entries if e.get("type") == "compaction"}
+    # An id is whatever the client sent: only a string can name a compaction (a list is not even hashable).
+    by_id = {e["id"]: e for e in entries if e.get("type") == "compaction" and isinstance(e.get("id"), str)}
     spans: list[_Span] = []
     for info in folded.spans:
         record = records.get(info.compaction_id or "") if info.detail_available else None

@@ -21,8 +21,6 @@ from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
 
 __all__ = ["StripPlan", "WindowMemory", "has_thinking", "plan_strip"]
 
-_MESSAGE_ENTRIES = frozenset({"message"})
-
 
 @dataclass(frozen=True)
 class StripPlan:
@@ -65,7 +63,8 @@ def _kept_assistant_stamps(entries: Sequence[Mapping[str, Any]], at: int) -> set
     stamps: set[int] = set()
     for entry in entries[start:at]:
         message = entry.get("message")
-        if entry.get("type") in _MESSAGE_ENTRIES and isinstance(message, Mapping):
+        # == rather than a set lookup: the type is whatever the client sent, a list or a dict included
+        if entry.get("type") == "message" and isinstance(message, Mapping):
             stamp = message.get("timestamp")
             if message.get("role") == "assistant" and type(stamp) is int:
                 stamps.add(stamp)

@@ -179,7 +179,11 @@ def select_span(
         items.extend(preparation.turnPrefixMessages)
     if not any(SPAN_REF in item for item in items):
         return span_messages(items, branch)
-    by_id = {e.get("id"): e for e in branch if isinstance(e, dict) and e.get("type") == "message"}
+    by_id = {  # only a string id can be referenced; a list or dict one would not even hash
+        e["id"]: e
+        for e in branch
+        if isinstance(e, dict) and e.get("type") == "message" and isinstance(e.get("id"), str)
+    }
     users = user_ids(branch) if users is None else users
     span: list[SpanMessage] = []
     for item in items:

@@ -1,7 +1,8 @@
 """The Diff stage's call sequence per chunk: retry with a note, kept answers, raised budgets, questions.
 
-The model is the edge of the world here: a scripted :class:`DiffModel` hands out replies in order and records
-each call's kind, output budget and messages, so the tests see exactly what the stage asked and when.
+The model is the edge of the world here: the scripted model of :mod:`tests.diff.scripted` hands out replies in
+order and records each call's kind, output budget and messages, so the tests see exactly what the stage asked
+and when.
 
 The stage's CPU work (planning, each chunk's prompt, verification) runs off the event loop (PASS-21): each
 step is held mid-work on a large span until another task on the loop has run. Held in a worker thread, it
@@ -14,8 +15,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -23,121 +22,20 @@ import anyio.from_thread
 import pytest
 
 from longhaul_daemon.diff import stage
-from longhaul_daemon.diff.planning import answer_tokens
-from longhaul_daemon.diff.prompt import OfferedMessage
-from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
-from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RetryableError
-from longhaul_daemon.models.request import Message
-from longhaul_daemon.models.result import CompletionResult, StopReason, Usage
-from longhaul_daemon.models.structured import OutputSchema
-from longhaul_daemon.passes.model_calls import first_budget, raised_budget
+from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
+from longhaul_daemon.diff.stage import run_diff
+from longhaul_daemon.diff.takeover import Takeover
+from longhaul_daemon.models.errors import BudgetExceeded, RetryableError
+from longhaul_daemon.passes.model_calls import raised_budget
 from longhaul_daemon.state.model import Rule, State
-from longhaul_daemon.transcript.messages import SpanMessage, user_text
+from longhaul_daemon.transcript.messages import SpanMessage
 
 from . import chunk_cases
+from .scripted import SPAN, SPAN_NEED, Call, ScriptedModel, answer, assistant, run, user
 
 pytestmark = pytest.mark.anyio
 
 WAIT_S = 30.0  # bounds a wait so a regression fails instead of hanging; never an assertion about speed
-
-
-@dataclass
-class Call:
-    kind: str
-    budget: int
-    messages: tuple[Message, ...]
-    schema: OutputSchema | None = None
-
-    @property
-    def last_user(self) -> str:
-        return next(m.text for m in reversed(self.messages) if m.role == "user")
-
-
-Reply = str | tuple[str, StopReason] | ModelCallError
-
-
-class ScriptedModel:
-    """Replies in order; a ``ModelCallError`` in the script is raised for that call."""
-
-    def __init__(
-        self,
-        *replies: Reply,
-        max_tokens: int | None = 16_384,
-        input_tokens: int = 100_000,
-        failed_before: bool = False,
-    ) -> None:
-        self.replies = list(replies)
-        self.calls: list[Call] = []
-        self._max_tokens = max_tokens
-        self._input_tokens = input_tokens
-        self._failed_before = failed_before
-        self.unusable = 0
-
-    def first_budget(self, need: int) -> int:
-        return first_budget(need, self._max_tokens)
-
-    def failed_before(self) -> bool:
-        return self._failed_before or self.unusable > 0
-
-    def note_unusable(self) -> None:
-        self.unusable += 1
-
-    def raised_budget(self, previous: int) -> int | None:
-        return raised_budget(previous, self._max_tokens)
-
-    def input_tokens(self, output_budget: int) -> int:
-        return self._input_tokens
-
-    async def call(
-        self,
-        system: str,
-        messages: Sequence[Message],
-        *,
-        kind: str,
-        max_output_tokens: int,
-        schema: OutputSchema | None = None,
-    ) -> CompletionResult:
-        self.calls.append(Call(kind, max_output_tokens, tuple(messages), schema))
-        if not self.replies:
-            raise AssertionError(f"unexpected {kind} call")
-        reply = self.replies.pop(0)
-        if isinstance(reply, ModelCallError):
-            raise reply
-        text, stop = reply if isinstance(reply, tuple) else (reply, "stop")
-        return CompletionResult(text=text, stop_reason=stop, raw_stop=None, usage=Usage(10, 5))
-
-
-def user(uid: str, text: str) -> SpanMessage:
-    return SpanMessage(
-        entry_id=f"e-{uid}", role="user", message={"role": "user", "content": text}, user_id=uid
-    )
-
-
-def assistant(text: str) -> SpanMessage:
-    message: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": text}]}
-    return SpanMessage(entry_id=None, role="assistant", message=message)
-
-
-def answer(labels: dict[str, str | tuple[str, str]], **fields: Any) -> str:
-    items = []
-    for msg, label in labels.items():
-        if isinstance(label, tuple):
-            items.append({"msg": msg, "label": label[0], "words": label[1]})
-        else:
-            items.append({"msg": msg, "label": label})
-    body = {"labels": items, "narrative": "Worked on the span.", "now": "Next: continue.", **fields}
-    return json.dumps(body)
-
-
-def inputs(span: list[SpanMessage], state: State | None = None, **kw: Any) -> DiffInputs:
-    return DiffInputs(state=state or State(), span=span, commands=(), errors=(), **kw)
-
-
-SPAN = [user("u1", "Never add new dependencies."), assistant("Understood."), user("u2", "Fix the bug.")]
-
-
-async def run(span: list[SpanMessage], model: ScriptedModel, **kw: Any) -> DiffResult:
-    return await run_diff(inputs(span, **kw), model)
 
 
 async def test_diff1_a_good_answer_is_one_call_and_closes_whole() -> None:
@@ -169,6 +67,44 @@ async def test_fail1_never_a_second_retry_and_fail4_unlabeled_chunk_never_verifi
     assert result.chunks == ()
 
 
+def _takeover() -> Takeover:
+    """u1 picked by the standing-rule reading, u2 and u3 earlier messages it did not pick."""
+    return Takeover(
+        summary="The user set up the exporter.",
+        earlier=(
+            EarlierMessage("u1", "Always run the linter before committing.", picked=True),
+            EarlierMessage("u2", "What does the exporter do with empty rows?"),
+            EarlierMessage("u3", "Keep the CSV header in English."),
+        ),
+        picked={"u1": (0, 40)},
+    )
+
+
+TAKEOVER_SPAN = [user("u4", "Fix the export bug."), assistant("Fixed.")]
+
+
+async def test_fail4_an_unpicked_earlier_message_left_unlabeled_reads_as_not_a_rule() -> None:
+    """FAIL-4 (takeover part): unlabeled u3 costs the retry, then reads as `not a rule`; the span is whole."""
+    leaves_u3 = answer({"u2": "not a rule", "u4": "not a rule"})
+    model = ScriptedModel(leaves_u3, leaves_u3)
+    result = await run(TAKEOVER_SPAN, model, takeover=_takeover())
+    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert "u3" in model.calls[1].last_user  # asked for once, like any unlabeled message
+    assert result.closed_as == "whole" and result.reason is None
+    [chunk] = result.chunks
+    rules = [(label.msg, label.rule.words) for label in chunk.labels if label.rule is not None]
+    assert rules == [("u1", "Always run the linter before committing.")]  # TAKEOVER-20: the pick stands
+    assert "u3" not in chunk.judged
+
+
+async def test_fail4_an_unlabeled_span_message_still_fails_the_chunk_on_takeover() -> None:
+    """FAIL-4: the excuse covers only earlier messages of the takeover, never the span's own."""
+    leaves_u4 = answer({"u2": "not a rule", "u3": "rule"})
+    model = ScriptedModel(leaves_u4, leaves_u4)
+    result = await run(TAKEOVER_SPAN, model, takeover=_takeover())
+    assert result.closed_as == "narrative-less" and result.reason == "unlabeled-messages"
+
+
 async def test_fail2_a_retry_that_throws_leaves_the_kept_answer() -> None:
     """The first answer parsed with one defect (an over-long narrative); the retry's call fails."""
     first = answer({"u1": "rule", "u2": "not a rule"}, narrative="x" * 300)
@@ -194,11 +130,6 @@ async def test_fail2_retry_wins_a_tie() -> None:
     result = await run(SPAN, ScriptedModel(first, retry))
     assert result.narrative is not None and result.narrative.startswith("b")
     assert all(label.rule is None for label in result.chunks[0].labels)
-
-
-SPAN_NEED = answer_tokens(
-    [len(user_text(m.message)) for m in SPAN if m.role == "user"], open_errors=0, cites_ledger=False
-)
 
 
 async def test_fail7_cut_off_reply_is_retried_once_with_a_raised_budget() -> None:

@@ -16,7 +16,7 @@ from longhaul_daemon.diff.planning import FLOOR_TOKENS, answer_tokens, chunk_tok
 from longhaul_daemon.diff.quotes import OfferedMessage
 from longhaul_daemon.models.result import StopReason
 
-from .test_stage import SPAN, SPAN_NEED, ScriptedModel, answer, assistant, run, user
+from .scripted import SPAN, SPAN_NEED, ScriptedModel, answer, assistant, run, user
 
 pytestmark = pytest.mark.anyio
 

@@ -67,6 +67,7 @@ class Reply:
     status: int | None = None  # an HTTP error status instead of a completion
     headers: tuple[tuple[str, str], ...] = ()  # extra response headers (e.g. ``retry-after-ms``)
     error_code: str | None = None  # ``error.code`` in the error body of a ``status`` reply
+    error_message: str | None = None  # ``error.message`` there (default: "scripted HTTP <status>")
     delay_s: float = 0.0  # wait this long before answering (cut short when the server closes)
 
 
@@ -90,9 +91,13 @@ def cut_off(content: str) -> Reply:
     return Reply(content=content, finish_reason="length")
 
 
-def http_error(status: int, *, code: str | None = None, headers: dict[str, str] | None = None) -> Reply:
+def http_error(
+    status: int, *, code: str | None = None, headers: dict[str, str] | None = None, message: str | None = None
+) -> Reply:
     """An HTTP error answer (``{"error": {...}}`` body) instead of a completion, e.g. 500 or 429."""
-    return Reply(status=status, error_code=code, headers=tuple((headers or {}).items()))
+    return Reply(
+        status=status, error_code=code, error_message=message, headers=tuple((headers or {}).items())
+    )
 
 
 def delayed(seconds: float, reply: Reply) -> Reply:
@@ -395,7 +400,8 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
 
         def _send_error(self, reply: Reply) -> None:
             status = reply.status or 500
-            error = {"message": f"scripted HTTP {status}", "type": "server_error", "code": reply.error_code}
+            message = reply.error_message or f"scripted HTTP {status}"
+            error = {"message": message, "type": "server_error", "code": reply.error_code}
             data = json.dumps({"error": error}).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -2,7 +2,8 @@
 
 It lets a test take the very ``compact`` request a real pi sent and hand it to a second daemon, so two daemons
 (one with a warm session-file index, one cold) can be compared on identical input. Bytes pass through
-unchanged in both directions; only complete lines from the shim are recorded.
+unchanged in both directions; complete lines from the shim are recorded, and with ``keep_replies`` every byte
+the daemon sent back too (the credential canaries search them).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ __all__ = ["SocketTap", "send_line"]
 class SocketTap:
     """Listens at ``listen``; each connection is relayed to ``upstream``; requests are kept in order."""
 
-    def __init__(self, listen: Path, upstream: Path) -> None:
+    def __init__(self, listen: Path, upstream: Path, *, keep_replies: bool = False) -> None:
         self.listen = listen
         self.upstream = upstream
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
+        self._keep_replies = keep_replies
+        self._replies = bytearray()
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(listen))
         self._server.listen(16)
@@ -35,6 +38,11 @@ class SocketTap:
     def requests(self, method: str) -> list[dict[str, Any]]:
         with self._lock:
             return [r for r in self._requests if r.get("method") == method]
+
+    def replies(self) -> bytes:
+        """Everything the daemon sent to the shim so far (with ``keep_replies``)."""
+        with self._lock:
+            return bytes(self._replies)
 
     def _accept(self) -> None:
         while not self._closed.is_set():
@@ -63,6 +71,9 @@ class SocketTap:
                     pending += data
                     *lines, pending = pending.split(b"\n")
                     self._keep(lines)
+                elif self._keep_replies:
+                    with self._lock:
+                        self._replies += data
                 sink.sendall(data)
         except OSError:
             pass

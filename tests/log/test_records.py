@@ -151,3 +151,15 @@ def test_log_files_lists_paths_sizes_and_drops(tmp_path: Path) -> None:
     path.mkdir()
     log.write(session, "compacted", {})
     assert log.files() == [{"path": str(path), "bytes": 0, "dropped": 1}]
+
+
+def test_the_sinks_are_bounded_to_the_newest_paths_written(tmp_path: Path) -> None:
+    """Each client names its own log path: made-up ones must not grow the table (and status) for ever."""
+    log = RecordLog(max_sinks=3)
+    for n in range(5):
+        log.write(facts(tmp_path, PI_COMPACT_STATE_DEBUG=f"log-{n}"), "extension-loaded", {})
+    log.write(
+        facts(tmp_path, PI_COMPACT_STATE_DEBUG="log-2"), "extension-loaded", {}
+    )  # written again: newest
+    assert [Path(f["path"]).name for f in log.files()] == ["log-3", "log-4", "log-2"]
+    assert all((tmp_path / "proj" / f"log-{n}").exists() for n in range(5))

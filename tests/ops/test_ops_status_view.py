@@ -12,7 +12,13 @@ from server.harness import WAIT_S, connect, running_daemon, session
 
 from longhaul_daemon.cli import main
 from longhaul_daemon.ops import status_view
-from longhaul_daemon.ops.status_view import RouteHealthBook, format_status, known_log_files
+from longhaul_daemon.ops.status_view import (
+    OTHER_ROUTES,
+    RouteHealthBook,
+    SeenSessions,
+    format_status,
+    known_log_files,
+)
 from longhaul_daemon.protocol import LogFileStatus, PassCounts, RouteHealth, StatusResult
 from longhaul_daemon.status_client import EXIT_RUNNING
 
@@ -181,3 +187,33 @@ async def test_status_json_and_table_show_routes_and_the_log_files_the_daemon_wr
     assert dropped["dropped"] == 1
     assert "anthropic/claude" in table_out
     assert log_file in table_out
+
+
+def test_routes_are_bounded_to_the_newest_and_the_rest_are_counted_as_other() -> None:
+    """Issue 12 item 8: a client names any model id; 45 invented ids must not make 45 rows."""
+    book = RouteHealthBook(max_routes=3)
+    for n in range(45):
+        book.record(f"fuzz/model-{n}", duration_ms=1)
+    book.record("fuzz/model-0", duration_ms=1, error_class="Timeout")  # called again: among the newest
+    rows = book.snapshot()
+    assert [r.route for r in rows] == ["fuzz/model-0", "fuzz/model-43", "fuzz/model-44", OTHER_ROUTES]
+    assert rows[-1].calls == 43 and sum(r.calls for r in rows) == 46
+
+
+def test_route_names_are_kept_in_their_real_shape() -> None:
+    book = RouteHealthBook()
+    book.record("p/\u202emodel\x1b[2J", duration_ms=1, error_class="Bad\nClass")
+    (row,) = book.snapshot()
+    assert row.route.startswith("#") and row.route.isascii() and "\x1b" not in row.route
+    assert row.lastErrorClass == "invalid (9 chars)"
+
+
+def test_sessions_seen_counts_distinct_ids_up_to_its_bound() -> None:
+    seen = SeenSessions(limit=5)
+    for n in range(3):
+        seen.add("s" * 4000 + str(n))
+        seen.add("s" * 4000 + str(n))
+    assert len(seen) == 3 and "s" * 4000 + "1" in seen and "other" not in seen
+    for n in range(10):
+        seen.add(f"more-{n}")
+    assert len(seen) == 5

@@ -138,3 +138,21 @@ def test_pass22_validation_errors_on_compact_params_never_echo_credentials(tmp_p
     valid = CompactParams.model_validate(compact_request(tmp_path, "http://127.0.0.1:9"))
     assert_no_secret("the params repr", repr(valid) + str(valid))
     assert_no_secret("the params dump", json.dumps(valid.model_dump(mode="json")))
+
+
+def test_field_paths_of_a_compact_error_hold_only_the_protocols_own_words(tmp_path: Path) -> None:
+    """A client-chosen key (an extra field, a header name) shows as ``*``, so a key-like name never echoes."""
+    good = compact_request(tmp_path, "http://127.0.0.1:9")
+    bad = {
+        **good,
+        "credentials": {"apiKey": KEY, "headers": {KEY: [HEADER_SECRET]}},
+        "summarizer": {"spec": "cheap/s", KEY[:8]: KEY},
+    }
+    with pytest.raises(ValidationError) as caught:
+        CompactParams.model_validate(bad)
+    described = describe_validation_error(caught.value, model=CompactParams)
+    assert sorted(tuple(e["loc"]) for e in described) == [
+        ("credentials", "headers", "*"),
+        ("summarizer", "*"),
+    ]
+    assert KEY[:8] not in json.dumps(described)

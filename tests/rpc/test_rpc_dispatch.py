@@ -162,3 +162,22 @@ async def test_a_cancelled_dispatch_lets_the_methods_shielded_cleanup_finish() -
             await started.wait()
             group.cancel_scope.cancel()
     assert steps == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.anyio
+async def test_method_not_found_never_echoes_the_method_name() -> None:
+    """Issue 12 item 6: the library put the client's method name (5,000 characters of it) in ``data``."""
+    name = MARKER + "x" * 5000
+    single = await dispatch(json.dumps(request(name)))
+    batch = await dispatch(json.dumps([request(name, request_id=1), request("ping", request_id=2)]))
+    assert single == {"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": 1}
+    assert batch[0]["error"] == {"code": -32601, "message": "Method not found"}
+    assert MARKER not in json.dumps([single, batch])
+
+
+@pytest.mark.anyio
+async def test_an_unknown_key_is_named_as_a_star_in_the_field_path() -> None:
+    reply = await dispatch(json.dumps(request("ping", {"value": 1, MARKER: 2})))
+    assert reply["error"]["code"] == -32602
+    assert [e["loc"] for e in reply["error"]["data"]] == [["*"]]
+    assert MARKER not in json.dumps(reply)

@@ -257,7 +257,7 @@ async def test_status_is_answered_while_a_large_frame_decodes(
     decoding, release = threading.Event(), threading.Event()
     parsed_on: list[int] = []
 
-    def held_loads(frame: bytes) -> Any:
+    def held_loads(frame: bytes | bytearray) -> Any:
         if len(frame) > threshold:
             parsed_on.append(threading.get_ident())
             decoding.set()
