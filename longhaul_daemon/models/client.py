@@ -242,7 +242,9 @@ async def _complete(
         raise
     if result.request_id is not None and redactor.finds(result.request_id):
         result = replace(result, request_id="redacted")
-    result = replace(result, text=redactor.text(result.text))  # before the Diff reads or cuts it
+    calls = tuple(replace(c, arguments=redactor.value(dict(c.arguments))) for c in result.tool_calls)
+    # before the Diff reads or cuts it, and before a tool echoes an argument back
+    result = replace(result, text=redactor.text(result.text), tool_calls=calls)
     trace.attempts = attempts
     trace.usage = result.usage
     trace.request_id = result.request_id

@@ -63,6 +63,7 @@ def prepare_turns(
         label_optional=frozenset(picked),
         retry_note_chars=inputs.retry_note_chars,
         picked=picked,
+        unpicked_earlier=frozenset(m.user_id for m in earlier if m.user_id not in picked),  # FAIL-4
         commands=commands,
         errors=errors,
     )

@@ -14,7 +14,8 @@ Taking over (TURNS-17, TAKEOVER-27): a message the standing-rule reading picked 
 mode. It is not in the turn's list (a label given for it anyway is ignored, as for any message not
 offered), code records it as a rule, and no question asks whether it replaced an older rule, so both
 stay in force until a later message lifts one. Every other earlier message needs a label, and one left
-out costs a repair turn like a span message (TAKEOVER-18).
+out costs a repair turn like a span message (TAKEOVER-18); still unlabeled once the answer is settled, it
+reads as ``not a rule``, as in the Diff (FAIL-4), rather than leaving the section unfinished.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ MESSAGES = {
 }
 
 
-def context(picked: dict[str, tuple[int, int]] | None = None) -> LabelsContext:
+def context(
+    picked: dict[str, tuple[int, int]] | None = None, earlier: frozenset[str] = frozenset()
+) -> LabelsContext:
     picked = picked or {}
     offered = tuple(OfferedMessage(id=uid, text=text) for uid, text in MESSAGES.items())
     chunk = ChunkContext(
@@ -28,6 +30,7 @@ def context(picked: dict[str, tuple[int, int]] | None = None) -> LabelsContext:
         ledger_ids=frozenset(),
         label_optional=frozenset(picked),
         picked=picked,
+        unpicked_earlier=earlier,
     )
     return LabelsContext(chunk, tuple(uid for uid in MESSAGES if uid not in picked))
 
@@ -101,3 +104,11 @@ def test_takeover27_a_picked_message_takes_no_label_is_recorded_by_code_and_asks
     assert settled.questions == ()
     diff_mode = evaluate(verdict.parsed, ctx.chunk, final=True)  # the Diff asks whether it replaced R1
     assert [(q.msg, q.target) for q in diff_mode.questions] == [("u2", "u1")]
+
+
+def test_turns17_an_unpicked_earlier_message_left_unlabeled_costs_a_repair_then_reads_not_a_rule() -> None:
+    ctx = context(earlier=frozenset({"u5"}))
+    verdict = gate_labels(answer(u2="rule", u3="rule", u4="not a rule"), "answer", ctx)
+    assert [(p.code, "u5" in p.text) for p in verdict.problems] == [("missing-label", True)]  # TAKEOVER-18
+    settled = settle_labels(verdict, ctx)
+    assert settled.evaluation.unlabeled == ()  # FAIL-4: the section still finishes
