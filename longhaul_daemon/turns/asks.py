@@ -1,7 +1,9 @@
 """What turns mode says to the model: the system prompt, each section's ask, and the repair turns' notes.
 
 The labeling instructions are the Diff's own (:data:`~longhaul_daemon.diff.instructions.INSTRUCTIONS`), so
-a model hears the same rules the shared verifiers apply, with two changes: the label grammar is the one the
+a model hears the same rules the shared verifiers apply. They come with the labels turn rather than in the
+system prompt (and the evidence rules with the decisions turn), since every call resends the system prompt
+and a small model reads best what it was just told. Two changes: the label grammar is the one the
 labels turn offers (TURNS-4: ``rule``, ``lifts R<n>``, ``not a rule``; ``rule and lifts`` still reads, for
 a new rule that replaces one), and nothing asks for values (VALUE-7: the model names none in turns mode).
 Each ask shows the object it wants, names the ids it may use and the checks the gate will run, and says how
@@ -22,9 +24,24 @@ from longhaul_daemon.turns.gate import EXCUSE_CHARS, Problem
 from longhaul_daemon.turns.sections import SECTIONS, Section
 from longhaul_daemon.turns.show import SHOW_CAP
 
-__all__ = ["SYSTEM_PROMPT", "TURNS_INSTRUCTIONS", "ask", "repair_note"]
+__all__ = [
+    "DECISION_INSTRUCTIONS",
+    "LABEL_INSTRUCTIONS",
+    "SYSTEM_PROMPT",
+    "TURNS_INSTRUCTIONS",
+    "ask",
+    "repair_note",
+]
 
-_LEFT_OUT = ("LABEL-1", "VALUE-1")  # replaced by the labels turn's own grammar; no values in turns mode
+_LABEL_IDS = frozenset(
+    {"LABEL-2", "LABEL-11", "LABEL-12", "LABEL-13", "LABEL-6", "LABEL-10", "LABEL-9", "LIFT-7", "LIFT-8"}
+    | {"DIFF-11-user-words", "QUOTE-4"}
+)
+_DECISION_IDS = frozenset({"DIFF-14", "LEDGER-8-fixed"})
+# LABEL-1 gives way to the labels turn's own grammar (TURNS-4); VALUE-1 is left out: no values in turns mode.
+_DIFF = {rid: text for rid, text in INSTRUCTIONS if rid not in ("LABEL-1", "VALUE-1")}
+
+# In the system prompt: what every turn needs.
 TURNS_INSTRUCTIONS: tuple[tuple[str, str], ...] = (
     (
         "TURNS-2",
@@ -37,13 +54,7 @@ TURNS_INSTRUCTIONS: tuple[tuple[str, str], ...] = (
         f"Before answering you may call the read-only tool show(ref), at most {SHOW_CAP} times a turn, to "
         "read a user message (u<n>), a command (C<n>), an error (E<n>) or a tool call by its id whole.",
     ),
-    (
-        "TURNS-4",
-        "A label is `rule`, `lifts R<n>` or `not a rule`. Several targets are written `lifts R1, u20`; a new "
-        "rule that replaces one in force is `rule and lifts R<n>`. A u<n> target names a rule an earlier "
-        "message of this list gave.",
-    ),
-    *((rid, text) for rid, text in INSTRUCTIONS if rid not in _LEFT_OUT),
+    ("DIFF-9", _DIFF["DIFF-9"]),
     (
         "TURNS-9",
         "Code checks every answer. An answer that fails a check is asked for again, with the problems "
@@ -51,12 +62,30 @@ TURNS_INSTRUCTIONS: tuple[tuple[str, str], ...] = (
         f"{EXCUSE_CHARS} characters saying why.",
     ),
 )
+# With the labels turn: the Diff's labeling rules, under the turn's own grammar.
+LABEL_INSTRUCTIONS: tuple[tuple[str, str], ...] = (
+    (
+        "TURNS-4",
+        "A label is `rule`, `lifts R<n>` or `not a rule`. Several targets are written `lifts R1, u20`; a new "
+        "rule that replaces one in force is `rule and lifts R<n>`. A u<n> target names a rule an earlier "
+        "message of this list gave.",
+    ),
+    *((rid, text) for rid, text in _DIFF.items() if rid in _LABEL_IDS),
+)
+DECISION_INSTRUCTIONS: tuple[tuple[str, str], ...] = tuple(
+    (rid, text) for rid, text in _DIFF.items() if rid in _DECISION_IDS
+)
 
 SYSTEM_PROMPT = (
     "You update the carried state of a coding session that is being compacted. The first turn carries a "
     "Digest of the span; read it, then answer the turns.\n\n"
     + "\n".join(f"- {text}" for _, text in TURNS_INSTRUCTIONS)
 )
+
+
+def _rules(instructions: Sequence[tuple[str, str]]) -> str:
+    return "\n".join(f"- {text}" for _, text in instructions)
+
 
 _LISTED = 40  # ids or files an ask names before counting the rest
 
@@ -106,7 +135,8 @@ def ask(
         return (
             f"{head} one label for each of these messages: {_listed(label_ids)}.{picks} For a message over "
             f"{LONG_MESSAGE} characters labeled rule, give `words`: the rule's exact words from it. Answer "
-            '{"labels": [{"msg": "u1", "label": "rule", "words": null}, ...]}.'
+            '{"labels": [{"msg": "u1", "label": "rule", "words": null}, ...]}. How to label:\n'
+            + _rules(LABEL_INSTRUCTIONS)
         )
     if section == "decisions":
         errors = (
@@ -121,7 +151,7 @@ def ask(
             f"{BOUNDS['decisions']} of each.{errors} Answer "
             '{"decisions": [{"text": "...", "why": "...", "evidence": ["C1"]}], '
             '"deadEnds": [{"text": "...", "evidence": ["E1"]}], "openErrors": [], '
-            '"fixed": [{"error": "E1", "by": "C2"}], "excuses": []}.'
+            '"fixed": [{"error": "E1", "by": "C2"}], "excuses": []}.\n' + _rules(DECISION_INSTRUCTIONS)
         )
     return (
         f"{head} Now: where the work stands and the next step, at most {BOUNDS['now']} characters. "

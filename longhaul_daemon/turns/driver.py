@@ -4,6 +4,8 @@ Per section (TURNS-2): one turn asks for it (the first turn carries the Digest, 
 through the gate (TURNS-9); while the kept answer still has problems, up to :data:`MAX_REPAIRS` repair turns
 list them (TURNS-10, TURNS-14). The answer with fewer problems is kept, the newer winning ties (FAIL-2's
 rule), and what still fails after the repairs is dropped or, for an expectation check, stored as unmet. A
+repair turn that brings back the very answer it was asked to fix ends the repairs there (our decision: a
+model that repeats itself at temperature 0 repeats itself again, and each turn resends the conversation). A
 reply cut off at the output limit with no answer gets the next repair turn with a raised budget (FAIL-7).
 After the labels section settles, its questions (LIFT-7, LIFT-10) get one more turn, read as the Diff reads
 a question reply (LIFT-14, LIFT-15); a lift refused because its rule was replaced, even first raised on the
@@ -19,7 +21,9 @@ route cannot carry the tool, or the Digest cannot fit) leaves, so the pass can r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
@@ -36,7 +40,7 @@ from longhaul_daemon.turns.conversation import (
     TurnsUnavailable,
 )
 from longhaul_daemon.turns.digest import Digest, build_digest
-from longhaul_daemon.turns.gate import Verdict, gate
+from longhaul_daemon.turns.gate import Verdict, fold_text, gate
 from longhaul_daemon.turns.inputs import TurnsInputs
 from longhaul_daemon.turns.label_gate import (
     LabelsVerdict,
@@ -76,6 +80,27 @@ def section_tokens(section: Section, offered_lengths: list[int]) -> int:
             _FRAME + (BOUNDS["decisions"] + BOUNDS["deadEnds"]) * item // 2 + 30 * BOUNDS["fixed"] + excuse
         )
     return max(_FLOOR, -(-chars // CHARS_PER_TOKEN))
+
+
+_NO_ANSWER = object()
+_DATA = re.compile(r"^=== BEGIN DATA (\S+) (\w+) ===$.*?^=== END DATA \1 \2 ===$", re.S | re.M)
+
+
+def _instructions(inputs: TurnsInputs, digest: Digest) -> str:
+    """Everything the conversation says in its own words, folded, for the gate's echo check: the system
+    prompt, every ask, and the Digest outside its data blocks."""
+    gate_ctx, labels = inputs.gate, inputs.labels
+    asks = [
+        ask(
+            section,
+            span_modified=gate_ctx.span_modified,
+            label_ids=labels.label_ids,
+            picked=sorted(labels.picked),
+            span_errors=gate_ctx.span_errors,
+        )
+        for section in SECTIONS
+    ]
+    return fold_text("\n".join([SYSTEM_PROMPT, _DATA.sub(" ", digest.text), *asks]))
 
 
 def _fewer(kept: Verdict | None, new: Verdict) -> Verdict:
@@ -151,11 +176,15 @@ class _Sections:
         tokens = self.tokens[section]
         kept: Verdict | LabelsVerdict | None = None
         text, kind, repairs, failure = self._ask(section), str(section), 0, None
+        previous: object = _NO_ANSWER
         while True:
             reply = await self._turn(section, text, kind, tokens)
             if isinstance(reply, str):
                 failure = reply
                 break
+            if repairs and reply.answer is not None and reply.answer == previous:
+                break  # the repair turn brought the same answer back: the model will not change it
+            previous = reply.answer if reply.answer is not None else previous
             latest = await self._check(section, reply)
             if isinstance(latest, LabelsVerdict):
                 kept = fewer_problems(kept if isinstance(kept, LabelsVerdict) else None, latest)
@@ -230,6 +259,7 @@ async def run_turns(
     digest = await inputs.offload.run(partial(build_digest, inputs.digest, inputs.view, digest_room))
     if digest is None:
         raise TurnsUnavailable("digest-too-large")
+    inputs = replace(inputs, gate=replace(inputs.gate, instructions=_instructions(inputs, digest)))
     conversation = Conversation(
         model,
         system=SYSTEM_PROMPT,

@@ -6,7 +6,10 @@ labels section has its own gate (:mod:`longhaul_daemon.turns.label_gate`), built
 
 **Integrity checks** are never excused: the answer parses (an object of the section's shape), each field has
 its type, every id it uses exists (evidence ``C<n>``/``E<n>`` in the ledger, ``openErrors`` in the ledger),
-and the narrative is within its cap of 240 characters (the proposal) and not blank. An item still failing
+and the narrative is within its cap of 240 characters (the proposal) and not blank. Two more are ours: prose
+or an item's text with no letter or digit is blank, and prose that only repeats the conversation's own
+instructions (a small model copies the ask back: "the session's overall goal in at most 300 characters") is
+an echo; neither says anything about the span. An item still failing
 after the repair turns is dropped: an item of the wrong shape, an unknown id (its decision or dead end
 stays, as DIFF-14 keeps them), an over-long or blank narrative. Other bounds are not integrity: a list past
 its bound or prose past its length is cut as the Diff cuts a settled answer (DIFF-16), counted as dropped.
@@ -111,6 +114,7 @@ class GateContext:
     errors: tuple[ErrorEntry, ...] = ()
     span_modified: tuple[str, ...] = ()
     span_errors: tuple[str, ...] = ()  # E<n> this span raised that the Ledger step left open
+    instructions: str = ""  # the conversation's own wording (system prompt, asks), folded for echo checks
 
 
 _NOT_PARSED: Mapping[ReplyForm, str] = {
@@ -124,6 +128,15 @@ _NOT_PARSED: Mapping[ReplyForm, str] = {
 def parse_problem(form: ReplyForm) -> Problem:
     """The integrity problem of a reply with no answer of the section's shape."""
     return Problem("integrity", "not-parsed", _NOT_PARSED[form])
+
+
+_ECHO_MIN = 24  # folded characters: shorter prose ("Done.") may match an instruction by chance
+_NON_WORD = re.compile(r"[^\w]+")
+
+
+def fold_text(text: str) -> str:
+    """Text as the echo check compares it: lower case, every run of non-word characters one space."""
+    return _NON_WORD.sub(" ", text.casefold()).strip()
 
 
 def one_sentence(reason: str) -> str | None:
@@ -168,6 +181,17 @@ class _Run:
             self.integrity("wrong-type", f"`{key}` must be a string")
             return None
         return value
+
+    def says_something(self, text: str, where: str) -> bool:
+        """Whether prose holds a word and is not a copy of the conversation's own instructions."""
+        folded = fold_text(text)
+        if not folded:
+            self.integrity("blank", f"{where} is empty or holds no words")
+            return False
+        if len(folded) >= _ECHO_MIN and folded in self.ctx.instructions:
+            self.integrity("echo", f"{where} repeats the instructions instead of describing this span")
+            return False
+        return True
 
     def known(self, ids: Sequence[str], where: str) -> tuple[str, ...]:
         kept = []
@@ -258,6 +282,9 @@ def _decisions(run: _Run) -> Accepted:
             run.integrity("wrong-type", f"decisions[{index}] must be {{text, why, evidence}}")
             run.dropped["decisions"] += 1
             continue
+        if not run.says_something(item.text, f"decisions[{index}].text"):
+            run.dropped["decisions"] += 1
+            continue
         evidence = run.known(item.evidence, f"decisions[{index}]")[: BOUNDS["evidence"]]
         why = None if item.why is None else _cut(item.why, BOUNDS["why"], run.dropped)
         decisions.append(
@@ -269,6 +296,9 @@ def _decisions(run: _Run) -> Accepted:
             dead = DeadEndItem.model_validate(raw)
         except ValidationError:
             run.integrity("wrong-type", f"deadEnds[{index}] must be {{text, evidence}}")
+            run.dropped["deadEnds"] += 1
+            continue
+        if not run.says_something(dead.text, f"deadEnds[{index}].text"):
             run.dropped["deadEnds"] += 1
             continue
         evidence = run.known(dead.evidence, f"deadEnds[{index}]")[: BOUNDS["evidence"]]
@@ -306,16 +336,19 @@ def _content(run: _Run) -> Accepted:
                 "over-cap", f"the narrative has {len(text)} characters; at most {BOUNDS['narrative']}"
             )
             return Accepted()
-        if text is not None and not prose(text):
-            run.integrity("blank", "the narrative is empty: one line on what this span did")
+        if text is not None and not run.says_something(text, "the narrative"):
             return Accepted()
         return Accepted(narrative=text)
     if section == "objective":
         text = run.text_field("objective", nullable=True)
-        return Accepted(objective=None if text is None else _cut(text, BOUNDS["objective"], run.dropped))
+        if text is None or not text.strip() or not run.says_something(text, "the objective"):
+            return Accepted()  # null or blank: the objective stands
+        return Accepted(objective=_cut(text, BOUNDS["objective"], run.dropped))
     if section == "now":
         text = run.text_field("now")
-        return Accepted(now=None if text is None else _cut(text, BOUNDS["now"], run.dropped))
+        if text is None or (text.strip() and not run.says_something(text, "Now")):
+            return Accepted()  # a blank Now is the expectation check's to report
+        return Accepted(now=_cut(text, BOUNDS["now"], run.dropped))
     return _decisions(run)
 
 

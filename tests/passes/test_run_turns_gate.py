@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from models.scripted import ScriptedServer, json_reply, scripted_server
@@ -57,13 +58,13 @@ def kinds(result: object) -> dict[str, int]:
 async def test_turns10_an_item_still_failing_after_two_repair_turns_is_dropped_and_the_rest_accepted(
     session: Session, server: ScriptedServer
 ) -> None:
-    too_long = {"narrative": "export.py " + "x" * 250, "excuses": []}
-    server.script += [section_reply(WIRE, "narrative", too_long)] * 3
+    too_long = [{"narrative": f"export.py {n} " + "x" * 250, "excuses": []} for n in range(3)]
+    server.script += [section_reply(WIRE, "narrative", answer) for answer in too_long]
     server.script += good_script(WIRE, {"u1": "rule", "u2": "not a rule"})[1:]
     result = await run_pass(params_for(session, server), pass_id="p1")
     assert kinds(result)["narrative"] == 1 and kinds(result)["narrative-repair"] == 2  # two repair turns
     notes = [asked_text(r) for r in server.requests[1:3]]
-    assert all("the narrative has 260 characters; at most 240" in note for note in notes)
+    assert all("the narrative has 262 characters; at most 240" in note for note in notes)
     state = state_of(result)
     assert state.workLog[-1].closedAs == "whole" and state.workLog[-1].text == NO_NARRATIVE  # dropped
     assert state.rules[0].message == "u1" and state.now == GOOD["now"]["now"]  # the rest is accepted
@@ -74,14 +75,10 @@ async def test_turns10_an_item_still_failing_after_two_repair_turns_is_dropped_a
 async def test_turns10_turns16_a_message_still_unlabeled_after_the_repairs_carries_the_span_whole(
     session: Session, server: ScriptedServer
 ) -> None:
-    partial = labels_answer({"u1": "rule"})
+    partial = [labels_answer({"u1": label}) for label in ("rule", "Rule", "rule ")]  # one label, 3 spellings
     script = good_script(WIRE, {"u1": "rule"})
-    server.script += [
-        *script[:2],
-        section_reply(WIRE, "labels", partial),
-        section_reply(WIRE, "labels", partial),
-    ]
-    server.script += [section_reply(WIRE, "labels", partial), *script[3:]]
+    server.script += [*script[:2], *(section_reply(WIRE, "labels", answer) for answer in partial)]
+    server.script += script[3:]
     result = await run_pass(params_for(session, server), pass_id="p1")
     assert kinds(result)["labels-repair"] == 2
     assert "u2 has no label; every offered message needs one" in asked_text(server.requests[3])
@@ -104,13 +101,14 @@ async def test_turns11_a_replaced_lift_first_raised_on_the_last_repair_turn_gets
     s.user("The two spaces rule no longer applies either.")
     s.user("Keep going.")
     missing_u3 = labels_answer({"u1": "rule", "u2": "rule and lifts u1"})
+    missing_again = labels_answer({"u2": "rule and lifts u1", "u1": "rule"})  # the same labels, reordered
     lifting_u1 = labels_answer({"u1": "rule", "u2": "rule and lifts u1", "u3": "lifts u1"})
     question_reply = labels_answer({"u3": "lifts u2"})
     script = good_script(WIRE, {})
     server.script += [
         *script[:2],
         section_reply(WIRE, "labels", missing_u3),
-        section_reply(WIRE, "labels", missing_u3),
+        section_reply(WIRE, "labels", missing_again),
         section_reply(WIRE, "labels", lifting_u1),  # the last repair: u1 was already replaced by u2
         section_reply(WIRE, "labels", question_reply),
         *script[3:],
@@ -136,24 +134,24 @@ async def test_turns12_turns13_turns14_excused_checks_are_kept_and_unmet_ones_re
         "narrative": "Chased a failing test.",
         "excuses": [{"check": "modified-files-named", "reason": reason}],
     }
-    unplaced: dict[str, list[str]] = {
-        "decisions": [],
-        "deadEnds": [],
-        "openErrors": [],
-        "fixed": [],
-        "excuses": [],
-    }
-    two_sentences = {"now": "", "excuses": [{"check": "now-set", "reason": "Done. Nothing left."}]}
+    unplaced: list[dict[str, Any]] = [
+        {"decisions": [{"text": f"Tried idea {n}.", "why": None, "evidence": []}], "openErrors": []}
+        for n in range(3)
+    ]
+    two_sentences = [
+        {"now": "", "excuses": [{"check": "now-set", "reason": f"Done {n}. Nothing left."}]} for n in range(3)
+    ]
     server.script += [
         section_reply(WIRE, "narrative", {"narrative": "Chased a failing test.", "excuses": []}),
         section_reply(WIRE, "narrative", excused),  # TURNS-13: excused after one repair
         *good_script(WIRE, {"u1": "rule", "u2": "not a rule"})[1:3],
-        *[section_reply(WIRE, "decisions", unplaced)] * 3,  # TURNS-14: neither met nor excused
-        *[section_reply(WIRE, "now", two_sentences)] * 3,
+        *(section_reply(WIRE, "decisions", answer) for answer in unplaced),  # TURNS-14: not met, not excused
+        *(section_reply(WIRE, "now", answer) for answer in two_sentences),
     ]
     result = await run_pass(params_for(session, server), pass_id="p1")
     assert "export.py" in asked_text(server.requests[1]) and "modified" in asked_text(server.requests[1])
     assert "E1" in asked_text(server.requests[5])  # the decisions repair names the unplaced error
+    assert server.script == [] and kinds(result)["decisions-repair"] == kinds(result)["now-repair"] == 2
     assert "the excuse for now-set was refused: the reason must be a single sentence" in asked_text(
         server.requests[-1]
     )
@@ -182,3 +180,24 @@ async def test_fail10_when_every_turn_fails_the_span_closes_narrative_less(
     assert (state.workLog[-1].closedAs, state.workLog[-1].reason) == ("narrative-less", "model-error")
     assert state.carried == ["u1", "u2"] and state.rules == [] and len(server.requests) == 5
     assert result.diagnostics is not None and result.diagnostics.narrative["kind"] == "turns"
+
+
+async def test_a_repair_turn_that_brings_back_the_same_answer_ends_the_repairs(
+    session: Session, server: ScriptedServer
+) -> None:
+    """Our decision: a model that repeats its flawed answer is not asked a second time."""
+    echo = {"objective": "The session's overall goal in at most 300 characters, or null when the objective"}
+    script = good_script(WIRE, {"u1": "rule", "u2": "not a rule"})
+    server.script += [
+        script[0],
+        section_reply(WIRE, "objective", echo),
+        section_reply(WIRE, "objective", echo),
+    ]
+    server.script += script[2:]
+    result = await run_pass(params_for(session, server), pass_id="p1")
+    assert kinds(result)["objective-repair"] == 1
+    assert "the objective repeats the instructions" in asked_text(server.requests[2])
+    state = state_of(result)
+    assert state.objective is None and state.workLog[-1].closedAs == "whole"  # the echo was dropped
+    assert result.diagnostics is not None
+    assert result.diagnostics.narrative["sections"]["objective"] == "accepted-with-drops"

@@ -6,12 +6,13 @@ raises, whether they can be excused, and what would be accepted once the repair 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from longhaul_daemon.state.model import Command, ErrorEntry
-from longhaul_daemon.turns.gate import EXCUSE_CHARS, GateContext, gate, one_sentence
+from longhaul_daemon.turns.gate import EXCUSE_CHARS, GateContext, fold_text, gate, one_sentence
 from longhaul_daemon.turns.sections import find_section
 
 COMMANDS = (
@@ -177,3 +178,27 @@ def test_wrong_types_are_integrity_problems_and_the_items_are_dropped() -> None:
     assert verdict.accepted.decisions == () and verdict.accepted.dead_ends == ()
     assert gate("objective", {"objective": None}, "answer", CTX).accepted.objective is None  # stands
     assert codes(gate("objective", {"objective": 3}, "answer", CTX)) == [("integrity", "wrong-type")]
+
+
+def test_prose_that_repeats_the_conversations_own_instructions_is_an_echo_never_a_section() -> None:
+    said = fold_text("Turn 2 of 5, objective: the session's overall goal in at most 300 characters, or null.")
+    ctx = replace(CTX, instructions=said)
+    echo = gate(
+        "objective", {"objective": "The session's overall goal, in at most 300 characters"}, "answer", ctx
+    )
+    assert codes(echo) == [("integrity", "echo")] and echo.accepted.objective is None
+    short = gate("objective", {"objective": "Overall goal"}, "answer", ctx)  # too short to judge: kept
+    assert short.problems == () and short.accepted.objective == "Overall goal"
+    own = gate("objective", {"objective": "Ship the CSV export with a header row."}, "answer", ctx)
+    assert own.problems == ()
+
+
+def test_an_item_with_no_words_is_blank_and_dropped_its_section_kept() -> None:
+    verdict = gate(
+        "decisions",
+        {"decisions": [{"text": "...", "why": "...", "evidence": ["C1"]}], "openErrors": ["E1"]},
+        "answer",
+        CTX,
+    )
+    assert codes(verdict) == [("integrity", "blank")] and verdict.accepted.decisions == ()
+    assert verdict.accepted.open_errors == ("E1",) and verdict.unmet == ()
