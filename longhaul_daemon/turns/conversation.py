@@ -6,7 +6,9 @@ again. Once the turn has used its :data:`~longhaul_daemon.turns.show.SHOW_CAP` c
 but the model is asked to answer (``tool_choice`` ``none``); a model that still calls it gets error results,
 and after :data:`MAX_CALLS_A_TURN` calls the turn ends without an answer. An answer is kept in the
 conversation as the assistant's text, whatever form it arrived in (a tool's input, for Anthropic and
-Gemini), so no provider ever sees a call without its result. Every call of a turn shares the turn's budget
+Gemini), so no provider ever sees a call without its result; a reply with no answer is kept only as its
+first 600 characters, since every later turn resends it (a small model's loop would otherwise grow each
+call by its whole output budget). Every call of a turn shares the turn's budget
 (TURNS-15: 2 minutes, never past the pass's own deadline).
 
 The conversation has a size, counted in characters of everything sent, and a room: what the model's context
@@ -39,7 +41,8 @@ __all__ = [
 ]
 
 MAX_CALLS_A_TURN = SHOW_CAP + 2  # the cap's calls, one asked to answer, one more for a parallel call over it
-_REPLY_KEPT = 8000  # characters of a reply kept in the conversation
+_REPLY_KEPT = 8000  # characters of an answered reply kept in the conversation
+_UNANSWERED_KEPT = 600  # of a reply with no answer: enough for the model to see what the repair is about
 _ANSWER_RESERVE = 2000  # characters kept free for the turn's own answer when a show result is cut to fit
 
 
@@ -172,7 +175,9 @@ class Conversation:
             )
             answer, form = find_section(result.text, section)
             if answer is not None or not result.tool_calls:
-                kept = result.text[:_REPLY_KEPT] or "(empty reply)"
+                limit = _REPLY_KEPT if answer is not None else _UNANSWERED_KEPT
+                cut = "…" if len(result.text) > limit else ""
+                kept = result.text[:limit] + cut or "(empty reply)"
                 self.messages.append(Message("assistant", kept))
                 return TurnReply(result, answer, form, used)
             self.messages.append(

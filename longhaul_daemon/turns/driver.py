@@ -4,9 +4,12 @@ Per section (TURNS-2): one turn asks for it (the first turn carries the Digest, 
 through the gate (TURNS-9); while the kept answer still has problems, up to :data:`MAX_REPAIRS` repair turns
 list them (TURNS-10, TURNS-14). The answer with fewer problems is kept, the newer winning ties (FAIL-2's
 rule), and what still fails after the repairs is dropped or, for an expectation check, stored as unmet. A
-repair turn that brings back the very answer it was asked to fix ends the repairs there (our decision: a
-model that repeats itself at temperature 0 repeats itself again, and each turn resends the conversation). A
-reply cut off at the output limit with no answer gets the next repair turn with a raised budget (FAIL-7).
+repair turn that brings back the reply it was asked to fix (the same answer, or with none, the same first
+200 characters) ends the repairs there (our decision: a model that repeats itself at temperature 0 repeats
+itself again, and each turn resends the conversation). A
+reply of the labels or decisions turn cut off at the output limit with no answer gets the next repair turn
+with a raised budget (FAIL-7); a prose section's budget already holds its longest valid answer
+(:func:`section_tokens`).
 After the labels section settles, its questions (LIFT-7, LIFT-10) get one more turn, read as the Diff reads
 a question reply (LIFT-14, LIFT-15); a lift refused because its rule was replaced, even first raised on the
 last repair turn, is asked there (TURNS-11). No question follows a turn that threw (LIFT-17).
@@ -57,21 +60,30 @@ __all__ = ["DIGEST_SHARE", "MAX_REPAIRS", "TURN_SHARE", "run_turns", "section_to
 MAX_REPAIRS = 2  # TURNS-10
 TURN_SHARE = 0.4  # TURNS-15: a turn's share of the pass budget, 2 of the default 5 minutes
 DIGEST_SHARE = 0.6  # of the conversation's room; the rest is for the turns after it
-_FLOOR = 256  # output tokens of the smallest section
+_FLOOR = 256  # output tokens of the smallest list section
+_PROSE: frozenset[Section] = frozenset({"narrative", "objective", "now"})
+_KEYS = 60  # a prose section's braces, keys and quotes
 _PER_LABEL = 60
 _FRAME = 300
 
 
 def section_tokens(section: Section, offered_lengths: list[int]) -> int:
-    """The output tokens a section's answer can need, counted from its bounds at the planner's rate."""
-    excuse = 260
+    """The output tokens a section's answer can need, counted from its bounds at the planner's rate.
+
+    A prose section (narrative, objective, Now) gets what its longest valid answer needs and no more: a
+    model that writes past it has run past the field's bound (a small model repeats a sentence until its
+    budget is spent), and more room only buys more of that, so a cut-off reply of a prose section is not
+    asked again with a raised budget. Labels and decisions are budgeted as the Diff budgets its lists, at
+    least :data:`_FLOOR`, and do get FAIL-7's raised budget.
+    """
+    excuse = 260  # {"check": "...", "reason": "<200 characters>"}
     if section == "narrative":
-        chars = _FRAME + BOUNDS["narrative"] + excuse
-    elif section == "objective":
-        chars = _FRAME + BOUNDS["objective"]
-    elif section == "now":
-        chars = _FRAME + BOUNDS["now"] + excuse
-    elif section == "labels":
+        return _tokens(_KEYS + BOUNDS["narrative"] + excuse)
+    if section == "objective":
+        return _tokens(_KEYS + BOUNDS["objective"])
+    if section == "now":
+        return _tokens(_KEYS + BOUNDS["now"] + excuse)
+    if section == "labels":
         words = sum(min(size, BOUNDS["words"]) for size in offered_lengths if size > 300)
         chars = _FRAME + _PER_LABEL * len(offered_lengths) + words
     else:
@@ -79,11 +91,25 @@ def section_tokens(section: Section, offered_lengths: list[int]) -> int:
         chars = (
             _FRAME + (BOUNDS["decisions"] + BOUNDS["deadEnds"]) * item // 2 + 30 * BOUNDS["fixed"] + excuse
         )
-    return max(_FLOOR, -(-chars // CHARS_PER_TOKEN))
+    return max(_FLOOR, _tokens(chars))
 
 
-_NO_ANSWER = object()
+def _tokens(chars: int) -> int:
+    return -(-chars // CHARS_PER_TOKEN)
+
+
 _DATA = re.compile(r"^=== BEGIN DATA (\S+) (\w+) ===$.*?^=== END DATA \1 \2 ===$", re.S | re.M)
+
+
+_GIST_CHARS = 200
+
+
+def _gist(reply: TurnReply) -> object:
+    """What a repair is compared with the reply it was asked to fix by: the answer when there was one, else
+    the reply's opening (a small model's loop differs only where its output budget cut it)."""
+    if reply.answer is not None:
+        return reply.answer
+    return reply.result.text.strip()[:_GIST_CHARS] if reply.result is not None else None
 
 
 def _instructions(inputs: TurnsInputs, digest: Digest) -> str:
@@ -176,15 +202,16 @@ class _Sections:
         tokens = self.tokens[section]
         kept: Verdict | LabelsVerdict | None = None
         text, kind, repairs, failure = self._ask(section), str(section), 0, None
-        previous: object = _NO_ANSWER
+        previous: object = None
         while True:
             reply = await self._turn(section, text, kind, tokens)
             if isinstance(reply, str):
                 failure = reply
                 break
-            if repairs and reply.answer is not None and reply.answer == previous:
-                break  # the repair turn brought the same answer back: the model will not change it
-            previous = reply.answer if reply.answer is not None else previous
+            said = _gist(reply)
+            if repairs and said == previous:
+                break  # the repair turn brought the same reply back: the model will not change it
+            previous = said
             latest = await self._check(section, reply)
             if isinstance(latest, LabelsVerdict):
                 kept = fewer_problems(kept if isinstance(kept, LabelsVerdict) else None, latest)
@@ -195,7 +222,8 @@ class _Sections:
             repairs += 1
             text = repair_note(section, latest.problems, self.inputs.retry_note_chars)
             kind = f"{section}-repair"
-            if reply.result is not None and reply.result.cut_off and reply.answer is None:
+            cut_off = reply.result is not None and reply.result.cut_off and reply.answer is None
+            if cut_off and section not in _PROSE:
                 tokens = self.conversation.model.raised_budget(tokens) or tokens  # FAIL-7
         if isinstance(kept, LabelsVerdict):
             return await self._settle_labels(kept, repairs, threw=failure is not None)
