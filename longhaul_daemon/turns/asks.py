@@ -6,10 +6,11 @@ system prompt (and the evidence rules with the decisions turn), since every call
 and a small model reads best what it was just told. Two changes: the label grammar is the one the
 labels turn offers (TURNS-4: ``rule``, ``lifts R<n>``, ``not a rule``; ``rule and lifts`` still reads, for
 a new rule that replaces one), and nothing asks for values (VALUE-7: the model names none in turns mode).
-Each ask shows the object it wants, names the ids it may use and the checks the gate will run, and says how
-to excuse an expectation check. A repair note lists the gate's problems, whole lines only, within
-``retryNoteChars`` (FAIL-3). Ids and file names in asks come from the ledger and the transcript: they are
-cleaned before they are shown.
+Each ask names the object's keys and what goes in each, the ids it may use and the checks the gate will
+run, and how to excuse an expectation check. It gives no filled-in example: a small model copies an
+example's placeholders (``"..."``) as its answer. A repair note lists the gate's problems, whole lines
+only, within ``retryNoteChars`` (FAIL-3). Ids and file names in asks come from the ledger and the
+transcript: they are cleaned before they are shown.
 """
 
 from __future__ import annotations
@@ -118,13 +119,15 @@ def ask(
         )
         return (
             f"{head} one line, at most {BOUNDS['narrative']} characters, on what this span did.{files} "
-            'Answer {"narrative": "...", "excuses": []}; to excuse the file check: '
-            '{"check": "modified-files-named", "reason": "<one sentence>"} in excuses.'
+            'Answer with one JSON object: "narrative", your line, and "excuses", a list that stays empty '
+            'unless a check cannot be met; an excuse is {"check": "modified-files-named", "reason": ...} '
+            "with a one-sentence reason."
         )
     if section == "objective":
         return (
-            f"{head} the session's overall goal in at most {BOUNDS['objective']} characters, or null when "
-            'the objective in the state still holds. Answer {"objective": "..."} or {"objective": null}.'
+            f"{head} the session's overall goal in at most {BOUNDS['objective']} characters. Answer with one "
+            'JSON object: "objective", the goal as you would state it, or null when the objective in the '
+            "state still holds."
         )
     if section == "labels":
         picks = (
@@ -135,8 +138,8 @@ def ask(
         return (
             f"{head} one label for each of these messages: {_listed(label_ids)}.{picks} For a message over "
             f"{LONG_MESSAGE} characters labeled rule, give `words`: the rule's exact words from it. Answer "
-            '{"labels": [{"msg": "u1", "label": "rule", "words": null}, ...]}. How to label:\n'
-            + _rules(LABEL_INSTRUCTIONS)
+            'with one JSON object: "labels", a list holding {"msg": <the message id>, "label": <its label>, '
+            '"words": null or the exact words} for each message. How to label:\n' + _rules(LABEL_INSTRUCTIONS)
         )
     if section == "decisions":
         errors = (
@@ -148,14 +151,15 @@ def ask(
         return (
             f"{head} the decisions this span made (text, why, evidence) and its dead ends (what failed, "
             "with evidence), each evidence id a C<n> or E<n> of the ledger; at most "
-            f"{BOUNDS['decisions']} of each.{errors} Answer "
-            '{"decisions": [{"text": "...", "why": "...", "evidence": ["C1"]}], '
-            '"deadEnds": [{"text": "...", "evidence": ["E1"]}], "openErrors": [], '
-            '"fixed": [{"error": "E1", "by": "C2"}], "excuses": []}.\n' + _rules(DECISION_INSTRUCTIONS)
+            f"{BOUNDS['decisions']} of each.{errors} Answer with one JSON object of five lists, each empty "
+            'when there is nothing for it: "decisions" ({"text", "why", "evidence"} each), "deadEnds" '
+            '({"text", "evidence"} each), "openErrors" (E<n> ids), "fixed" ({"error": <E<n>>, "by": <C<n>>} '
+            'each) and "excuses".\n' + _rules(DECISION_INSTRUCTIONS)
         )
     return (
-        f"{head} Now: where the work stands and the next step, at most {BOUNDS['now']} characters. "
-        'Answer {"now": "...", "excuses": []}.'
+        f"{head} Now: where the work stands and the next step, at most {BOUNDS['now']} characters. Answer "
+        'with one JSON object: "now", your text, and "excuses", a list that stays empty unless a check '
+        "cannot be met."
     )
 
 

@@ -186,7 +186,7 @@ async def test_a_repair_turn_that_brings_back_the_same_answer_ends_the_repairs(
     session: Session, server: ScriptedServer
 ) -> None:
     """Our decision: a model that repeats its flawed answer is not asked a second time."""
-    echo = {"objective": "The session's overall goal in at most 300 characters, or null when the objective"}
+    echo = {"objective": "Answer each turn with the one JSON object it asks for and nothing else."}
     script = good_script(WIRE, {"u1": "rule", "u2": "not a rule"})
     server.script += [
         script[0],
