@@ -7,8 +7,9 @@ and a small model reads best what it was just told. Two changes: the label gramm
 labels turn offers (TURNS-4: ``rule``, ``lifts R<n>``, ``not a rule``; ``rule and lifts`` still reads, for
 a new rule that replaces one), and nothing asks for values (VALUE-7: the model names none in turns mode).
 Each ask names the object's keys and what goes in each, the ids it may use and the checks the gate will
-run, and how to excuse an expectation check. It gives no filled-in example: a small model copies an
-example's placeholders (``"..."``) as its answer. A repair note lists the gate's problems, whole lines
+run, and how to excuse an expectation check. Only the labels turn shows an item, since a label's spelling
+is the part a small model gets wrong; no ask shows a filled-in answer, because a small model copies an
+example's placeholders (``"..."``) as its own. A repair note lists the gate's problems, whole lines
 only, within ``retryNoteChars`` (FAIL-3). Ids and file names in asks come from the ledger and the
 transcript: they are cleaned before they are shown.
 """
@@ -138,8 +139,8 @@ def ask(
         return (
             f"{head} one label for each of these messages: {_listed(label_ids)}.{picks} For a message over "
             f"{LONG_MESSAGE} characters labeled rule, give `words`: the rule's exact words from it. Answer "
-            'with one JSON object: "labels", a list holding {"msg": <the message id>, "label": <its label>, '
-            '"words": null or the exact words} for each message. How to label:\n' + _rules(LABEL_INSTRUCTIONS)
+            'with one JSON object: "labels", a list with one item for each message, such as '
+            '{"msg": "u1", "label": "rule", "words": null}. How to label:\n' + _rules(LABEL_INSTRUCTIONS)
         )
     if section == "decisions":
         errors = (

@@ -9,7 +9,8 @@ its type, every id it uses exists (evidence ``C<n>``/``E<n>`` in the ledger, ``o
 and the narrative is within its cap of 240 characters (the proposal) and not blank. Two more are ours: prose
 or an item's text with no letter or digit is blank, and prose that only repeats the conversation's own
 instructions (a small model copies the ask back: "the session's overall goal in at most 300 characters") is
-an echo; neither says anything about the span. An item still failing
+an echo, and so is prose that is only its own field's name ("narrative"); neither says anything about the
+span. An item still failing
 after the repair turns is dropped: an item of the wrong shape, an unknown id (its decision or dead end
 stays, as DIFF-14 keeps them), an over-long or blank narrative. Other bounds are not integrity: a list past
 its bound or prose past its length is cut as the Diff cuts a settled answer (DIFF-16), counted as dropped.
@@ -188,7 +189,8 @@ class _Run:
         if not folded:
             self.integrity("blank", f"{where} is empty or holds no words")
             return False
-        if len(folded) >= _ECHO_MIN and folded in self.ctx.instructions:
+        own_name = folded in (fold_text(self.section), fold_text(where.rsplit(".", 1)[-1]))
+        if own_name or (len(folded) >= _ECHO_MIN and folded in self.ctx.instructions):
             self.integrity("echo", f"{where} repeats the instructions instead of describing this span")
             return False
         return True
