@@ -29,6 +29,7 @@ from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.structured import StructuredMemory
 from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
+from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
     CompactedParams,
@@ -65,7 +66,7 @@ __all__ = ["RunPass", "Services", "build_methods", "new_pass_id", "redacted_resu
 _log = structlog.get_logger("longhaul.methods")
 
 RunPass = Callable[..., Awaitable[CompactResult]]
-"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s)``: the pass."""
+"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress)``."""
 
 _SAFETY_MARGIN_S = 5.0  # the outer -32001 net sits this far behind the pass budget's own fallback
 
@@ -190,10 +191,12 @@ def redacted_result(result: CompactResult, redactor: Redactor) -> CompactResult:
         text = getattr(result, name)
         if text is not None and redactor.finds(text):
             update[name] = redactor.text(text)
-    if result.diagnostics is not None:
-        dumped = result.diagnostics.model_dump(mode="json")
-        if redactor.value(dumped) is not dumped:
-            update["diagnostics"] = PassDiagnostics.model_validate(redactor.value(dumped))
+    diagnostics = result.diagnostics
+    dumped = diagnostics.model_dump(mode="json")
+    quotes = [(msg, redactor.text(words)) for msg, words in diagnostics.rejected_quotes]
+    if redactor.value(dumped) is not dumped or quotes != diagnostics.rejected_quotes:
+        redacted = PassDiagnostics.model_validate(redactor.value(dumped))
+        update["diagnostics"] = redacted.model_copy(update={"rejected_quotes": quotes})
     return result.model_copy(update=update) if update else result
 
 
@@ -233,6 +236,7 @@ async def _run_busy_compact(
     services.passes_in_flight += 1
     log.info("pass_started", reason=params.reason, branch_entries=len(branch or params.branchEntries or []))
     left_s = max(0.0, services.pass_budget_s - (time.monotonic() - started))  # reading the file counts too
+    progress = PassProgress()  # PASS-16: a pass cut off after its Fold falls back under its span number
     try:
         problems = services.apply_settings(params)
         if problems:
@@ -245,6 +249,7 @@ async def _run_busy_compact(
                 branch_stats=branch_stats,
                 access=services.model_access(),
                 pass_budget_s=left_s,
+                progress=progress,
             )
             result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
             result = redacted_result(result, current_redactor())  # before it is counted, recorded or sent
@@ -254,8 +259,8 @@ async def _run_busy_compact(
             return result
         services.pass_counts.fallback += 1
         log.warning("pass_timeout", budget_s=services.pass_budget_s)
-        services.recorder.pass_fallback(params, pass_id, "timeout", None)
-        return CompactResult(passId=pass_id, span=0, fallback="timeout")
+        services.recorder.pass_fallback(params, pass_id, "timeout", None, span=progress.span)
+        return CompactResult(passId=pass_id, span=progress.span or 0, fallback="timeout")
     except anyio.get_cancelled_exc_class():
         services.pass_counts.aborted += 1
         log.info("pass_aborted")
@@ -263,8 +268,8 @@ async def _run_busy_compact(
     except Exception as exc:
         services.pass_counts.fallback += 1
         log.error("pass_error", error_class=type(exc).__name__)
-        services.recorder.pass_fallback(params, pass_id, "pass-error", exc)
-        return CompactResult(passId=pass_id, span=0, fallback="pass-error")
+        services.recorder.pass_fallback(params, pass_id, "pass-error", exc, span=progress.span)
+        return CompactResult(passId=pass_id, span=progress.span or 0, fallback="pass-error")
     finally:
         services.passes_in_flight -= 1
 
