@@ -375,7 +375,6 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         started = time.monotonic()
         record: dict[str, Any] = {"at": round(time.time(), 3), "path": path}
-        request: dict[str, Any] = {}
         try:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -387,15 +386,21 @@ class Handler(BaseHTTPRequestHandler):
                 raise RequestError(400, f"the body is not JSON: {exc}") from exc
             if not isinstance(parsed, dict):
                 raise RequestError(400, "the body must be a JSON object")
-            request = parsed
-            record["request"] = request
-            self._complete(request, record)
+            record["request"] = parsed
+            self._complete(parsed, record)
         except RequestError as exc:
             record.update(status=exc.status, error=str(exc), code=exc.code)
             self._send_json(exc.status, exc.body())
         except ClientGone:
             record.update(status=200, clientGone=True)
             self.close_connection = True
+        except Exception as exc:  # a failure inside llama.cpp: a 500 when no stream has begun
+            failure = RequestError(500, f"{type(exc).__name__}: {exc}")
+            record.update(status=500, error=str(failure))
+            self.close_connection = True
+            if not record.get("stream"):
+                with contextlib.suppress(OSError):  # the client may be gone too
+                    self._send_json(500, failure.body())
         finally:
             record["seconds"] = round(time.monotonic() - started, 3)
             self.server.log.write(record)
@@ -482,6 +487,7 @@ class Handler(BaseHTTPRequestHandler):
             return {"id": ident, "object": "chat.completion.chunk", "created": created, "model": alias,
                     "choices": [choice]}  # fmt: skip
 
+        record["stream"] = True  # from here on an error can only cut the stream short
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
