@@ -166,7 +166,8 @@ class RealModelServer:
             for raw in iter(stdout.readline, b""):
                 lines.put(raw.decode(errors="replace").strip())
 
-        threading.Thread(target=pump, daemon=True).start()
+        self._pump = threading.Thread(target=pump, daemon=True)
+        self._pump.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             left = deadline - time.monotonic()
@@ -205,7 +206,8 @@ class RealModelServer:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=STOP_TIMEOUT_S)
-        if self.proc.stdout is not None:
+        self._pump.join(timeout=STOP_TIMEOUT_S)  # it reads to EOF, which the exit brings
+        if self.proc.stdout is not None and not self._pump.is_alive():
             self.proc.stdout.close()
         self._stderr.close()
 
