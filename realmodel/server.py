@@ -33,9 +33,9 @@ the others wait their turn. A prompt that does not fit the context is refused th
 goes away mid-answer (a reader that stops at the first complete JSON object) ends the generation within a
 token or two, and the next request is served as usual.
 
-``--log FILE`` appends one JSON line per chat request: the request body, the HTTP status, the prompt and
-completion token counts, the finish reason, the seconds taken and whether the client left early. Tests and
-``bench/model_bench.py`` read it to count calls and tokens.
+``--log FILE`` appends one JSON line per chat request: the request body, the answer's text, the HTTP
+status, the prompt and completion token counts, the finish reason, the seconds taken and whether the client
+left early. The e2e test and ``bench/model_bench.py`` read it to count calls and tokens.
 """
 
 from __future__ import annotations
@@ -458,13 +458,13 @@ class Handler(BaseHTTPRequestHandler):
         }
 
     def _finish(self, job: Job, record: dict[str, Any]) -> None:
-        record.update(status=200, finish=job.finish_reason, usage=self._usage(job))
+        record.update(status=200, finish=job.finish_reason, usage=self._usage(job), reply="".join(job.text))
 
     def _whole(self, job: Job, ident: str, created: int, record: dict[str, Any]) -> None:
         with contextlib.closing(self.server.engine.run(job)) as pieces:
             for n, _ in enumerate(pieces):
                 if n % 16 == 15 and self._client_gone():
-                    record["usage"] = self._usage(job)
+                    record.update(usage=self._usage(job), reply="".join(job.text))
                     raise ClientGone
         self._finish(job, record)
         message = {"role": "assistant", "content": "".join(job.text)}
@@ -508,7 +508,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._event(tail)
             self._event("[DONE]")
         except ClientGone:
-            record["usage"] = self._usage(job)
+            record.update(usage=self._usage(job), reply="".join(job.text))
             raise
         self._finish(job, record)
 
