@@ -190,6 +190,11 @@ async def test_lift10_a_question_round_follows_a_settled_answer() -> None:
         "u17 is labeled `rule` and may replace the rule u2 gave (Indent with tabs.)"
         in model.calls[1].last_user
     )
+    # the round sends the asked message whole, not the chunk's state and conversation again
+    [sent] = model.calls[1].messages
+    assert "Switch to two-space indentation instead of tabs from now on." in sent.text
+    assert "The span's conversation" not in sent.text and "The state so far" not in sent.text
+    assert len(sent.text) < len(model.calls[0].messages[0].text)
     label = result.chunks[0].labels[0]
     assert label.rule is not None and [lift.target for lift in label.lifts] in (["R2"], ["u2"])
 
