@@ -180,7 +180,9 @@ class _Chunk:
             return _ChunkRun(failure=_failure_code(error))
         first = await self._offload.run(partial(evaluate, parsed, self._ctx, final=False))
         settled, threw = parsed, False
-        fixable = bool(first.defects) if parsed.parsed else parsed.form == "begun"
+        # A begun answer cut at the output limit is retried with more room (FAIL-7, in _ask) or not at all:
+        # a format note at the same limit, on a longer prompt, is cut again.
+        fixable = bool(first.defects) if parsed.parsed else parsed.form == "begun" and not reply.cut_off
         if fixable and self._may_retry():
             self._retries += 1
             note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included

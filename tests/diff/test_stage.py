@@ -142,11 +142,20 @@ async def test_fail7_cut_off_reply_is_retried_once_with_a_raised_budget() -> Non
 
 
 async def test_fail7_no_raised_retry_when_the_budget_is_already_max_tokens() -> None:
-    model = ScriptedModel(('{"labels": [', "length"), ('{"labels": [', "length"), max_tokens=2000)
+    """FAIL-7, FAIL-8 (our choice): at ``maxTokens`` a cut answer gets neither a raised budget nor a format
+    retry, which would be cut at the same limit again."""
+    model = ScriptedModel(('{"labels": [', "length"), max_tokens=2000)
     result = await run(SPAN, model)
-    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000), ("retry", 2000)]  # FAIL-8
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000)]
     assert result.closed_as == "narrative-less"
     assert result.reason == "unparsable-answer"
+
+
+async def test_fail8_a_complete_answer_with_defects_still_gets_its_format_retry_at_max_tokens() -> None:
+    model = ScriptedModel(answer({"u1": "rule"}), answer({"u1": "rule", "u2": "not a rule"}), max_tokens=2000)
+    result = await run(SPAN, model)
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000), ("retry", 2000)]
+    assert result.closed_as == "whole"
 
 
 def test_fail7_ex13_raised_budgets() -> None:
