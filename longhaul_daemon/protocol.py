@@ -375,6 +375,8 @@ class StatusResult(_Result):
     passes: PassCounts
     inFlight: int
     sessionsSeen: int
+    sessionFiles: int = 0  # session files the daemon holds an index of (at most 32)
+    sessionFilesWarmed: int = 0  # of them, indexed ahead of their first pass, after their hello
     routes: list[RouteHealth] = Field(default_factory=list)
     logFiles: list[LogFileStatus] = Field(default_factory=list)
     config: ConfigStatus | None = None  # None until a pass has run

@@ -56,7 +56,7 @@ from longhaul_daemon.rpc.tool_methods import build_tool_methods
 from longhaul_daemon.secrets.redaction import Redactor, redactor_for_pass
 from longhaul_daemon.secrets.redaction import bound as bound_redactor
 from longhaul_daemon.secrets.redaction import current as current_redactor
-from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles
+from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles, SessionWarmer
 from longhaul_daemon.settings import load_settings
 from longhaul_daemon.settings_notices import ConfigWatch
 from longhaul_daemon.transcript.messages import span_refs
@@ -102,8 +102,12 @@ class Services:
     provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
     structured_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing a schema
     session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
+    warmer: SessionWarmer = field(init=False)  # indexes a session's file after its hello
     http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
     config_watch: ConfigWatch = field(default_factory=ConfigWatch)  # longhaul.json and route problems
+
+    def __post_init__(self) -> None:
+        self.warmer = SessionWarmer(self.session_files)
 
     async def read_branch(
         self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
@@ -151,6 +155,8 @@ class Services:
             passes=self.pass_counts.model_copy(),
             inFlight=self.passes_in_flight,
             sessionsSeen=len(self.sessions_seen),
+            sessionFiles=len(self.session_files),
+            sessionFilesWarmed=self.warmer.warmed,
             routes=self.route_health.snapshot(),
             logFiles=known_log_files(),
             config=self.config_watch.status(),
@@ -282,6 +288,9 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
         services.sessions_seen.add(params.session.sessionId)
         compactor = choose_compactor(params.session.env.PI_COMPACTOR)
         services.recorder.hello(params)
+        if compactor == "longhaul" and params.session.sessionFile is not None:
+            # a resumed session's first pass then finds its file indexed, however long the file is
+            services.warmer.submit(params.session.sessionFile, params.session.sessionId)
         _log.info(
             "hello",
             session_id=params.session.sessionId,
