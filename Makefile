@@ -13,7 +13,14 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 WHEELHOUSE := $(VENV)/wheelhouse
 WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
 
-.PHONY: run test install lint typecheck pytest node-test e2e bench load-bench clean
+# The real small model (SmolLM2-135M-Instruct on llama-cpp-python, compiled here: 4 to 10 minutes the first
+# time) for tests/e2e/test_e2e_real_model.py and `make bench-model`. realmodel/install.py and the test both
+# read LONGHAUL_REALMODEL_DIR; set it to keep one build for several checkouts or across CI runs, anywhere but
+# under the real HOME's ~/.cache, ~/.config and the like, which tests may not read (tests/home_guard.py).
+LONGHAUL_REALMODEL_DIR ?= $(abspath $(VENV))/realmodel
+export LONGHAUL_REALMODEL_DIR
+
+.PHONY: run test install realmodel lint typecheck pytest node-test e2e bench load-bench bench-model clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +43,11 @@ $(WHEEL_STAMP): pyproject.toml | $(PY_STAMP)
 	$(BIN)/python -m pip wheel --quiet --wheel-dir $(WHEELHOUSE) -r $(VENV)/runtime-requirements.txt 'setuptools>=77' pip
 	touch $@
 
-install: $(PY_STAMP) $(NODE_STAMP) $(WHEEL_STAMP)
+# Idempotent: a second run checks the build and the model's sha256 in about a second.
+realmodel: $(PY_STAMP)
+	$(BIN)/python realmodel/install.py
+
+install: $(PY_STAMP) $(NODE_STAMP) $(WHEEL_STAMP) realmodel
 
 run: $(PY_STAMP)
 	$(BIN)/longhaul-daemon serve
@@ -51,6 +62,11 @@ bench: $(PY_STAMP)
 # 64 concurrent passes on a real daemon against a scripted 1 s model: wall time, passes/s, status latency.
 load-bench: $(PY_STAMP)
 	$(BIN)/python bench/daemon_load.py
+
+# Real pi and the real small model, both compactors side by side on a few generated sessions (minutes: every
+# pi turn is a real completion on the CPU). Prints the table of docs/performance.md, "Against a real small model".
+bench-model: install
+	$(BIN)/python bench/model_bench.py
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .

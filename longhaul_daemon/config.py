@@ -22,6 +22,7 @@ __all__ = [
     "MAX_STATE_COMMANDS",
     "Compactor",
     "choose_compactor",
+    "names_a_compactor",
 ]
 
 Compactor = Literal["longhaul", "pi"]
@@ -75,3 +76,8 @@ def choose_compactor(value: str | None) -> Compactor:
     if value is None:
         return "longhaul"
     return "longhaul" if value.strip().lower() in _LONGHAUL_VALUES else "pi"
+
+
+def names_a_compactor(value: str) -> bool:
+    """Whether ``value`` is a spelling CONFIG-1/CONFIG-2 define, not one of CONFIG-3's other values."""
+    return value.strip().lower() in (*_LONGHAUL_VALUES, "pi")

@@ -243,6 +243,10 @@ class PassDiagnostics(_Result):
     narrative: dict[str, Any] = Field(default_factory=dict)
     route: RouteChoice = RouteChoice()
     branch: dict[str, Any] = Field(default_factory=dict)  # where the branch came from, what reading it cost
+    carried: int = 0  # LOG-18: carried and taken-over messages this pass offered the model
+    # LOG-14, QUOTE-17: the rule words verification refused, as (msg, words). The user's own text, so never
+    # sent: the record log writes them only when the session asked for excerpts.
+    rejected_quotes: list[tuple[str, str]] = Field(default_factory=list, exclude=True)
 
 
 class CompactResult(_Result):
@@ -254,7 +258,7 @@ class CompactResult(_Result):
     after: AfterEntries | None = None
     notice: str | None = None
     fallback: str | None = None
-    diagnostics: PassDiagnostics | None = None
+    diagnostics: PassDiagnostics = Field(default_factory=PassDiagnostics)
 
 
 class CompactedParams(_Params):
@@ -371,6 +375,8 @@ class StatusResult(_Result):
     passes: PassCounts
     inFlight: int
     sessionsSeen: int
+    sessionFiles: int = 0  # session files the daemon holds an index of (at most 32)
+    sessionFilesWarmed: int = 0  # of them, indexed ahead of their first pass, after their hello
     routes: list[RouteHealth] = Field(default_factory=list)
     logFiles: list[LogFileStatus] = Field(default_factory=list)
     config: ConfigStatus | None = None  # None until a pass has run

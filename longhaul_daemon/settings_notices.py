@@ -121,7 +121,7 @@ class ConfigWatch:
     ) -> CompactResult:
         # Read again rather than carried out of the pass: two tiny files, and the pass's code stays as it is.
         settings = load_settings(params.session.agentDir, params.session.cwd)
-        route = result.diagnostics.route if result.diagnostics is not None else None
+        route = result.diagnostics.route
         issues = settings_issues(settings)
         routed = route_issue(settings, route)
         if routed is not None:

@@ -21,13 +21,11 @@ import {
 	type Stats,
 	writeSync,
 } from "node:fs";
-import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import type { SessionFacts } from "./serialize.ts";
+import { cutError, type SessionFacts } from "./serialize.ts";
 
 export const ROTATE_BYTES = 5 * 1024 * 1024; // LOG-9
 const OFF_VALUES = new Set(["off", "none", "0", "false", "no", ""]); // LOG-3
-const ERROR_CHARS = 200; // LOG-7
 
 /** The log file in effect, or null when logging is off (LOG-1..LOG-3); mirrors longhaul_daemon/log/records.py. */
 export function recordLogPath(session: SessionFacts): { path: string; strictDir: boolean } | null {
@@ -37,15 +35,7 @@ export function recordLogPath(session: SessionFacts): { path: string; strictDir:
 	return { path: resolve(session.cwd, debug), strictDir: false };
 }
 
-/**
- * LOG-7: the home directory as `~` first, then cut to 200 characters. Characters are code points, as the daemon
- * counts them, so a cut never splits a surrogate pair.
- */
-export function cutError(text: string, home: string = homedir()): string {
-	const h = home.replace(/\/+$/, "");
-	const shown = h.length > 1 ? text.split(h).join("~") : text;
-	return shown.length <= ERROR_CHARS ? shown : Array.from(shown).slice(0, ERROR_CHARS).join("");
-}
+export { cutError }; // LOG-7, defined beside errorText so the two modules import one way only
 
 /** The record exactly as the daemon would write it (LOG-4, LOG-6, LOG-23). */
 export function fallbackRecord(

@@ -6,7 +6,7 @@
  */
 import type { ExtensionAPI, ExtensionContext, SessionBeforeCompactEvent } from "@mariozechner/pi-coding-agent";
 import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
-import { cutError } from "./recordlog.ts"; // LOG-7: home as ~ first, then 200 characters
+import { homedir } from "node:os";
 import { RpcError } from "./rpc.ts";
 
 /** Env vars the daemon must take from the pi process, never from its own environment (CONFIG-10). */
@@ -231,6 +231,18 @@ export function parseCompactResult(raw: unknown): CompactResult | string {
 	if (!compaction && !fallback) return "compact result has neither compaction nor fallback";
 	if (compaction && fallback) return "compact result has both compaction and fallback";
 	return { passId: raw.passId, span: raw.span as number, compaction, after, notice: str(raw.notice), fallback };
+}
+
+const ERROR_CHARS = 200; // LOG-7
+
+/**
+ * LOG-7: the home directory as `~` first, then cut to 200 characters. Characters are code points, as the daemon
+ * counts them, so a cut never splits a surrogate pair.
+ */
+export function cutError(text: string, home: string = homedir()): string {
+	const h = home.replace(/\/+$/, "");
+	const shown = h.length > 1 ? text.split(h).join("~") : text;
+	return shown.length <= ERROR_CHARS ? shown : Array.from(shown).slice(0, ERROR_CHARS).join("");
 }
 
 /** What an incident may say about an error: its class and the first 200 chars of its message, nothing more. */

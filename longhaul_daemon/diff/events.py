@@ -94,7 +94,8 @@ class LabelEvents:
 class ChunkEvents:
     """One chunk's accepted contribution. ``labels`` in message order; ``judged`` every offered id whose label
     was accepted (``not a rule`` included); ``fixed`` the open errors a later successful command closed
-    (issue 11); ``dropped`` counts what verification discarded, by kind."""
+    (issue 11); ``dropped`` counts what verification discarded, by kind; ``rejected_quotes`` the rule words
+    it refused, as ``(msg, words)`` given, for the debug excerpts of LOG-14 and QUOTE-17 only."""
 
     labels: tuple[LabelEvents, ...] = ()
     judged: frozenset[str] = frozenset()
@@ -106,6 +107,7 @@ class ChunkEvents:
     objective: str | None = None
     fixed: tuple[Fix, ...] = ()
     dropped: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    rejected_quotes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

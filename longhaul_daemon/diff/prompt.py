@@ -45,6 +45,7 @@ __all__ = [
     "clean",
     "data_block",
     "excerpt",
+    "question_prompt",
     "retry_note",
     "state_lines",
 ]
@@ -239,6 +240,23 @@ def build_prompt(
     if picked:
         sections.append(f"These picked messages may also be labeled, or left out: {', '.join(picked)}.")
     return Prompt(system=SYSTEM_PROMPT, user="\n\n".join(sections))
+
+
+def question_prompt(asked: Sequence[tuple[str, str]], block: str) -> str:
+    """The user text of a chunk's question call: each asked message (``u<n>``, text) whole in a data block,
+    then the questions.
+
+    The questions show the older rule's words (LIFT-12), so the asked messages are all the model needs; the
+    chunk's state and conversation are not sent again, which made the round cost as much as the first call.
+    """
+    digest = hashlib.sha256()
+    for _, text in asked:
+        digest.update(clean(text).encode("utf-8", "replace"))
+    tag = digest.hexdigest()[:TAG_CHARS]
+    body = "\n".join(f"{message_header(tag, uid, len(text))}\n{clean(text)}" for uid, text in asked)
+    return "\n\n".join(
+        ["The user messages asked about, shown whole:", data_block("messages", tag, body), block]
+    )
 
 
 RETRY_HEADER = "Your previous answer had these problems. Send the whole JSON answer again with them fixed:"

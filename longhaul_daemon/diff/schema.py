@@ -50,6 +50,7 @@ __all__ = [
     "ValueItem",
     "answer_schema",
     "cut_to_bounds",
+    "says_something",
 ]
 
 # DIFF-6 proposal, in code points.
@@ -289,17 +290,32 @@ def _cut(text: str, bound: int, dropped: Counter[str], key: str) -> str:
     return text[: bound - 1] + "…"
 
 
+def says_something(text: str) -> bool:
+    """Whether ``text`` holds a letter or a digit. A schema-constrained small model fills every string it
+    must write with "..." or "-"; such a string says nothing, so it is never kept as prose or as words."""
+    return any(ch.isalnum() for ch in text)
+
+
 def cut_to_bounds(parsed: ParsedAnswer) -> tuple[Answer, dict[str, int]]:
     """DIFF-16 after the retry: lists cut to their bound and prose cut with "…", each cut counted as dropped.
 
     Over-long ``words`` and ``value`` strings are dropped rather than cut, since a cut one could never match
-    the transcript verbatim. The returned counts include ``parsed.dropped``.
+    the transcript verbatim. Text that says nothing (:func:`says_something`) is dropped as ``empty-text``:
+    a decision or dead end goes, prose and ``why`` become absent, label ``words`` count as not given. The
+    returned counts include ``parsed.dropped``.
     """
     draft = parsed.answer
     dropped: Counter[str] = Counter(parsed.dropped)
+
+    def meaningful(text: str | None) -> str | None:
+        if text is None or says_something(text):
+            return text
+        dropped["empty-text"] += 1
+        return None
+
     labels: list[LabelAnswer] = []
     for item in draft.labels:
-        words = item.words
+        words = meaningful(item.words)
         if words is not None and len(words) > BOUNDS["words"]:
             dropped["words"] += 1
             words = None
@@ -313,17 +329,23 @@ def cut_to_bounds(parsed: ParsedAnswer) -> tuple[Answer, dict[str, int]]:
         dropped[key] += max(0, len(items) - BOUNDS[key])
         return items[: BOUNDS[key]]
 
+    def prose(text: str | None, key: str) -> str | None:
+        kept = meaningful(text)
+        return None if kept is None else _cut(kept, BOUNDS[key], dropped, "cut-text")
+
     decisions = [
         Decision(
             text=_cut(d.text, BOUNDS["text"], dropped, "cut-text"),
-            why=None if d.why is None else _cut(d.why, BOUNDS["why"], dropped, "cut-text"),
+            why=prose(d.why, "why"),
             evidence=evidence(d.evidence),
         )
         for d in keep(draft.decisions, "decisions")
+        if meaningful(d.text) is not None
     ]
     dead_ends = [
         DeadEnd(text=_cut(d.text, BOUNDS["text"], dropped, "cut-text"), evidence=evidence(d.evidence))
         for d in keep(draft.deadEnds, "deadEnds")
+        if meaningful(d.text) is not None
     ]
     values: list[ValueAnswer] = []
     for v in draft.values:
@@ -340,12 +362,8 @@ def cut_to_bounds(parsed: ParsedAnswer) -> tuple[Answer, dict[str, int]]:
         decisions=tuple(decisions),
         deadEnds=tuple(dead_ends),
         values=tuple(keep(values, "values")),
-        narrative=None
-        if draft.narrative is None
-        else _cut(draft.narrative, BOUNDS["narrative"], dropped, "cut-text"),
-        now=None if draft.now is None else _cut(draft.now, BOUNDS["now"], dropped, "cut-text"),
-        objective=None
-        if draft.objective is None
-        else _cut(draft.objective, BOUNDS["objective"], dropped, "cut-text"),
+        narrative=prose(draft.narrative, "narrative"),
+        now=prose(draft.now, "now"),
+        objective=prose(draft.objective, "objective"),
     )
     return answer, {k: v for k, v in dropped.items() if v}

@@ -40,7 +40,7 @@ from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
 from longhaul_daemon.diff.planning import DiffInputs, chunk_tokens, plan_diff, prepare_chunk, span_tokens
-from longhaul_daemon.diff.prompt import Prompt, retry_note
+from longhaul_daemon.diff.prompt import Prompt, question_prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.diff.schema import answer_schema
 from longhaul_daemon.diff.verify import evaluate
@@ -180,7 +180,9 @@ class _Chunk:
             return _ChunkRun(failure=_failure_code(error))
         first = await self._offload.run(partial(evaluate, parsed, self._ctx, final=False))
         settled, threw = parsed, False
-        fixable = bool(first.defects) if parsed.parsed else parsed.form == "begun"
+        # A begun answer cut at the output limit is retried with more room (FAIL-7, in _ask) or not at all:
+        # a format note at the same limit, on a longer prompt, is cut again.
+        fixable = bool(first.defects) if parsed.parsed else parsed.form == "begun" and not reply.cut_off
         if fixable and self._may_retry():
             self._retries += 1
             note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
@@ -217,11 +219,12 @@ class _Chunk:
         block, asked = question_block(final.questions, self._ctx.retry_note_chars)
         if not asked:
             return final
-        messages = (Message("user", self._prompt.user), Message("user", block))
+        asked_ids = {q.msg for q in asked}
+        asked_messages = [(m.id, m.text) for m in self._ctx.offered if m.id in asked_ids]
         try:
             result = await self._model.call(
                 self._prompt.system,
-                _merge_users(messages),
+                (Message("user", question_prompt(asked_messages, block)),),
                 kind="question",
                 max_output_tokens=self._budget,
                 schema=answer_schema([q.msg for q in asked], required=len({q.msg for q in asked})),
@@ -233,17 +236,6 @@ class _Chunk:
             return final
         answered = with_additions(settled, additions)
         return await self._offload.run(partial(evaluate, answered, self._ctx, final=True))
-
-
-def _merge_users(messages: Sequence[Message]) -> tuple[Message, ...]:
-    """Providers want alternating roles: consecutive user turns become one."""
-    merged: list[Message] = []
-    for message in messages:
-        if merged and merged[-1].role == message.role:
-            merged[-1] = Message(message.role, f"{merged[-1].text}\n\n{message.text}")
-        else:
-            merged.append(message)
-    return tuple(merged)
 
 
 def _narrative(chunks: Sequence[ChunkEvents]) -> str | None:

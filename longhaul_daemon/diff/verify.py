@@ -132,6 +132,7 @@ class _Run:
         self.defects: list[Defect] = []
         self.questions: list[Question] = []
         self.dropped: Counter[str] = Counter()
+        self.rejected: list[tuple[str, str]] = []  # (msg, words) refused, for LOG-14's excerpts
         self.judged: set[str] = set()
         self.rules: dict[str, NewRule] = {}  # label msg -> the rule that label gave
         self.held: list[NewRule] = []  # every new rule, in label order
@@ -149,6 +150,8 @@ class _Run:
             return
         if verdict.rejected_quote:
             self.dropped["rejected-quotes"] += 1
+            if label.words:
+                self.rejected.append((label.msg, label.words))
         if verdict.outcome == "dropped" or verdict.message is None or verdict.text is None:
             self.dropped["rules"] += 1
             return
@@ -387,6 +390,7 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
         objective=prose[2],
         fixed=fixes,
         dropped=MappingProxyType({k: v for k, v in sorted(run.dropped.items()) if v}),
+        rejected_quotes=tuple(run.rejected),
     )
     excused = ctx.label_optional | (ctx.unpicked_earlier if final else frozenset())  # FAIL-4
     unlabeled = tuple(m.id for m in ctx.offered if m.id not in run.judged and m.id not in excused)

@@ -256,6 +256,7 @@ def format_status(status: StatusResult) -> str:
         ),
         ("in flight", str(status.inFlight)),
         ("sessions", str(status.sessionsSeen)),
+        ("files", f"{status.sessionFiles} indexed, {status.sessionFilesWarmed} warmed after hello"),
     ]
     header = f"longhaul-daemon {_printable(status.version)} (protocol {status.protocolVersion})"
     lines = [header, *(f"  {name:<10} {value}" for name, value in rows)]

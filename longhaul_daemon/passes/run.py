@@ -37,6 +37,7 @@ from longhaul_daemon.passes.close import close_span, merge_file_lists, user_text
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
 from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, PassModel, unusable_routes
 from longhaul_daemon.passes.outcome import StageOutcome, notice
+from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.passes.turns_stage import run_turns_stage
 from longhaul_daemon.passes.world import take_world
 from longhaul_daemon.protocol import (
@@ -99,6 +100,12 @@ def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
         takeover=takeover,
         failed_routes=unusable_routes(branch),
     )
+
+
+def _offered_before_span(prepared: _Prepared) -> int:
+    """LOG-18: the carried and taken-over messages the Diff was offered besides the span's own."""
+    earlier = len(prepared.takeover.earlier) if prepared.takeover is not None else 0
+    return len(prepared.carried) + earlier
 
 
 def diff_budget_s(pass_budget_s: float) -> float:
@@ -245,12 +252,14 @@ async def run_pass(
     access: ModelAccess | None = None,
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S,
     turn_budget_s: float | None = None,
+    progress: PassProgress | None = None,
 ) -> CompactResult:
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
 
     ``branch`` is the branch read from the session file (:mod:`longhaul_daemon.sessionfile`); without it the
     pass reads the entries the request carried inline. ``turn_budget_s``: turns mode's budget for one turn,
-    two fifths of ``pass_budget_s`` unless given (TURNS-15).
+    two fifths of ``pass_budget_s`` unless given (TURNS-15). ``progress`` learns the span number once the Fold
+    has run, so a pass cut off later still falls back under the number it would have had (PASS-16).
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
@@ -266,6 +275,8 @@ async def run_pass(
     async with anyio.create_task_group() as group:  # Ledger with the World, and the Fold (PASS-2)
         group.start_soon(snapshot)
         prepared = await offload.run(partial(_prepare, params, entries))
+        if progress is not None:
+            progress.span = prepared.folded.state.span + 1
     world = worlds[0]
 
     turns = None
@@ -347,5 +358,11 @@ class _Close:
                 spanRecord=_span_record(prepared, before, after, self.world, outcome, pass_id), line=line
             ),
             notice=notice(after.span, outcome, len(after.carried)),
-            diagnostics=PassDiagnostics(narrative=outcome.stats, route=outcome.route, branch=branch),
+            diagnostics=PassDiagnostics(
+                narrative=outcome.stats,
+                route=outcome.route,
+                branch=branch,
+                carried=_offered_before_span(self.prepared) if outcome.calls else 0,  # LOG-18
+                rejected_quotes=[quote for chunk in outcome.events for quote in chunk.rejected_quotes],
+            ),
         )

@@ -1,4 +1,4 @@
-"""The daemon's JSON-RPC methods and the :class:`Services` they share, built per daemon (no module globals).
+"""The daemon's JSON-RPC methods, built per daemon over one :class:`~.services.Services` (no module globals).
 
 ``compact`` is the one that matters: it refuses a second pass for a busy session (PASS-21), stands down when
 the session chose another compactor (CONFIG-1..4), and otherwise runs the pass under its time budget, turning
@@ -10,25 +10,19 @@ records and log lines never carry them (:mod:`longhaul_daemon.secrets.redaction`
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import structlog
 
 from longhaul_daemon import __version__
-from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S, choose_compactor
+from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.errors import Busy
 from longhaul_daemon.log.fields import error_class_field, pass_id_field, reason_field
-from longhaul_daemon.models.access import ModelAccess
-from longhaul_daemon.models.http import HttpClient
-from longhaul_daemon.models.limits import ProviderLimits
-from longhaul_daemon.models.structured import StructuredMemory
-from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
+from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
     CompactedParams,
@@ -39,137 +33,34 @@ from longhaul_daemon.protocol import (
     HelloResult,
     IncidentParams,
     OkResult,
-    PassCounts,
     PassDiagnostics,
     ReportParams,
     ReportResult,
     RouteParams,
     RouteResult,
-    SessionFacts,
     StatusParams,
     StatusResult,
 )
-from longhaul_daemon.rpc.recording import Recorder, report_for_session
+from longhaul_daemon.rpc.recording import report_for_session
 from longhaul_daemon.rpc.registry import RpcMethod, rpc
+from longhaul_daemon.rpc.services import RunPass, Services
 from longhaul_daemon.rpc.tool_methods import build_tool_methods
 from longhaul_daemon.secrets.redaction import Redactor, redactor_for_pass
 from longhaul_daemon.secrets.redaction import bound as bound_redactor
 from longhaul_daemon.secrets.redaction import current as current_redactor
-from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles
 from longhaul_daemon.settings import load_settings
-from longhaul_daemon.settings_notices import ConfigWatch
 from longhaul_daemon.transcript.messages import span_refs
 
 __all__ = ["RunPass", "Services", "build_methods", "new_pass_id", "redacted_result"]
 
 _log = structlog.get_logger("longhaul.methods")
 
-RunPass = Callable[..., Awaitable[CompactResult]]
-"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s)``: the pass."""
-
 _SAFETY_MARGIN_S = 5.0  # the outer -32001 net sits this far behind the pass budget's own fallback
-
-
-async def _default_run_pass(params: CompactParams, **context: Any) -> CompactResult:
-    """The real pass, imported on first use so the RPC layer loads even where the pass is absent or broken."""
-    from longhaul_daemon.passes.run import run_pass
-
-    return await run_pass(params, **context)
 
 
 def new_pass_id() -> str:
     """Twelve hex characters: unique enough per user, short enough for log lines and summaries."""
     return uuid.uuid4().hex[:12]
-
-
-@dataclass
-class Services:
-    """What the methods share for the daemon's life: identity, counters, the busy set, and the pass seam."""
-
-    socket_path: str
-    socket_activated: bool = False
-    pass_budget_s: float = DEFAULT_PASS_BUDGET_S
-    run_pass: RunPass = _default_run_pass
-    started_at: float = field(default_factory=time.monotonic)
-    pass_counts: PassCounts = field(default_factory=PassCounts)
-    busy_sessions: set[str] = field(default_factory=set)
-    sessions_seen: SeenSessions = field(default_factory=SeenSessions)  # bounded, holds digests only
-    passes_in_flight: int = 0
-    recorder: Recorder = field(default_factory=Recorder)  # the record log (LOG-16..LOG-24)
-    route_health: RouteHealthBook = field(default_factory=RouteHealthBook)  # model calls, for status
-    via_pi_apis: frozenset[str] = frozenset()  # apis whose calls go through the shim (serve --via-pi)
-    provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
-    structured_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing a schema
-    tools_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing tool calls
-    session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
-    http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
-    config_watch: ConfigWatch = field(default_factory=ConfigWatch)  # longhaul.json and route problems
-
-    async def read_branch(
-        self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
-    ) -> BranchRead:
-        """The branch from pi's session file, read in a worker thread; raises ``SessionFileRefused``."""
-        path = session.sessionFile
-        if path is None:
-            raise SessionFileRefused("missing")
-        try:
-            return await anyio.to_thread.run_sync(
-                lambda: self.session_files.read_branch(
-                    path, session_id=session.sessionId, leaf_id=leaf_id, span_ids=span_ids, whole=whole
-                )
-            )
-        except SessionFileRefused as refused:
-            _log.info("session_file_refused", session_id=session.sessionId, reason=refused.reason)
-            raise
-
-    def model_access(self) -> ModelAccess:
-        """What a pass needs to call models; shared limits, health and client, so status sees every pass's
-        calls and no pass pays for a connection pool and SSL context of its own."""
-        return ModelAccess(
-            limits=self.provider_limits,
-            health=self.route_health,
-            structured=self.structured_memory,
-            tools_refused=self.tools_memory,
-            via_pi_apis=self.via_pi_apis,
-            client=self.http_client,
-        )
-
-    def apply_settings(self, params: CompactParams) -> list[str]:
-        """Read this pass's ``longhaul.json`` for its daemon-wide part, the per-provider concurrency, and
-        return its problems as ``source:code`` (CONFIG-9: never the file's path or content)."""
-        settings = load_settings(params.session.agentDir, params.session.cwd)
-        self.provider_limits.configure(dict(settings.concurrency))
-        return [f"{problem.source}:{problem.code}" for problem in settings.problems]
-
-    def status(self) -> StatusResult:
-        return StatusResult(
-            version=__version__,
-            protocolVersion=PROTOCOL_VERSION,
-            pid=os.getpid(),
-            uptimeS=round(time.monotonic() - self.started_at, 3),
-            socket=self.socket_path,
-            socketActivated=self.socket_activated,
-            passes=self.pass_counts.model_copy(),
-            inFlight=self.passes_in_flight,
-            sessionsSeen=len(self.sessions_seen),
-            routes=self.route_health.snapshot(),
-            logFiles=known_log_files(),
-            config=self.config_watch.status(),
-        )
-
-    def count_result(self, result: CompactResult) -> None:
-        """Count a finished pass by its close (whole, narrative-less, chunk missing, empty) or fallback."""
-        closed_as = result.after.spanRecord.get("closedAs") if result.after is not None else None
-        if result.fallback is not None or result.compaction is None:
-            self.pass_counts.fallback += 1
-        elif closed_as == "narrative-less":
-            self.pass_counts.narrativeLess += 1
-        elif closed_as == "chunk-missing":
-            self.pass_counts.chunkMissing += 1
-        elif closed_as == "empty":
-            self.pass_counts.empty += 1
-        else:
-            self.pass_counts.whole += 1
 
 
 def redacted_result(result: CompactResult, redactor: Redactor) -> CompactResult:
@@ -192,10 +83,12 @@ def redacted_result(result: CompactResult, redactor: Redactor) -> CompactResult:
         text = getattr(result, name)
         if text is not None and redactor.finds(text):
             update[name] = redactor.text(text)
-    if result.diagnostics is not None:
-        dumped = result.diagnostics.model_dump(mode="json")
-        if redactor.value(dumped) is not dumped:
-            update["diagnostics"] = PassDiagnostics.model_validate(redactor.value(dumped))
+    diagnostics = result.diagnostics
+    dumped = diagnostics.model_dump(mode="json")
+    quotes = [(msg, redactor.text(words)) for msg, words in diagnostics.rejected_quotes]
+    if redactor.value(dumped) is not dumped or quotes != diagnostics.rejected_quotes:
+        redacted = PassDiagnostics.model_validate(redactor.value(dumped))
+        update["diagnostics"] = redacted.model_copy(update={"rejected_quotes": quotes})
     return result.model_copy(update=update) if update else result
 
 
@@ -235,6 +128,7 @@ async def _run_busy_compact(
     services.passes_in_flight += 1
     log.info("pass_started", reason=params.reason, branch_entries=len(branch or params.branchEntries or []))
     left_s = max(0.0, services.pass_budget_s - (time.monotonic() - started))  # reading the file counts too
+    progress = PassProgress()  # PASS-16: a pass cut off after its Fold falls back under its span number
     try:
         problems = services.apply_settings(params)
         if problems:
@@ -247,6 +141,7 @@ async def _run_busy_compact(
                 branch_stats=branch_stats,
                 access=services.model_access(),
                 pass_budget_s=left_s,
+                progress=progress,
             )
             result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
             result = redacted_result(result, current_redactor())  # before it is counted, recorded or sent
@@ -256,8 +151,8 @@ async def _run_busy_compact(
             return result
         services.pass_counts.fallback += 1
         log.warning("pass_timeout", budget_s=services.pass_budget_s)
-        services.recorder.pass_fallback(params, pass_id, "timeout", None)
-        return CompactResult(passId=pass_id, span=0, fallback="timeout")
+        services.recorder.pass_fallback(params, pass_id, "timeout", None, span=progress.span)
+        return CompactResult(passId=pass_id, span=progress.span or 0, fallback="timeout")
     except anyio.get_cancelled_exc_class():
         services.pass_counts.aborted += 1
         log.info("pass_aborted")
@@ -265,8 +160,8 @@ async def _run_busy_compact(
     except Exception as exc:
         services.pass_counts.fallback += 1
         log.error("pass_error", error_class=type(exc).__name__)
-        services.recorder.pass_fallback(params, pass_id, "pass-error", exc)
-        return CompactResult(passId=pass_id, span=0, fallback="pass-error")
+        services.recorder.pass_fallback(params, pass_id, "pass-error", exc, span=progress.span)
+        return CompactResult(passId=pass_id, span=progress.span or 0, fallback="pass-error")
     finally:
         services.passes_in_flight -= 1
 
@@ -279,6 +174,9 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
         services.sessions_seen.add(params.session.sessionId)
         compactor = choose_compactor(params.session.env.PI_COMPACTOR)
         services.recorder.hello(params)
+        if compactor == "longhaul" and params.session.sessionFile is not None:
+            # a resumed session's first pass then finds its file indexed, however long the file is
+            services.warmer.submit(params.session.sessionFile, params.session.sessionId)
         _log.info(
             "hello",
             session_id=params.session.sessionId,

@@ -19,7 +19,7 @@ from typing import Any
 import anyio.to_thread
 import structlog
 
-from longhaul_daemon.config import choose_compactor
+from longhaul_daemon.config import choose_compactor, names_a_compactor
 from longhaul_daemon.log.fields import model_spec_field, pass_id_field, reason_field, token_field
 from longhaul_daemon.log.records import error_fields, pi_version_verified, write_record
 from longhaul_daemon.log.report import build_report
@@ -37,16 +37,28 @@ from longhaul_daemon.protocol import (
 from longhaul_daemon.state.render import (
     MAX_COMMANDS,
     MAX_DIRTY,
-    MAX_FILES,
     MAX_ITEMS,
     MAX_OPEN_ERRORS,
     MAX_WORK_LOG,
+    paths_left_out,
 )
+from longhaul_daemon.state.sanitize import sanitize_line
 
-__all__ = ["Recorder", "cap_fit", "compaction_fields", "report_for_session", "world_fields"]
+__all__ = [
+    "EXCERPT_CHARS",
+    "MAX_EXCERPTS",
+    "Recorder",
+    "cap_fit",
+    "compaction_fields",
+    "excerpt_fields",
+    "report_for_session",
+    "world_fields",
+]
 
 _log = structlog.get_logger("longhaul.methods")
 
+MAX_EXCERPTS = 20  # LOG-14: rejected quotes and left-out paths written per record, each
+EXCERPT_CHARS = 200  # ... each cut to this many characters
 _REMEMBERED_PASSES = 256  # fallbacks the daemon recorded itself, so the shim's incident is not written twice
 _WORLD_COUNTS = ("commandsRun", "commandsFailed", "dirtyCount", "durationMs")
 
@@ -75,6 +87,32 @@ def _over(items: object, cap: int) -> int:
     return max(0, len(items) - cap) if isinstance(items, list) else 0
 
 
+def _left_out_paths(state: Mapping[str, Any]) -> list[str]:
+    """The paths the summary's file blocks did not list (over the cap, or refused); the details keep them."""
+    left: list[str] = []
+    for key in ("readFiles", "modifiedFiles"):
+        files = state.get(key)
+        if isinstance(files, list):
+            left += paths_left_out([str(f) for f in files])
+    return left
+
+
+def excerpt_fields(diagnostics: PassDiagnostics, state: object) -> dict[str, object]:
+    """LOG-14's ``excerpts``: the rule words verification refused (QUOTE-17) and the paths the summary left
+    out, each cleaned to one line and cut, at most :data:`MAX_EXCERPTS` of each. Pieces of the user's
+    messages and of tool calls: written only when the session set ``PI_COMPACT_STATE_DEBUG_EXCERPTS=1``."""
+    quotes = [
+        {"msg": token_field(msg), "words": sanitize_line(words, EXCERPT_CHARS)}
+        for msg, words in diagnostics.rejected_quotes[:MAX_EXCERPTS]
+    ]
+    paths = _left_out_paths(state) if isinstance(state, Mapping) else []
+    return {
+        "rejectedQuotes": quotes,
+        "prunedPaths": [sanitize_line(path, EXCERPT_CHARS) for path in paths[:MAX_EXCERPTS]],
+        "prunedPathCount": len(paths),
+    }
+
+
 def cap_fit(state: object) -> dict[str, object]:
     """LOG-18: did the rendered summary show every item, or how many did its caps leave to the details."""
     if not isinstance(state, Mapping):
@@ -86,9 +124,7 @@ def cap_fit(state: object) -> dict[str, object]:
         [e for e in errors if isinstance(e, Mapping) and e.get("open")] if isinstance(errors, list) else []
     )
     cut += _over(open_errors, MAX_OPEN_ERRORS)
-    for key in ("readFiles", "modifiedFiles"):
-        files = state.get(key)
-        cut += _over(sorted({str(f) for f in files}), MAX_FILES) if isinstance(files, list) else 0
+    cut += len(_left_out_paths(state))
     world = state.get("world")
     if isinstance(world, Mapping):
         dirty, listed = _int(world.get("dirtyCount")) or 0, world.get("dirty")
@@ -96,73 +132,47 @@ def cap_fit(state: object) -> dict[str, object]:
     return {"fit": cut == 0, "cut": cut}
 
 
-def _narrative(
-    span_record: Mapping[str, Any], line: Mapping[str, Any], diagnostics: PassDiagnostics | None
-) -> dict[str, object]:
-    """LOG-17's narrative block: how the span closed and what the model calls cost, as counts (FAIL-17).
-
-    The pass reports its own numbers in ``diagnostics``; a pass that sent none (a test seam, an older pass)
-    is described from its span record and line.
-    """
-    if diagnostics is not None and diagnostics.narrative:
-        shaped = dict(diagnostics.narrative)
-        reasoning = shaped.get("reasoning")  # the level asked, from pi's thinkingLevelMap: client text
-        shaped["reasoning"] = token_field(reasoning) if isinstance(reasoning, str) else reasoning
-        return shaped
-    narrative = span_record.get("narrative")
-    closed_as = span_record.get("closedAs")
-    return {
-        "kind": closed_as if isinstance(closed_as, str) else None,
-        "reason": span_record.get("reason") if isinstance(span_record.get("reason"), str) else None,
-        "calls": _int(line.get("calls")) or 0,
-        "accepted": 1 if isinstance(narrative, str) and narrative else 0,
-        "dropped": 0,
-        "usage": {"tokens": _int(line.get("tokens")) or 0},
-        "timings": {},
-        "reasoning": None,
-    }
+def _narrative(diagnostics: PassDiagnostics) -> dict[str, object]:
+    """LOG-17's narrative block: how the span closed and what the model calls cost, as counts (FAIL-17)."""
+    shaped = dict(diagnostics.narrative)
+    reasoning = shaped.get("reasoning")  # the level asked, from pi's thinkingLevelMap: client text
+    shaped["reasoning"] = token_field(reasoning) if isinstance(reasoning, str) else reasoning
+    return shaped
 
 
-def _route(params: CompactParams, diagnostics: PassDiagnostics | None) -> dict[str, object]:
+def _route(diagnostics: PassDiagnostics) -> dict[str, object]:
     """LOG-17's route block: the configured summarizer spec, the model used and why the route was not; the
     specs are model ids a client named, so they are written in their real shape (issue 12, item 8)."""
-    if diagnostics is not None:
-        route = diagnostics.route
-        return {
-            "configured": model_spec_field(route.configured),
-            "used": model_spec_field(route.used),
-            "why": route.why,
-        }
-    model = params.session.model
+    route = diagnostics.route
     return {
-        "configured": None,
-        "used": model_spec_field(model.spec) if model is not None else None,
-        "why": None,
+        "configured": model_spec_field(route.configured),
+        "used": model_spec_field(route.used),
+        "why": route.why,
     }
 
 
 def compaction_fields(params: CompactParams, result: CompactResult, duration_ms: int) -> dict[str, object]:
     """LOG-17/LOG-18 fields of a pass that produced a compaction."""
     assert result.compaction is not None
-    after = result.after
-    span_record: Mapping[str, Any] = after.spanRecord if after is not None else {}
-    line: Mapping[str, Any] = after.line if after is not None else {}
+    span_record: Mapping[str, Any] = result.after.spanRecord if result.after is not None else {}
     state = result.compaction.details.get("state")
-    carried = state.get("carried") if isinstance(state, Mapping) else None
-    return {
+    fields: dict[str, object] = {
         "passId": result.passId,
         "span": result.span,
         "tokensBefore": params.preparation.tokensBefore,
         "summaryChars": len(result.compaction.summary),
-        "narrative": _narrative(span_record, line, result.diagnostics),
-        "route": _route(params, result.diagnostics),
+        "narrative": _narrative(result.diagnostics),
+        "route": _route(result.diagnostics),
         "capFit": cap_fit(state),
         "world": world_fields(span_record.get("world")),
-        "carried": len(carried) if isinstance(carried, list) else 0,
+        "carried": result.diagnostics.carried,
         # where the branch came from (session file or inline, and why the file was refused) and what it cost
-        "branch": dict(result.diagnostics.branch) if result.diagnostics is not None else {},
+        "branch": dict(result.diagnostics.branch),
         "durationMs": duration_ms,
     }
+    if params.session.env.PI_COMPACT_STATE_DEBUG_EXCERPTS == "1":  # LOG-14; build_record checks it again
+        fields["excerpts"] = excerpt_fields(result.diagnostics, state)
+    return fields
 
 
 class Recorder:
@@ -176,18 +186,22 @@ class Recorder:
         write_record(session, event, fields)
 
     def hello(self, params: HelloParams) -> None:
-        """LOG-16, written in stand-down sessions too (LOG-24)."""
+        """LOG-16, written in stand-down sessions too (LOG-24).
+
+        CONFIG-3: a ``PI_COMPACTOR`` value that names neither Longhaul nor pi is the user's own text, so only
+        its length is written (``compactorValueChars``), enough to tell a typo from an empty value.
+        """
         version = params.session.piVersion
-        self._write(
-            params.session,
-            "extension-loaded",
-            {
-                "reason": reason_field(params.reason),
-                "piVersion": token_field(version),
-                "piVersionVerified": pi_version_verified(version),
-                "compactor": choose_compactor(params.session.env.PI_COMPACTOR),
-            },
-        )
+        value = params.session.env.PI_COMPACTOR
+        fields: dict[str, object] = {
+            "reason": reason_field(params.reason),
+            "piVersion": token_field(version),
+            "piVersionVerified": pi_version_verified(version),
+            "compactor": choose_compactor(value),
+        }
+        if value is not None and not names_a_compactor(value):
+            fields["compactorValueChars"] = len(value)
+        self._write(params.session, "extension-loaded", fields)
 
     def pass_finished(self, params: CompactParams, result: CompactResult, duration_ms: int) -> None:
         """LOG-17 for a compaction; a fallback the pass itself returned becomes a ``fallback`` record."""
@@ -196,13 +210,20 @@ class Recorder:
         if result.compaction is not None:
             self._write(params.session, "compaction", compaction_fields(params, result, duration_ms))
         elif result.fallback is not None:
-            self.pass_fallback(params, result.passId, result.fallback, None)
+            self.pass_fallback(params, result.passId, result.fallback, None, span=result.span or None)
 
     def pass_fallback(
-        self, params: CompactParams, pass_id: str, reason: str, exc: BaseException | None
+        self,
+        params: CompactParams,
+        pass_id: str,
+        reason: str,
+        exc: BaseException | None,
+        *,
+        span: int | None = None,
     ) -> None:
-        """LOG-23/FAIL-13: the daemon answered with a fallback (timeout, pass error)."""
-        fields: dict[str, object] = {"reason": reason, "passId": pass_id, "span": None}
+        """LOG-23/FAIL-13: the daemon answered with a fallback (timeout, pass error); ``span`` is the number
+        the pass would have had (PASS-16), None when it fell back before its Fold."""
+        fields: dict[str, object] = {"reason": reason, "passId": pass_id, "span": span}
         fields.update(error_fields(exc) if exc is not None else {"errorClass": None, "error": None})
         self._recorded_fallbacks.append(pass_id)
         self._write(params.session, "fallback", fields)

@@ -28,7 +28,7 @@ from longhaul_daemon.tools.remember import remember
 from longhaul_daemon.tools.strip import WindowMemory, plan_strip
 
 if TYPE_CHECKING:
-    from longhaul_daemon.rpc.methods import Services
+    from longhaul_daemon.rpc.services import Services
 
 __all__ = ["STRIP_RECORD", "build_tool_methods"]
 

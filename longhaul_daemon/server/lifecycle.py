@@ -129,7 +129,10 @@ async def run_daemon(
             if interval is not None:
                 root.start_soon(_ping_watchdog, interval)
             root.start_soon(_load_the_pass)
-            await _serve_until_stopped(opened, services, options, stop_event, task_status)
+            try:
+                await _serve_until_stopped(opened, services, options, stop_event, task_status)
+            finally:
+                services.warmer.stop()  # a file being indexed finishes on its own; nothing waits for it
             root.cancel_scope.cancel()
     finally:
         opened.release()

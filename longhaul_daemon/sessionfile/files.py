@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
+
 from longhaul_daemon.errors import SessionFileRefused
 from longhaul_daemon.sessionfile.index import Row, SessionIndex
 from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
@@ -30,16 +32,20 @@ from longhaul_daemon.transcript.messages import unseen_start_at
 
 __all__ = [
     "MAX_CACHED_SESSIONS",
+    "MAX_WAITING_WARMS",
     "SESSION_VERSION",
     "UNSEEN_BYTES",
     "BranchRead",
     "SessionFileRefused",
     "SessionFiles",
+    "SessionWarmer",
 ]
 
 MAX_CACHED_SESSIONS = 32  # indexes kept; the least recently used one is dropped past this
+MAX_WAITING_WARMS = 64  # session files waiting to be indexed after their hello; more are not queued
 UNSEEN_BYTES = 8 * 1024 * 1024  # of a stretch no pass saw, the newest this many bytes are read whole
 SESSION_VERSION = 3  # the header version pi 0.73.1 writes (older files are migrated by pi when opened)
+_log = structlog.get_logger("longhaul.sessionfile")
 _NOT_PIS = frozenset({"not-a-session", "other-session", "unknown-version"})
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
@@ -112,6 +118,29 @@ class SessionFiles:
     def forget(self, path: str) -> None:
         with self._lock:
             self._indexes.pop(path, None)
+
+    def warm(self, path: str, *, session_id: str) -> bool:
+        """Index ``path`` ahead of the session's first pass, with the checks a pass makes; True when it
+        holds an index of that session's file afterwards. Never raises: a refused file is simply not kept,
+        and the pass that comes later meets the refusal itself."""
+        try:
+            fd, info = _open_checked(path)
+        except SessionFileRefused:
+            return False
+        try:
+            index = self._index_for(path)
+            with index.lock:
+                index.refresh(fd, (info.st_dev, info.st_ino), info.st_size)
+                header = index.header
+            if header is None or header.get("id") != session_id or header.get("version") != SESSION_VERSION:
+                self.forget(path)
+                return False
+            return True
+        except OSError:
+            self.forget(path)
+            return False
+        finally:
+            os.close(fd)
 
     def read_branch(
         self, path: str, *, session_id: str, leaf_id: str, span_ids: Sequence[str] = (), whole: bool = True
@@ -225,3 +254,64 @@ def _whole_from(path_rows: list[Row], span_ids: Sequence[str]) -> tuple[int, boo
             budget -= row.length
         at -= 1
     return start, False
+
+
+class SessionWarmer:
+    """Indexes session files after their ``hello``, one at a time on a thread of its own, so a session's
+    first pass after the daemon started finds its index warm instead of reading the whole file.
+
+    pi sends ``hello`` when a session starts or is resumed, long before its first compaction. A file already
+    queued is not queued twice, and past :data:`MAX_WAITING_WARMS` waiting ones a request is dropped (that
+    pass will read the file itself, as it would have anyway).
+    """
+
+    def __init__(self, files: SessionFiles) -> None:
+        self._files = files
+        self._cond = threading.Condition()
+        self._waiting: OrderedDict[str, str] = OrderedDict()  # path -> session id
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self._busy = False
+        self.warmed = 0  # files indexed (for status and tests)
+
+    def submit(self, path: str, session_id: str) -> bool:
+        """Queue ``path``; False when it was not queued (stopped, already waiting, or the queue is full)."""
+        with self._cond:
+            if self._stopped or path in self._waiting or len(self._waiting) >= MAX_WAITING_WARMS:
+                return False
+            self._waiting[path] = session_id
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="longhaul-warm", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+            return True
+
+    def stop(self) -> None:
+        """No more warming; a file being indexed finishes, the waiting ones are dropped."""
+        with self._cond:
+            self._stopped = True
+            self._waiting.clear()
+            self._cond.notify()
+
+    def idle(self, timeout: float) -> bool:
+        """Wait until nothing is waiting or being indexed; False on timeout (tests and benchmarks)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._waiting and not self._busy, timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._waiting or self._stopped)
+                if self._stopped:
+                    return
+                path, session_id = self._waiting.popitem(last=False)
+                self._busy = True
+            try:
+                if self._files.warm(path, session_id=session_id):
+                    self.warmed += 1
+            except Exception as exc:  # a bug here must not end warming for every later session
+                _log.error("session_warm_failed", error_class=type(exc).__name__)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()

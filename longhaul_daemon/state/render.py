@@ -49,6 +49,7 @@ __all__ = [
     "inert",
     "inert_lines",
     "neutral",
+    "paths_left_out",
     "render_summary",
     "world_lines",
 ]
@@ -323,17 +324,30 @@ def _listable(path: str) -> bool:
     return "<" not in path and ">" not in path and neutral(path) == path
 
 
-def _file_block(tag: str, paths: Sequence[str]) -> list[str]:
-    """A pi-style ``<read-files>`` / ``<modified-files>`` block, sorted, one sanitized path a line."""
+def _file_split(paths: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """A file block's paths, sanitized and sorted: those shown, those past :data:`MAX_FILES`, and those the
+    rendering rule refuses to list."""
     clean = sorted({p for p in (sanitize(path) for path in paths) if p})
     listable = [p for p in clean if _listable(p)]
-    refused = len(clean) - len(listable)
-    if not clean:
+    refused = [p for p in clean if not _listable(p)]
+    return listable[:MAX_FILES], listable[MAX_FILES:], refused
+
+
+def paths_left_out(paths: Sequence[str]) -> list[str]:
+    """The paths a file block does not list (over the cap, or refused), which only the details keep."""
+    _, more, refused = _file_split(paths)
+    return more + refused
+
+
+def _file_block(tag: str, paths: Sequence[str]) -> list[str]:
+    """A pi-style ``<read-files>`` / ``<modified-files>`` block, sorted, one sanitized path a line."""
+    shown, more, refused_paths = _file_split(paths)
+    refused = len(refused_paths)
+    if not shown and not more and not refused:
         return []
-    shown = listable[:MAX_FILES]
     notes: list[str] = []
-    if len(listable) > len(shown):
-        notes.append(f"({len(listable) - len(shown)} more in the compaction details.)")
+    if more:
+        notes.append(f"({len(more)} more in the compaction details.)")
     if refused:
         notes.append(
             f"({refused} {'path' if refused == 1 else 'paths'} with < or > or a Markdown-like start"

@@ -242,6 +242,25 @@ def test_diff_16_over_bound_is_a_defect_then_cut_after_the_retry() -> None:
     assert dropped == {"decisions": 2, "cut-text": 1, "words": 1, "values": 1}  # the value goes whole
 
 
+def test_issue_11_text_that_says_nothing_is_never_kept() -> None:
+    """A schema-constrained small model writes "..." into every string it must fill: such decisions and dead
+    ends go, prose and ``why`` become absent, and rule words count as not given; each is counted."""
+    filler = answer(
+        labels=[{"msg": "u3", "label": "rule", "words": "..."}, *answer()["labels"][1:]],
+        decisions=[{"text": "...", "why": "no server"}, {"text": "use sqlite", "why": " - "}],
+        deadEnds=[{"text": "…"}],
+        narrative="...",
+        now="—",
+        objective="ship it",
+    )
+    final, dropped = cut_to_bounds(parse(filler))
+    assert final.labels[0].words is None
+    assert final.decisions == (Decision(text="use sqlite", why=None, evidence=()),)
+    assert final.deadEnds == ()
+    assert (final.narrative, final.now, final.objective) == (None, None, "ship it")
+    assert dropped == {"empty-text": 6}
+
+
 def test_diff_6_bounded_models_refuse_over_bound_content() -> None:
     with pytest.raises(ValidationError):
         Decision(text="x" * 301)

@@ -142,11 +142,20 @@ async def test_fail7_cut_off_reply_is_retried_once_with_a_raised_budget() -> Non
 
 
 async def test_fail7_no_raised_retry_when_the_budget_is_already_max_tokens() -> None:
-    model = ScriptedModel(('{"labels": [', "length"), ('{"labels": [', "length"), max_tokens=2000)
+    """FAIL-7, FAIL-8 (our choice): at ``maxTokens`` a cut answer gets neither a raised budget nor a format
+    retry, which would be cut at the same limit again."""
+    model = ScriptedModel(('{"labels": [', "length"), max_tokens=2000)
     result = await run(SPAN, model)
-    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000), ("retry", 2000)]  # FAIL-8
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000)]
     assert result.closed_as == "narrative-less"
     assert result.reason == "unparsable-answer"
+
+
+async def test_fail8_a_complete_answer_with_defects_still_gets_its_format_retry_at_max_tokens() -> None:
+    model = ScriptedModel(answer({"u1": "rule"}), answer({"u1": "rule", "u2": "not a rule"}), max_tokens=2000)
+    result = await run(SPAN, model)
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000), ("retry", 2000)]
+    assert result.closed_as == "whole"
 
 
 def test_fail7_ex13_raised_budgets() -> None:
@@ -190,6 +199,11 @@ async def test_lift10_a_question_round_follows_a_settled_answer() -> None:
         "u17 is labeled `rule` and may replace the rule u2 gave (Indent with tabs.)"
         in model.calls[1].last_user
     )
+    # the round sends the asked message whole, not the chunk's state and conversation again
+    [sent] = model.calls[1].messages
+    assert "Switch to two-space indentation instead of tabs from now on." in sent.text
+    assert "The span's conversation" not in sent.text and "The state so far" not in sent.text
+    assert len(sent.text) < len(model.calls[0].messages[0].text)
     label = result.chunks[0].labels[0]
     assert label.rule is not None and [lift.target for lift in label.lifts] in (["R2"], ["u2"])
 

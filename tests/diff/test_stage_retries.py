@@ -77,9 +77,12 @@ async def test_a_route_that_failed_before_gets_one_retry_a_chunk_not_two() -> No
     result = await run(SPAN, model)
     assert [c.kind for c in model.calls] == ["first", "raised-budget"]
     assert result.reason == "unparsable-answer"
-    fresh = ScriptedModel(cut, ('{"labels": [', "length"), GOOD)
+    fresh = ScriptedModel(cut, answer({"u1": "rule"}), GOOD)  # the raised reply is whole but misses u2
     assert (await run(SPAN, fresh)).closed_as == "whole"
-    assert [c.kind for c in fresh.calls] == ["first", "raised-budget", "retry"]
+    assert [c.kind for c in fresh.calls] == ["first", "raised-budget", "retry"]  # FAIL-8: one of each
+    still_cut = ScriptedModel(cut, ('{"labels": [', "length"))
+    assert (await run(SPAN, still_cut)).reason == "unparsable-answer"
+    assert [c.kind for c in still_cut.calls] == ["first", "raised-budget"]  # cut again: no note at the limit
 
 
 async def test_a_route_that_failed_before_still_gets_one_format_retry() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
+from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import CompactParams, CompactResult
 from longhaul_daemon.rpc.methods import Services, build_methods
 from longhaul_daemon.rpc.recording import cap_fit
@@ -173,7 +174,7 @@ async def test_log24_stand_down_writes_loaded_compacted_failed_and_never_compact
     events = [r["event"] for r in records(agent)]
     assert events == ["extension-loaded", "compacted", "compact-failed"]
     loaded, compacted, failed = records(agent)
-    assert loaded["compactor"] == "pi"
+    assert loaded["compactor"] == "pi" and "compactorValueChars" not in loaded  # a named choice, CONFIG-2
     assert {k: compacted[k] for k in ("fromExtension", "reason", "span", "summaryChars", "tokensBefore")} == {
         "fromExtension": False,
         "reason": None,
@@ -182,6 +183,33 @@ async def test_log24_stand_down_writes_loaded_compacted_failed_and_never_compact
         "tokensBefore": 900,
     }
     assert (failed["reason"], failed["span"]) == ("aborted", None)
+
+
+@pytest.mark.anyio
+async def test_config3_another_compactor_stands_down_and_only_the_value_length_is_logged(
+    agent: Path, project: Path
+) -> None:
+    """CONFIG-3, LOG-5: a value naming another compactor is the user's text; the record keeps its length."""
+    value = "my-own-compactor\u202e"
+    services = Services(socket_path="/s")
+    facts = session(agent, project, PI_COMPACTOR=value)
+    await call(services, "hello", {"session": facts, "reason": "startup"})
+    outcome = await call(services, "compact", marked_params(agent, project, PI_COMPACTOR=value))
+    assert isinstance(outcome, RpcSuccess) and outcome.result["fallback"] == "stand-down"
+    (loaded,) = records(agent)
+    assert (loaded["event"], loaded["compactor"], loaded["compactorValueChars"]) == (
+        "extension-loaded",
+        "pi",
+        17,
+    )
+    raw = (agent / "logs" / "compaction-state.jsonl").read_text()
+    assert "my-own-compactor" not in raw
+    for named in ("", " State ", "PI"):
+        other = Services(socket_path="/s")
+        await call(
+            other, "hello", {"session": session(agent, project, PI_COMPACTOR=named), "reason": "reload"}
+        )
+        assert "compactorValueChars" not in records(agent)[-1]
 
 
 @pytest.mark.anyio
@@ -245,6 +273,36 @@ async def test_fail14_timeout_is_a_fallback_record(agent: Path, project: Path) -
     assert isinstance(outcome, RpcSuccess) and outcome.result["fallback"] == "timeout"
     (record,) = records(agent)
     assert (record["event"], record["reason"], record["errorClass"]) == ("fallback", "timeout", None)
+    assert record["span"] is None and outcome.result["span"] == 0  # PASS-16: cut off before its Fold
+
+
+@pytest.mark.anyio
+async def test_pass16_a_pass_cut_off_after_its_fold_falls_back_under_its_span_number(
+    agent: Path, project: Path
+) -> None:
+    """PASS-16: the Fold numbered the span 4; the timeout's record and reply carry 4, and so does the
+    pass-error's."""
+
+    async def folded_then_slow(
+        _params: CompactParams, *, progress: PassProgress, **_: object
+    ) -> CompactResult:
+        progress.span = 4
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def folded_then_crash(
+        _params: CompactParams, *, progress: PassProgress, **_: object
+    ) -> CompactResult:
+        progress.span = 4
+        raise KeyError("boom")
+
+    for run_pass, reason in ((folded_then_slow, "timeout"), (folded_then_crash, "pass-error")):
+        services = Services(socket_path="/s", run_pass=run_pass, pass_budget_s=0.01)
+        outcome = await call(services, "compact", marked_params(agent, project))
+        assert isinstance(outcome, RpcSuccess)
+        assert (outcome.result["fallback"], outcome.result["span"]) == (reason, 4)
+        record = records(agent)[-1]
+        assert (record["event"], record["reason"], record["span"]) == ("fallback", reason, 4)
 
 
 @pytest.mark.anyio

@@ -27,6 +27,7 @@ from longhaul_daemon.diff.chunks import ChunkPlan
 from longhaul_daemon.diff.planning import DiffInputs, plan_diff
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.passes import run as run_module
+from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.passes.run import diff_budget_s, run_pass
 from longhaul_daemon.protocol import (
     ModelCredentials,
@@ -111,12 +112,17 @@ async def test_fail10_fail11_a_failing_model_closes_narrative_less_then_the_next
     session.store(first, keep)
     session.user("Now add the header row.")
     server.script.append(answer_reply({"u1": "rule", "u2": "not a rule", "u3": "not a rule"}))
-    second = await run_pass(with_model(session.params(len(session.entries) - 1), server), pass_id="p2")
+    params = with_model(session.params(len(session.entries) - 1), server)
+    progress = PassProgress()
+    second = await run_pass(params, pass_id="p2", progress=progress)
     prompt = server.requests[-1].body["messages"][-1]["content"]
     assert "Never add new dependencies without asking me first." in prompt
     state = state_of(second)
     assert [(r.id, r.message, r.span) for r in state.rules] == [("R1", "u1", 2)]  # recorded one pass later
     assert state.carried == []
+    assert progress.span == second.span == 2  # PASS-16: known from the Fold on
+    assert compaction_fields(params, second, 5)["carried"] == 2  # LOG-18: u1 and u2 were offered again
+    assert compaction_fields(with_model(session.params(keep), server), first, 5)["carried"] == 0
 
 
 async def test_fail10_a_model_slower_than_the_budget_is_cancelled_and_the_span_closes_narrative_less(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -297,3 +298,60 @@ def test_the_cache_keeps_the_newest_sessions(tmp_path: Path) -> None:
         path = s.write(tmp_path / f"s{n}.jsonl", session_id=f"id{n}")
         files.read_branch(str(path), session_id=f"id{n}", leaf_id=s.entries[-1]["id"])
     assert len(files) == 2
+
+
+def test_issue10_a_file_warmed_after_hello_gives_a_warm_first_pass(tmp_path: Path) -> None:
+    """Issue 10: the first pass after the daemon started reads nothing more when the file was warmed."""
+    s = Session(tmp_path)
+    _work(s, 3, "w")
+    path = s.write(tmp_path / "s.jsonl")
+    files = SessionFiles()
+    warmer = files_module.SessionWarmer(files)
+    assert warmer.submit(str(path), "s1") and warmer.idle(30.0)
+    assert warmer.warmed == 1 and len(files) == 1
+    first = files.read_branch(str(path), session_id="s1", leaf_id=s.entries[-1]["id"], span_ids=_all(s))
+    assert not first.cold and first.read_bytes == 0
+    assert (
+        first.entries
+        == SessionFiles()
+        .read_branch(str(path), session_id="s1", leaf_id=s.entries[-1]["id"], span_ids=_all(s))
+        .entries
+    )
+    warmer.stop()
+    assert not warmer.submit(str(path), "s1")  # stopped: nothing more is queued
+
+
+def test_issue10_warming_keeps_no_index_of_a_file_a_pass_would_refuse(tmp_path: Path) -> None:
+    s = Session(tmp_path)
+    s.user("hello")
+    real = s.write(tmp_path / "s.jsonl")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("just some notes\n")
+    files = SessionFiles()
+    for path, session_id in ((link, "s1"), (notes, "s1"), (real, "s2"), (tmp_path / "none.jsonl", "s1")):
+        assert not files.warm(str(path), session_id=session_id)
+    assert len(files) == 0
+
+
+def test_issue10_the_warming_queue_is_bounded_and_holds_each_file_once(tmp_path: Path) -> None:
+    files = SessionFiles()
+    warmer = files_module.SessionWarmer(files)
+    blocked = threading.Event()
+    original = files.warm
+
+    def slow_warm(path: str, *, session_id: str) -> bool:
+        blocked.wait(30.0)
+        return original(path, session_id=session_id)
+
+    files.warm = slow_warm  # type: ignore[method-assign]  # hold the worker on its first file
+    assert warmer.submit(str(tmp_path / "first.jsonl"), "s")
+    queued = [
+        warmer.submit(str(tmp_path / f"{n}.jsonl"), "s") for n in range(files_module.MAX_WAITING_WARMS + 5)
+    ]
+    assert not warmer.submit(str(tmp_path / "0.jsonl"), "s")  # already waiting
+    blocked.set()
+    assert warmer.idle(30.0)
+    assert queued.count(True) <= files_module.MAX_WAITING_WARMS and queued[-1] is False
+    warmer.stop()

@@ -119,3 +119,33 @@ async def test_compact_without_any_branch_source_is_invalid_params(short_tmp: Pa
         with anyio.fail_after(WAIT_S):
             reply = await conn.call("compact", params)
     assert reply["error"]["code"] == -32602
+
+
+async def _until_warmed(conn: Any, count: int) -> None:
+    """Ask ``status`` until the daemon says ``count`` files were warmed (bounded by the caller)."""
+    for _ in range(10_000):
+        if (await conn.call("status", {}))["result"]["sessionFilesWarmed"] >= count:
+            return
+        await anyio.sleep(0.02)
+    raise AssertionError("the session file was never warmed")
+
+
+@pytest.mark.anyio
+async def test_issue10_hello_warms_the_session_file_so_the_first_pass_reads_nothing_more(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    """A session resumed after the daemon started: its ``hello`` has the file indexed before the first
+    ``compact``, which then reads no byte of it again (``cold`` false, ``readBytes`` 0)."""
+    session_file = _write(tmp_path / "s.jsonl", _entries())
+    (tmp_path / "agent").mkdir()
+    params = _params(tmp_path, session_file)
+    async with running_daemon(short_tmp / "d.sock") as handle, connect(handle.socket_path) as conn:
+        with anyio.fail_after(WAIT_S):
+            await conn.call("hello", {"session": params["session"], "reason": "resume"})
+            await _until_warmed(conn, 1)
+            reply = await conn.call("compact", params)
+            status = (await conn.call("status", {}))["result"]
+    result = CompactResult.model_validate(reply["result"])
+    assert result.compaction is not None
+    assert result.diagnostics.branch["cold"] is False and result.diagnostics.branch["readBytes"] == 0
+    assert (status["sessionFiles"], status["sessionFilesWarmed"]) == (1, 1)

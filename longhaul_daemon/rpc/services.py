@@ -1,0 +1,147 @@
+"""What the RPC methods share for the daemon's life: the :class:`Services` one daemon builds at start.
+
+Counters, the busy set, the record log, route health, the session-file indexes and their warmer, the shared
+HTTP client, and the pass itself as a seam the tests replace. The methods (:mod:`.methods` and
+:mod:`.tool_methods`) close over one instance; nothing here is a module global.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+
+from longhaul_daemon import __version__
+from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
+from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.models.http import HttpClient
+from longhaul_daemon.models.limits import ProviderLimits
+from longhaul_daemon.models.structured import StructuredMemory
+from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
+from longhaul_daemon.protocol import (
+    PROTOCOL_VERSION,
+    CompactParams,
+    CompactResult,
+    PassCounts,
+    SessionFacts,
+    StatusResult,
+)
+from longhaul_daemon.rpc.recording import Recorder
+from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles, SessionWarmer
+from longhaul_daemon.settings import load_settings
+from longhaul_daemon.settings_notices import ConfigWatch
+
+__all__ = ["RunPass", "Services"]
+
+_log = structlog.get_logger("longhaul.methods")
+
+RunPass = Callable[..., Awaitable[CompactResult]]
+"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress)``."""
+
+
+async def _default_run_pass(params: CompactParams, **context: Any) -> CompactResult:
+    """The real pass, imported on first use so the RPC layer loads even where the pass is absent or broken."""
+    from longhaul_daemon.passes.run import run_pass
+
+    return await run_pass(params, **context)
+
+
+@dataclass
+class Services:
+    """What the methods share for the daemon's life: identity, counters, the busy set, and the pass seam."""
+
+    socket_path: str
+    socket_activated: bool = False
+    pass_budget_s: float = DEFAULT_PASS_BUDGET_S
+    run_pass: RunPass = _default_run_pass
+    started_at: float = field(default_factory=time.monotonic)
+    pass_counts: PassCounts = field(default_factory=PassCounts)
+    busy_sessions: set[str] = field(default_factory=set)
+    sessions_seen: SeenSessions = field(default_factory=SeenSessions)  # bounded, holds digests only
+    passes_in_flight: int = 0
+    recorder: Recorder = field(default_factory=Recorder)  # the record log (LOG-16..LOG-24)
+    route_health: RouteHealthBook = field(default_factory=RouteHealthBook)  # model calls, for status
+    via_pi_apis: frozenset[str] = frozenset()  # apis whose calls go through the shim (serve --via-pi)
+    provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
+    structured_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing a schema
+    tools_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing tool calls
+    session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
+    warmer: SessionWarmer = field(init=False)  # indexes a session's file after its hello
+    http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
+    config_watch: ConfigWatch = field(default_factory=ConfigWatch)  # longhaul.json and route problems
+
+    def __post_init__(self) -> None:
+        self.warmer = SessionWarmer(self.session_files)
+
+    async def read_branch(
+        self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
+    ) -> BranchRead:
+        """The branch from pi's session file, read in a worker thread; raises ``SessionFileRefused``."""
+        path = session.sessionFile
+        if path is None:
+            raise SessionFileRefused("missing")
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: self.session_files.read_branch(
+                    path, session_id=session.sessionId, leaf_id=leaf_id, span_ids=span_ids, whole=whole
+                )
+            )
+        except SessionFileRefused as refused:
+            _log.info("session_file_refused", session_id=session.sessionId, reason=refused.reason)
+            raise
+
+    def model_access(self) -> ModelAccess:
+        """What a pass needs to call models; shared limits, health and client, so status sees every pass's
+        calls and no pass pays for a connection pool and SSL context of its own."""
+        return ModelAccess(
+            limits=self.provider_limits,
+            health=self.route_health,
+            structured=self.structured_memory,
+            tools_refused=self.tools_memory,
+            via_pi_apis=self.via_pi_apis,
+            client=self.http_client,
+        )
+
+    def apply_settings(self, params: CompactParams) -> list[str]:
+        """Read this pass's ``longhaul.json`` for its daemon-wide part, the per-provider concurrency, and
+        return its problems as ``source:code`` (CONFIG-9: never the file's path or content)."""
+        settings = load_settings(params.session.agentDir, params.session.cwd)
+        self.provider_limits.configure(dict(settings.concurrency))
+        return [f"{problem.source}:{problem.code}" for problem in settings.problems]
+
+    def status(self) -> StatusResult:
+        return StatusResult(
+            version=__version__,
+            protocolVersion=PROTOCOL_VERSION,
+            pid=os.getpid(),
+            uptimeS=round(time.monotonic() - self.started_at, 3),
+            socket=self.socket_path,
+            socketActivated=self.socket_activated,
+            passes=self.pass_counts.model_copy(),
+            inFlight=self.passes_in_flight,
+            sessionsSeen=len(self.sessions_seen),
+            sessionFiles=len(self.session_files),
+            sessionFilesWarmed=self.warmer.warmed,
+            routes=self.route_health.snapshot(),
+            logFiles=known_log_files(),
+            config=self.config_watch.status(),
+        )
+
+    def count_result(self, result: CompactResult) -> None:
+        """Count a finished pass by its close (whole, narrative-less, chunk missing, empty) or fallback."""
+        closed_as = result.after.spanRecord.get("closedAs") if result.after is not None else None
+        if result.fallback is not None or result.compaction is None:
+            self.pass_counts.fallback += 1
+        elif closed_as == "narrative-less":
+            self.pass_counts.narrativeLess += 1
+        elif closed_as == "chunk-missing":
+            self.pass_counts.chunkMissing += 1
+        elif closed_as == "empty":
+            self.pass_counts.empty += 1
+        else:
+            self.pass_counts.whole += 1
