@@ -69,6 +69,7 @@ __all__ = [
 ]
 
 RETRY_NOTE_MARKER = "Your previous answer had these problems"
+QUESTION_HEADER = "A few labels of your answer need one more look."  # opens the question call's questions
 _LABEL_LIST = re.compile(r"^Label exactly these messages: (.*)\.$", re.M)
 _HEADER = re.compile(r"^--- (u\d+) \((\d+) characters[^)\n]*\) [0-9a-f]+ ---$", re.M)
 _USER_BLOCK = re.compile(r"^\[User (u\d+)\]: ", re.M)
@@ -207,10 +208,8 @@ def parse_call(body: dict[str, Any], n: int) -> DiffCall:
     kind: CallKind = "first"
     if len(users) > 1 and RETRY_NOTE_MARKER in last_user:
         kind = "retry"
-    else:
-        listing = list(_LABEL_LIST.finditer(prompt))
-        if listing and prompt[listing[-1].end() :].strip():
-            kind = "question"  # the question block is sent merged after the prompt
+    elif QUESTION_HEADER in prompt:
+        kind = "question"  # the question call: the asked messages whole, then the questions
     asked_match = list(_LABEL_LIST.finditer(prompt))
     asked: tuple[str, ...] = ()
     if asked_match:
@@ -333,7 +332,8 @@ def answer(labels: Sequence[Lab] = (), **options: Any) -> Responder:
 def question_answers(call: DiffCall, *, accept: bool = True) -> dict[str, str]:
     """``u<n>`` -> the label a model gives to each question of a question call (LIFT-12): the first form the
     question offers when ``accept``, else the last one."""
-    block = call.last_user[call.prompt.rfind("Label exactly these messages:") :] if call.prompt else ""
+    at = call.last_user.find(QUESTION_HEADER)
+    block = call.last_user[at:] if at >= 0 else ""
     chosen: dict[str, str] = {}
     for line in block.splitlines():
         match = _QUESTION.match(line)
