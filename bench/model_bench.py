@@ -1,13 +1,15 @@
 """Longhaul and pi's own compaction side by side, through real pi and a real small model.
 
 ``python bench/model_bench.py`` (``make bench-model`` runs it) generates a few coding sessions, plays each
-through real pi 0.73.1 (``pi --mode rpc`` with the shim loaded) twice, once with Longhaul compacting and once
-with pi's own compaction (``PI_COMPACTOR=pi``), and prints one Markdown table row per compaction:
+through real pi 0.73.1 (``pi --mode rpc`` with the shim loaded) three times: Longhaul with the Diff
+(``longhaul``), Longhaul in turns mode (``turns``, ``"narrativeMode": "turns"`` in ``longhaul.json``) and
+pi's own compaction (``pi``, ``PI_COMPACTOR=pi``); ``--compactors`` picks. It prints one Markdown table row
+per compaction:
 
 - wall time of the RPC ``compact`` call;
 - the model calls made meanwhile and their input and output tokens, from the model server's request log;
-- how the pass closed: the daemon's ``compaction`` record (``narrative.kind`` and ``reason``), or pi's
-  summary;
+- how the pass closed: the daemon's ``compaction`` record (``narrative.kind`` and ``reason``; in turns
+  mode ``closedAs`` and how each section ended), or pi's summary;
 - which of the user's standing rules in force still show their words in the summary, and, for Longhaul,
   how many rules in ``details.state.rules`` are not a verbatim part of a user message (invented).
 
@@ -43,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # realmodel/ and the e2e helpers (tests/e2e/)
 
 from e2e.daemon_proc import Daemon  # noqa: E402
+from e2e.diff_script import write_longhaul_settings  # noqa: E402
 from e2e.pi_driver import PiRpc  # noqa: E402
 from e2e.real_model import Call, RealModelServer, installed  # noqa: E402
 from e2e.sandbox import Sandbox, build_sandbox  # noqa: E402
@@ -50,7 +53,7 @@ from e2e.session_log import compactions, is_longhaul, read_entries  # noqa: E402
 
 from realmodel.pi_agent import write_agent_config  # noqa: E402
 
-Compactor = Literal["longhaul", "pi"]
+Compactor = Literal["longhaul", "turns", "pi"]  # longhaul: the Diff; turns: narrativeMode "turns"
 KEEP_RECENT_TOKENS = 300  # the `cat ci-N.log` ending each stretch (about 600 tokens) is what pi keeps
 PROMPT_TIMEOUT_S = 600.0
 BASH_TIMEOUT_S = 60.0
@@ -289,6 +292,10 @@ def _closed(sandbox: Sandbox, entry: dict[str, Any], compactor: Compactor, nth: 
     passes = [r for r in _records(sandbox) if r.get("event") == "compaction"]
     narrative = (passes[nth - 1].get("narrative") or {}) if len(passes) >= nth else {}
     kind, reason = narrative.get("kind", "?"), narrative.get("reason")
+    if kind == "turns":  # TURNS-3: how the span closed, and each section's end
+        sections = narrative.get("sections") or {}
+        ended = ", ".join(f"{name} {status}" for name, status in sections.items())
+        kind = f"{narrative.get('closedAs', '?')} [{ended}]"
     return f"{kind} ({reason})" if reason else str(kind)
 
 
@@ -311,6 +318,8 @@ def play(session: Session, compactor: Compactor, server: RealModelServer, *, kee
         path.write_text(text)
     if compactor == "pi":
         sandbox.extra_pi_env["PI_COMPACTOR"] = "pi"
+    elif compactor == "turns":
+        write_longhaul_settings(sandbox, narrativeMode="turns")
     daemon = Daemon(sandbox.socket_path, sandbox.root)
     daemon.start(sandbox.daemon_env())
     pi = PiRpc(sandbox)
@@ -344,7 +353,7 @@ def play(session: Session, compactor: Compactor, server: RealModelServer, *, kee
                     output_tokens=sum(c.completion_tokens for c in made),
                     closed=_closed(sandbox, entry, compactor, nth),
                     rules=rules,
-                    invented=_invented(entry, session.user_messages()) if compactor == "longhaul" else None,
+                    invented=_invented(entry, session.user_messages()) if compactor != "pi" else None,
                     summary_chars=len(summary),
                 )
             )
@@ -384,9 +393,9 @@ def table(rows: list[Row]) -> list[str]:
     return lines
 
 
-def targets(rows: list[Row]) -> list[str]:
-    """The issue's targets, each met or not, with the numbers behind it."""
-    ours = [r for r in rows if r.compactor == "longhaul"]
+def targets(rows: list[Row], mode: Compactor = "longhaul") -> list[str]:
+    """The issue's targets for one of Longhaul's modes against pi, each met or not, with the numbers."""
+    ours = [r for r in rows if r.compactor == mode]
     theirs = {(r.session, r.nth): r for r in rows if r.compactor == "pi"}
     pairs = [(r, theirs[(r.session, r.nth)]) for r in ours if (r.session, r.nth) in theirs]
 
@@ -433,7 +442,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="model server threads (1 suits a busy box)")
     parser.add_argument("--doc", type=Path, help="also write the table into this file, between its markers")
     parser.add_argument("--keep", action="store_true", help="keep the sandboxes and the server's request log")
+    parser.add_argument(
+        "--compactors",
+        default="longhaul,turns,pi",
+        type=lambda text: [c for c in text.split(",") if c],
+        help="which to run, in order (default longhaul,turns,pi: the Diff, turns mode, pi's own)",
+    )
     args = parser.parse_args()
+    unknown = [c for c in args.compactors if c not in ("longhaul", "turns", "pi")]
+    if unknown or not args.compactors:
+        parser.error(f"--compactors takes longhaul, turns and pi, comma-separated (got {unknown or 'none'})")
     chosen = [s for s in sessions(args.seed) if not args.only or s.name in args.only]
     work = Path(tempfile.mkdtemp(prefix="lh-model-bench-"))
     model = installed()
@@ -443,7 +461,7 @@ def main() -> None:
         with RealModelServer(model, work, threads=args.threads) as server:
             sys.stderr.write(f"model server {server.base_url}, request log {server.log}\n")
             for session in chosen:
-                for compactor in ("longhaul", "pi"):
+                for compactor in args.compactors:
                     rows.extend(play(session, compactor, server, keep=args.keep))
     finally:
         if not args.keep:
@@ -456,8 +474,16 @@ def main() -> None:
     block = [
         *table(rows),
         "",
-        "Targets (Longhaul against pi's own compaction, same sessions):",
-        *targets(rows),
+        *(
+            line
+            for mode in ("longhaul", "turns")
+            if mode in args.compactors and "pi" in args.compactors
+            for line in (
+                f"Targets ({'the Diff' if mode == 'longhaul' else 'turns mode'} against pi's own compaction, "
+                "same sessions):",
+                *targets(rows, mode),
+            )
+        ),
         "",
         "Rules and the words checked: " + "; ".join(f"{name}: {words}" for name, words in rules.items()),
         f"Run: seed {args.seed}, model threads {args.threads}, {minutes:.0f} min in all.",

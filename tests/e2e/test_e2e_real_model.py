@@ -38,6 +38,7 @@ from longhaul_daemon.state.render import CARRIED_TITLE
 from realmodel.pi_agent import write_agent_config
 
 from .daemon_proc import Daemon
+from .diff_script import write_longhaul_settings
 from .pi_driver import Event, PiRpc
 from .real_model import Call, Installed, RealModelError, RealModelServer, installed
 from .sandbox import Sandbox, build_sandbox
@@ -176,9 +177,16 @@ def compact(
     return passes[-1], made
 
 
+@pytest.mark.parametrize("mode", ["diff", "turns"])
 def test_real_model_session_keeps_the_rule(
-    server: RealModelServer, box: Sandbox, record_property: Any
+    server: RealModelServer, box: Sandbox, record_property: Any, mode: str
 ) -> None:
+    """The Diff and turns mode (TURNS-1, TURNS-3, TURNS-14, TURNS-15, FAIL-12) on the same session: each pass
+    is Longhaul's, closes by the rules whatever the model says, invents no rule and keeps the rule's words.
+    In turns mode every call of the conversation offers the ``show`` tool (TURNS-7), which this model never
+    calls, and the record names each section's end."""
+    if mode == "turns":
+        write_longhaul_settings(box, narrativeMode="turns")
     first_call = len(server.calls())
     daemon = Daemon(box.socket_path, box.root)
     daemon.start(box.daemon_env())
@@ -202,6 +210,14 @@ def test_real_model_session_keeps_the_rule(
             found = expect_longhaul(pi.session_file(), nth, span=nth)
             narrative = record.get("narrative") or {}
             kind, reason = narrative.get("kind"), narrative.get("reason")
+            if mode == "turns":
+                assert kind == "turns", f"pass {nth} did not run turns mode: {narrative}"  # TURNS-3
+                kind = narrative.get("closedAs")
+                sections = narrative.get("sections") or {}
+                record_property(f"compaction_{nth}_sections", sections)
+                turn_calls = [c for c in made if c.kind == "other"]
+                offered = [[t["function"]["name"] for t in c.request.get("tools") or []] for c in turn_calls]
+                assert all(names == ["show"] for names in offered), offered  # TURNS-7: show on every turn
             closes.append(f"{kind}" + (f" ({reason})" if reason else ""))
             record_property(f"compaction_{nth}", f"Longhaul's, closed {closes[-1]}")
 
@@ -239,7 +255,7 @@ def test_real_model_session_keeps_the_rule(
                 )
 
         structured = [c for c in server.calls()[first_call:] if c.kind == "other" and c.response_format]
-        if structured:
+        if structured and mode == "diff":
             assert "whole" in [c.split(" ")[0] for c in closes], (
                 f"the daemon sent response_format ({structured[0].response_format}) yet no pass closed "
                 f"whole: {closes}"
