@@ -50,6 +50,14 @@ def _resume(sandbox: Sandbox, path: Path, *extra: str) -> PiRpc:
     return PiRpc(sandbox, extra_args=("--session", str(path), *extra))
 
 
+def _wait_warmed(daemon: Daemon, at_least: int, timeout: float = 120.0) -> None:
+    """Wait until the daemon has indexed ``at_least`` session files ahead of a pass (hello's warming, #10)."""
+    deadline = time.monotonic() + timeout
+    while int(daemon.status()["sessionFilesWarmed"]) < at_least:
+        assert time.monotonic() < deadline, f"hello did not warm the session file: {daemon.status()}"
+        time.sleep(0.1)
+
+
 def _compact(pi: PiRpc) -> None:
     response = pi.compact(timeout=COMPACT_TIMEOUT_S)
     assert response.get("success") is True, f"RPC compact failed: {response}\n{pi.diagnostics()}"
@@ -58,12 +66,14 @@ def _compact(pi: PiRpc) -> None:
 def test_a_generated_25_mb_session_compacts_as_longhauls_with_default_settings(
     sandbox: Sandbox, daemon: Daemon
 ) -> None:
-    """One span of ~2,000 tool calls: the request names the file, so no frame limit sends it to pi (#10)."""
+    """One span of ~2,000 tool calls: the request names the file, so no frame limit sends it to pi (#10).
+    pi's hello on resume has the daemon index the file, so the pass reads only what came after."""
     info = write_session(
         _session_path(sandbox, "long.jsonl"), total_bytes=25_000_000, cwd=str(sandbox.project)
     )
     assert info.bytes > 24_000_000
     with _resume(sandbox, info.path) as pi:
+        _wait_warmed(daemon, 1)
         _compact(pi)
         found = expect_longhaul(info.path, 1, span=1)
         assert pi.extension_errors() == [], pi.diagnostics()
@@ -72,7 +82,7 @@ def test_a_generated_25_mb_session_compacts_as_longhauls_with_default_settings(
     assert len(found.span_record["data"]["commands"]) >= info.turns - 2
     assert len(found.state["commands"]) == MAX_STATE_COMMANDS
     (record,) = _records(sandbox, "compaction")
-    assert record["branch"]["source"] == "file" and record["branch"]["cold"] is True
+    assert record["branch"]["source"] == "file" and record["branch"]["cold"] is False  # warmed at hello
     assert _records(sandbox, "fallback") == []
 
 
@@ -208,7 +218,7 @@ def test_the_warm_index_gives_the_state_a_cold_read_gives_after_appends_branch_s
     model_server: ModelServer,
     tapped: tuple[SocketTap, Daemon],
 ) -> None:
-    tap, _ = tapped
+    tap, daemon = tapped
     extension = sandbox.root / "goto.mjs"
     extension.write_text(_GOTO_EXTENSION)
     with PiRpc(sandbox, extra_args=("-e", str(extension))) as pi:
@@ -237,27 +247,32 @@ def test_the_warm_index_gives_the_state_a_cold_read_gives_after_appends_branch_s
         texts = [c["text"] for c in state["commands"]]
         assert "echo new-branch" in texts and "echo abandoned-branch" not in texts
 
-        # A fork (here a clone of the whole branch) is another file: its first pass indexes it from the start.
+        # A fork (here a clone of the whole branch) is another file: pi's hello for it has the daemon index it
+        # from the start, and the pass reads what came after from that index.
+        warmed = int(daemon.status()["sessionFilesWarmed"])
         response = pi.request({"type": "clone"})
         assert response.get("success") is True, response
         forked = pi.session_file()
         assert forked != session_file
+        _wait_warmed(daemon, warmed + 1)
         agent_bash(pi, model_server, "echo in-fork")
         wrap_up(pi, "fork")
         _compact(pi)
-        assert _check_against_cold(sandbox, tap, forked, len(compactions(read_entries(forked))), 4) is True
+        assert _check_against_cold(sandbox, tap, forked, len(compactions(read_entries(forked))), 4) is False
 
     # pi rewrites a session file in place (a migration, a repair): same inode, other bytes.
     entries = read_entries(session_file)
     raw = session_file.read_text().splitlines()
     session_file.write_text("\n".join(json.dumps(json.loads(line), indent=None) for line in raw) + "\n")
+    warmed = int(daemon.status()["sessionFilesWarmed"])
     with PiRpc(sandbox, extra_args=("--session", str(session_file))) as pi:
+        _wait_warmed(daemon, warmed + 1)  # the resumed file is indexed again: same inode, other bytes
         agent_bash(pi, model_server, "echo after-rewrite")
         wrap_up(pi, "four")
         _compact(pi)
         nth = len(compactions(read_entries(session_file)))
         assert nth == len(compactions(entries)) + 1
-        assert _check_against_cold(sandbox, tap, session_file, nth, 4) is True  # the rewrite was noticed
+        assert _check_against_cold(sandbox, tap, session_file, nth, 4) is False  # the warmed index, rebuilt
 
 
 def _wait_leaf(pi: PiRpc, entry_id: str, timeout: float = 30.0) -> None:
