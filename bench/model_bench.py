@@ -299,6 +299,23 @@ def _closed(sandbox: Sandbox, entry: dict[str, Any], compactor: Compactor, nth: 
     return f"{kind} ({reason})" if reason else str(kind)
 
 
+def _counted_calls(sandbox: Sandbox, nth: int) -> int:
+    """The model calls pass ``nth``'s ``compaction`` record counts (0 when there is no such record)."""
+    passes = [r for r in _records(sandbox) if r.get("event") == "compaction"]
+    return int((passes[nth - 1].get("narrative") or {}).get("calls", 0)) if len(passes) >= nth else 0
+
+
+def _wait_for_log(server: RealModelServer, seen: int, counted: int, timeout: float = 30.0) -> None:
+    """Wait until the server has logged ``counted`` daemon calls after the first ``seen``: a call whose
+    stream the daemon cut at the first complete object is logged when the server notices the hang-up,
+    which may be after the pass answered."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len([c for c in server.calls()[seen:] if c.kind == "other"]) >= counted:
+            return
+        time.sleep(0.2)
+
+
 def _invented(entry: dict[str, Any], messages: list[str]) -> int | None:
     details = entry.get("details")
     state = details.get("state") if isinstance(details, dict) else None
@@ -335,6 +352,8 @@ def play(session: Session, compactor: Compactor, server: RealModelServer, *, kee
             started = time.monotonic()
             response = pi.compact(timeout=COMPACT_TIMEOUT_S)
             wall = time.monotonic() - started
+            if compactor != "pi":
+                _wait_for_log(server, seen, _counted_calls(sandbox, nth))
             made: list[Call] = server.calls()[seen:]
             if response.get("success") is not True:
                 raise RuntimeError(f"{session.name} #{nth} ({compactor}): compact failed: {response}")

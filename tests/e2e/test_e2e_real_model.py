@@ -27,6 +27,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -50,6 +51,7 @@ pytestmark = pytest.mark.e2e
 PROMPT_TIMEOUT_S = 300.0
 BASH_TIMEOUT_S = 60.0
 COMPACT_TIMEOUT_S = 400.0  # the daemon's pass budget (300 s) plus the shim's 15 s, and room
+LOG_WAIT_S = 30.0  # for the server's log line of a call the daemon hung up on
 KEEP_RECENT_TOKENS = 300  # the `cat ci-N.log` at the end of a stretch (~500 tokens) is what pi keeps
 
 REPORT_PY = '''"""Prints a short report of the files in a directory."""
@@ -161,7 +163,6 @@ def compact(
     seen = len(server.calls())
     response = pi.compact(timeout=COMPACT_TIMEOUT_S)
     assert response.get("success") is True, f"RPC compact failed: {response}\n{pi.diagnostics()}"
-    made = server.calls()[seen:]
     entries = read_entries(pi.session_file())
     found = compactions(entries)
     assert len(found) == nth, f"want {nth} compaction entries, found {len(found)}"
@@ -174,7 +175,15 @@ def compact(
         )
     passes = [r for r in records(sandbox) if r.get("event") == "compaction"]
     assert len(passes) == nth, f"want {nth} compaction records in the record log, found {len(passes)}"
-    return passes[-1], made
+    # A call whose stream the daemon cut at the first complete object is logged once the server notices the
+    # hang-up, which can be after the pass answered: wait for the calls the record counts, then take them.
+    counted = int((passes[-1].get("narrative") or {}).get("calls", 0))
+    deadline = time.monotonic() + LOG_WAIT_S
+    while (
+        len([c for c in server.calls()[seen:] if c.kind == "other"]) < counted and time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    return passes[-1], server.calls()[seen:]
 
 
 @pytest.mark.parametrize("mode", ["diff", "turns"])
