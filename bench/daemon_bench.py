@@ -3,10 +3,12 @@
 ``python bench/daemon_bench.py`` (``make bench`` runs it) writes pi session files of each size (as pi writes
 them; cached in ``--work`` between runs), starts a private daemon per scenario (see :mod:`harness`) and sends
 ``compact`` the way the shim does: the session file and its leaf named, the span as entry references. Each
-scenario runs the pass twice on one daemon: the first reads the session file from its first byte (cold: the
-first pass of a daemon that never got the session's ``hello``, e.g. restarted mid-session), the second finds
-its index (warm: every later pass of a session). A second daemon then gets the session's ``hello`` first, as
-pi sends it when a session is resumed, indexes the file in the background, and runs the session's first pass.
+scenario runs the pass twice on one daemon, once it has loaded the pass (its ``pass_loaded`` log line; a
+daemon is up for a while before a session's first compaction): the first reads the session file from its
+first byte (cold: the first pass of a daemon that never got the session's ``hello``, e.g. restarted
+mid-session), the second finds its index (warm: every later pass of a session). A second daemon then gets
+the session's ``hello`` first, as pi sends it when a session is resumed, indexes the file in the background,
+and runs the session's first pass.
 It prints one Markdown table:
 
 - pass overhead: wall time of the ``compact`` call less the time the scripted model took to answer;
@@ -42,6 +44,7 @@ from harness import (
     peak_rss_mb,
     percentile,
     stop,
+    wait_pass_loaded,
     wait_serving,
 )
 
@@ -105,6 +108,7 @@ async def _timed(socket: Path, request: bytes) -> tuple[float, str, dict[str, An
 async def _passes(scratch: Scratch, daemon: subprocess.Popen[bytes], session: SyntheticSession) -> PassTimes:
     with ModelProcess(delay_s=0) as model:
         await wait_serving(scratch.socket, daemon)
+        await wait_pass_loaded(scratch, 1)
         params = compact_params(session, cwd=scratch.cwd, agent=scratch.agent, base_url=model.base_url)
         cold, closed, _ = await _timed(scratch.socket, frame("compact", params, 1))
         warm, _, branch = await _timed(scratch.socket, frame("compact", params, 2))
@@ -116,6 +120,7 @@ async def _after_hello(scratch: Scratch, daemon: subprocess.Popen[bytes], sessio
     index of its file, then the first pass."""
     with ModelProcess(delay_s=0) as model:
         await wait_serving(scratch.socket, daemon)
+        await wait_pass_loaded(scratch, 2)  # the scenario's second daemon
         params = compact_params(session, cwd=scratch.cwd, agent=scratch.agent, base_url=model.base_url)
         await call(scratch.socket, frame("hello", {"session": params["session"], "reason": "resume"}, 1))
         deadline = time.monotonic() + 120

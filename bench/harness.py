@@ -274,6 +274,18 @@ async def wait_serving(socket_path: Path, daemon: subprocess.Popen[bytes]) -> No
         await asyncio.sleep(0.05)
 
 
+async def wait_pass_loaded(scratch: Scratch, daemons: int = 1, timeout_s: float = 60.0) -> None:
+    """Wait until the ``daemons``-th daemon started in ``scratch`` has loaded the pass (its ``pass_loaded``
+    log line): a daemon runs for a while before a session's first compaction, so a pass timed right at
+    start-up would time the import instead."""
+    deadline = time.monotonic() + timeout_s
+    log = scratch.root / "daemon.log"
+    while log.read_bytes().count(b'"event":"pass_loaded"') < daemons:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no pass_loaded line in {log}")
+        await asyncio.sleep(0.05)
+
+
 async def poll_status(
     socket_path: Path, done: asyncio.Event, latencies: list[float], every_s: float = 0.02
 ) -> None:

@@ -209,3 +209,35 @@ def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"longhaul-daemon {__version__}"
+
+
+def test_serve_loads_the_pass_once_listening_and_logs_how_long_it_took(short_tmp: Path) -> None:
+    """Issue #10: the first compaction must not pay for importing the pass; the daemon loads it right after it
+    starts serving and says so in its log (``pass_loaded`` with the milliseconds, no text of any session)."""
+    socket_path = short_tmp / "d.sock"
+    log_path = short_tmp / "daemon.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            daemon_command("serve", "--socket", str(socket_path)),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env={**os.environ},
+        )
+    try:
+        deadline = time.monotonic() + WAIT_S
+        loaded: list[dict[str, object]] = []
+        while not loaded:
+            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            lines = log_path.read_text().splitlines()
+            loaded = [r for r in map(json.loads, lines) if r.get("event") == "pass_loaded"]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    (record,) = loaded
+    assert isinstance(record["ms"], int) and record["ms"] >= 0
+    assert "pass_import_failed" not in log_path.read_text()

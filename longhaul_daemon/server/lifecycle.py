@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,10 +185,13 @@ async def _load_the_pass() -> None:
     """Import the pass in a worker thread once the daemon serves, so the first compaction does not pay for it.
     The RPC layer imports it lazily so that it serves even when the pass cannot load; here a failure is only
     logged, and the first pass will report it."""
+    started = time.monotonic()
     try:
         await anyio.to_thread.run_sync(importlib.import_module, "longhaul_daemon.passes.run")
     except Exception as exc:
         _log.error("pass_import_failed", error_class=type(exc).__name__)
+    else:
+        _log.info("pass_loaded", ms=round((time.monotonic() - started) * 1000))
 
 
 async def _serve_until_stopped(
