@@ -305,10 +305,10 @@ def _counted_calls(sandbox: Sandbox, nth: int) -> int:
     return int((passes[nth - 1].get("narrative") or {}).get("calls", 0)) if len(passes) >= nth else 0
 
 
-def _wait_for_log(server: RealModelServer, seen: int, counted: int, timeout: float = 30.0) -> None:
-    """Wait until the server has logged ``counted`` daemon calls after the first ``seen``: a call whose
-    stream the daemon cut at the first complete object is logged when the server notices the hang-up,
-    which may be after the pass answered."""
+def _wait_for_log(server: RealModelServer, seen: int, counted: int, timeout: float = 240.0) -> None:
+    """Wait until the server has logged ``counted`` daemon calls after the first ``seen``: a call the daemon
+    hung up on (a stream cut at its first object, a turn over its budget) is logged when the server notices,
+    only after it has read the whole prompt, which may be well after the pass answered."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if len([c for c in server.calls()[seen:] if c.kind == "other"]) >= counted:
