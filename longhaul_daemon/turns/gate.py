@@ -30,10 +30,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -275,34 +275,35 @@ def _expectations(
     return []
 
 
+_Item = TypeVar("_Item", DecisionItem, DeadEndItem)
+
+
+def _worded_items(run: _Run, key: str, shape: type[_Item], fields: str) -> Iterator[tuple[int, _Item]]:
+    """The items under ``key`` of ``shape`` whose text says something, with their index; the others are
+    integrity problems (wrong type, blank or echoed text) and count as dropped."""
+    for index, raw in enumerate(run.items(key)):
+        try:
+            item = shape.model_validate(raw)
+        except ValidationError:
+            run.integrity("wrong-type", f"{key}[{index}] must be {fields}")
+            run.dropped[key] += 1
+            continue
+        if not run.says_something(item.text, f"{key}[{index}].text"):
+            run.dropped[key] += 1
+            continue
+        yield index, item
+
+
 def _decisions(run: _Run) -> Accepted:
     decisions: list[Decision] = []
-    for index, raw in enumerate(run.items("decisions")):
-        try:
-            item = DecisionItem.model_validate(raw)
-        except ValidationError:
-            run.integrity("wrong-type", f"decisions[{index}] must be {{text, why, evidence}}")
-            run.dropped["decisions"] += 1
-            continue
-        if not run.says_something(item.text, f"decisions[{index}].text"):
-            run.dropped["decisions"] += 1
-            continue
+    for index, item in _worded_items(run, "decisions", DecisionItem, "{text, why, evidence}"):
         evidence = run.known(item.evidence, f"decisions[{index}]")[: BOUNDS["evidence"]]
         why = None if item.why is None else _cut(item.why, BOUNDS["why"], run.dropped)
         decisions.append(
             Decision(text=_cut(item.text, BOUNDS["text"], run.dropped), why=why, evidence=evidence)
         )
     dead_ends: list[DeadEnd] = []
-    for index, raw in enumerate(run.items("deadEnds")):
-        try:
-            dead = DeadEndItem.model_validate(raw)
-        except ValidationError:
-            run.integrity("wrong-type", f"deadEnds[{index}] must be {{text, evidence}}")
-            run.dropped["deadEnds"] += 1
-            continue
-        if not run.says_something(dead.text, f"deadEnds[{index}].text"):
-            run.dropped["deadEnds"] += 1
-            continue
+    for index, dead in _worded_items(run, "deadEnds", DeadEndItem, "{text, evidence}"):
         evidence = run.known(dead.evidence, f"deadEnds[{index}]")[: BOUNDS["evidence"]]
         dead_ends.append(DeadEnd(text=_cut(dead.text, BOUNDS["text"], run.dropped), evidence=evidence))
     listed = [e for e in run.items("openErrors") if isinstance(e, str)]

@@ -23,7 +23,16 @@ from longhaul_daemon.protocol import CompactParams, FileOps
 
 from .model_steps import answer_reply, state_of, with_model, with_settings
 from .pi_branch import Session
-from .turns_steps import GOOD, asked_text, good_script, on_wire, section_reply, show_reply, turns_mode
+from .turns_steps import (
+    GOOD,
+    asked_text,
+    good_script,
+    on_wire,
+    rule_then_failing_test,
+    section_reply,
+    show_reply,
+    turns_mode,
+)
 
 pytestmark = pytest.mark.anyio
 WIRE_IDS = [w.api for w in WIRES]
@@ -32,13 +41,7 @@ LABELS: dict[str, str | tuple[str, str]] = {"u1": "rule", "u2": "not a rule"}
 
 @pytest.fixture
 def session(tmp_path: Path) -> Session:
-    s = Session(tmp_path)
-    s.user("Never add new dependencies without asking me first.")
-    s.bash("python -m export", "wrote out.csv")
-    s.user("Fix the failing test.")
-    s.bash("pytest -q", "1 failed", code=1)
-    s.user("Keep going.")
-    return s
+    return rule_then_failing_test(tmp_path)
 
 
 @pytest.fixture

@@ -21,7 +21,16 @@ from longhaul_daemon.turns.result import NO_NARRATIVE
 
 from .model_steps import state_of
 from .pi_branch import Session
-from .turns_steps import GOOD, asked_text, good_script, labels_answer, on_wire, section_reply, turns_mode
+from .turns_steps import (
+    GOOD,
+    asked_text,
+    good_script,
+    labels_answer,
+    on_wire,
+    rule_then_failing_test,
+    section_reply,
+    turns_mode,
+)
 
 pytestmark = pytest.mark.anyio
 WIRE = OPENAI_COMPLETIONS
@@ -29,13 +38,7 @@ WIRE = OPENAI_COMPLETIONS
 
 @pytest.fixture
 def session(tmp_path: Path) -> Session:
-    s = Session(tmp_path)
-    s.user("Never add new dependencies without asking me first.")
-    s.bash("python -m export", "wrote out.csv")
-    s.user("Fix the failing test.")
-    s.bash("pytest -q", "1 failed", code=1)
-    s.user("Keep going.")
-    return s
+    return rule_then_failing_test(tmp_path)
 
 
 @pytest.fixture

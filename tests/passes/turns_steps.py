@@ -8,6 +8,7 @@ the answer tool's input on Anthropic and Gemini (their structured-output form be
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from models.scripted import Recorded, Reply, ScriptedServer
@@ -18,6 +19,7 @@ from pydantic import SecretStr
 from longhaul_daemon.protocol import CompactParams, ModelCredentials, ModelFacts
 
 from .model_steps import with_settings
+from .pi_branch import Session
 
 __all__ = [
     "GOOD",
@@ -44,6 +46,17 @@ GOOD: dict[str, dict[str, Any]] = {
     },
     "now": {"now": "Export works; next add the header row.", "excuses": []},
 }
+
+
+def rule_then_failing_test(root: Path) -> Session:
+    """The span the turns-mode pass tests share: a rule, a command that works, a failing test, a nudge."""
+    s = Session(root)
+    s.user("Never add new dependencies without asking me first.")
+    s.bash("python -m export", "wrote out.csv")
+    s.user("Fix the failing test.")
+    s.bash("pytest -q", "1 failed", code=1)
+    s.user("Keep going.")
+    return s
 
 
 def on_wire(params: CompactParams, server: ScriptedServer, wire: Wire, **facts: Any) -> CompactParams:
