@@ -78,10 +78,14 @@ class _Prepared:
     failed_routes: frozenset[str] = frozenset()  # models whose replies held no answer earlier (issue 11)
 
 
-def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
-    """Fold, then the span and its ledger; pure, so it may run in a worker thread."""
+def _prepare(
+    params: CompactParams, branch: list[dict[str, Any]], users: Mapping[str, str] | None = None
+) -> _Prepared:
+    """Fold, then the span and its ledger; pure, so it may run in a worker thread. ``users`` is
+    :func:`user_ids` of ``branch`` when the reader already knows it."""
     folded = fold(branch)
-    users = user_ids(branch)  # u<n> of every user message: the steps below all name messages by them
+    if users is None:  # u<n> of every user message: the steps below all name messages by them
+        users = user_ids(branch)
     span = select_span(params.preparation, branch, users)
     # Commands of a span that fell back to pi's compaction were never offered to a pass: recover them here.
     unseen = messages_before_span(branch, folded.judged_up_to, span, users)
@@ -89,7 +93,7 @@ def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
         folded.state, unseen + span, folded.state.span + 1
     )  # LEDGER-5: counters from the fold
     span_users = list(dict.fromkeys(m.user_id for m in span if m.user_id is not None))
-    carried = carried_messages(branch, folded.state.carried, span)  # FAIL-11: offered whole, first
+    carried = carried_messages(branch, folded.state.carried, span, users)  # FAIL-11: offered whole, first
     takeover = plan_takeover(branch, folded, span, unseen, folded.state.carried)  # TAKEOVER-1: foreign newest
     return _Prepared(
         folded=folded,
@@ -253,6 +257,7 @@ async def run_pass(
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S,
     turn_budget_s: float | None = None,
     progress: PassProgress | None = None,
+    users: Mapping[str, str] | None = None,
 ) -> CompactResult:
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
 
@@ -260,6 +265,8 @@ async def run_pass(
     pass reads the entries the request carried inline. ``turn_budget_s``: turns mode's budget for one turn,
     two fifths of ``pass_budget_s`` unless given (TURNS-15). ``progress`` learns the span number once the Fold
     has run, so a pass cut off later still falls back under the number it would have had (PASS-16).
+    ``users``: the ``u<n>`` ids of ``branch``'s user messages, when its reader counted them already (the
+    session file's index does, so a pass does not go over a long branch for them).
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
@@ -274,7 +281,9 @@ async def run_pass(
 
     async with anyio.create_task_group() as group:  # Ledger with the World, and the Fold (PASS-2)
         group.start_soon(snapshot)
-        prepared = await offload.run(partial(_prepare, params, entries))
+        prepared = await offload.run(
+            partial(_prepare, params, entries, users if branch is not None else None)
+        )
         if progress is not None:
             progress.span = prepared.folded.state.span + 1
     world = worlds[0]
