@@ -170,9 +170,9 @@ def test_user_text() -> None:
 
 
 def test_a_reference_names_the_last_message_entry_with_its_id_wherever_the_branch_repeats_it() -> None:
-    """The span's entries are found from the leaf (issue 10): a repeated id still names its last message entry,
-    an entry of another type with that id is passed over, and a missing id is left out, as a lookup over the
-    whole branch gives."""
+    """The span's entries are found from the leaf (issue 10): a repeated id still names its last message
+    entry, an entry of another type with that id is passed over, and a missing id is left out, as a lookup
+    over the whole branch gives."""
     branch = [
         entry("e1", user("first", 1)),
         entry("e2", assistant("old", 2)),
