@@ -9,7 +9,7 @@ messages (FAIL-11) are looked up on the branch by their ``u<n>`` and offered who
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from longhaul_daemon.diff.prompt import OfferedMessage
@@ -65,14 +65,17 @@ def span_turns(span: Sequence[SpanMessage], carried: Sequence[OfferedMessage] = 
 
 
 def carried_messages(
-    branch: list[dict[str, Any]], carried_ids: Sequence[str], span: Sequence[SpanMessage] = ()
+    branch: list[dict[str, Any]],
+    carried_ids: Sequence[str],
+    span: Sequence[SpanMessage] = (),
+    users: Mapping[str, str] | None = None,
 ) -> list[OfferedMessage]:
     """FAIL-11: the carried ``u<n>`` messages with their full text, oldest first; ids the span holds again, or
-    that the branch no longer has, are left out."""
+    that the branch no longer has, are left out. ``users``: :func:`user_ids` of ``branch``, when known."""
     wanted = set(carried_ids) - {m.user_id for m in span if m.user_id is not None}
     if not wanted:
         return []
-    by_entry = user_ids(branch)
+    by_entry = user_ids(branch) if users is None else users
     found: list[OfferedMessage] = []
     for raw in branch:
         if not isinstance(raw, dict):

@@ -1,8 +1,8 @@
 """Run one pass for a ``compact`` request: Fold, Ledger and World, the Diff, then Close and render (PASS-2).
 
 This is the only entry the RPC layer calls for ``compact``. Every step but the World snapshot and the model
-calls is pure; the pure steps run in a worker thread while git runs, so a long transcript never stalls the
-daemon's other sessions (PASS-21), and Close starts only after all of them have finished (PASS-2). The Diff
+calls is pure; the pure steps and the Diff run while git runs (a long transcript's in a worker thread, so it
+never stalls the daemon's other sessions, PASS-21), and Close starts once all have finished (PASS-2). The Diff
 (:mod:`longhaul_daemon.diff.stage`) gets the routed model under the pass's budget; when it cannot verify
 anything the span closes narrative-less (FAIL-10), and an empty span closes without a call (PASS-17).
 
@@ -16,10 +16,10 @@ and the notice and the record say why (issue 14 point 7).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 import anyio
 
@@ -63,6 +63,7 @@ __all__ = ["NO_MODEL", "SPAN_RECORD_VERSION", "diff_budget_s", "run_pass"]
 NO_MODEL = "no-model"  # FAIL-10 reason code: neither a summarizer route nor a session model to call
 SPAN_RECORD_VERSION = 1  # FORMAT-5
 LINE_VERSION = 1  # FORMAT-8
+_Decided: TypeAlias = "tuple[_Prepared, StageOutcome]"  # all a pass knows before Close but the World
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,14 @@ class _Prepared:
     failed_routes: frozenset[str] = frozenset()  # models whose replies held no answer earlier (issue 11)
 
 
-def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
-    """Fold, then the span and its ledger; pure, so it may run in a worker thread."""
+def _prepare(
+    params: CompactParams, branch: list[dict[str, Any]], users: Mapping[str, str] | None = None
+) -> _Prepared:
+    """Fold, then the span and its ledger; pure, so it may run in a worker thread. ``users`` is
+    :func:`user_ids` of ``branch`` when the reader already knows it."""
     folded = fold(branch)
-    users = user_ids(branch)  # u<n> of every user message: the steps below all name messages by them
+    if users is None:  # u<n> of every user message: the steps below all name messages by them
+        users = user_ids(branch)
     span = select_span(params.preparation, branch, users)
     # Commands of a span that fell back to pi's compaction were never offered to a pass: recover them here.
     unseen = messages_before_span(branch, folded.judged_up_to, span, users)
@@ -89,7 +94,7 @@ def _prepare(params: CompactParams, branch: list[dict[str, Any]]) -> _Prepared:
         folded.state, unseen + span, folded.state.span + 1
     )  # LEDGER-5: counters from the fold
     span_users = list(dict.fromkeys(m.user_id for m in span if m.user_id is not None))
-    carried = carried_messages(branch, folded.state.carried, span)  # FAIL-11: offered whole, first
+    carried = carried_messages(branch, folded.state.carried, span, users)  # FAIL-11: offered whole, first
     takeover = plan_takeover(branch, folded, span, unseen, folded.state.carried)  # TAKEOVER-1: foreign newest
     return _Prepared(
         folded=folded,
@@ -253,6 +258,7 @@ async def run_pass(
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S,
     turn_budget_s: float | None = None,
     progress: PassProgress | None = None,
+    users: Mapping[str, str] | None = None,
 ) -> CompactResult:
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
 
@@ -260,6 +266,8 @@ async def run_pass(
     pass reads the entries the request carried inline. ``turn_budget_s``: turns mode's budget for one turn,
     two fifths of ``pass_budget_s`` unless given (TURNS-15). ``progress`` learns the span number once the Fold
     has run, so a pass cut off later still falls back under the number it would have had (PASS-16).
+    ``users``: the ``u<n>`` ids of ``branch``'s user messages, when its reader counted them already (the
+    session file's index does, so a pass does not go over a long branch for them).
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
@@ -267,23 +275,21 @@ async def run_pass(
     offload = Offload.for_bytes((branch_stats or {}).get("wholeBytes") if branch is not None else None)
     budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
     settings = load_settings(params.session.agentDir, params.session.cwd)  # CONFIG-5: re-read every pass
-    worlds: list[World] = []
 
-    async def snapshot() -> None:
-        worlds.append(await take_world(params.session.cwd))
-
-    async with anyio.create_task_group() as group:  # Ledger with the World, and the Fold (PASS-2)
-        group.start_soon(snapshot)
-        prepared = await offload.run(partial(_prepare, params, entries))
+    async def decide(world_taken: Callable[[], Awaitable[World]]) -> _Decided:
+        prepared = await offload.run(
+            partial(_prepare, params, entries, users if branch is not None else None)
+        )
         if progress is not None:
             progress.span = prepared.folded.state.span + 1
-    world = worlds[0]
+        turns = None
+        if settings.narrativeMode == "turns":  # TURNS-1
+            seconds = turn_budget_s if turn_budget_s is not None else pass_budget_s * TURN_SHARE
+            turns = _turns_for(params, prepared, await world_taken(), seconds)
+        outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget, offload, turns)
+        return prepared, outcome
 
-    turns = None
-    if settings.narrativeMode == "turns":  # TURNS-1
-        turn_seconds = turn_budget_s if turn_budget_s is not None else pass_budget_s * TURN_SHARE
-        turns = _turns_for(params, prepared, world, turn_seconds)
-    outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget, offload, turns)
+    (prepared, outcome), world = await _beside_world(params.session.cwd, decide)
     if prepared.takeover is not None:
         takeover = prepared.takeover
         picked = sum(1 for m in takeover.earlier if m.picked)
@@ -295,6 +301,32 @@ async def run_pass(
 
     close = _Close(params, prepared, world, outcome, pass_id, branch_stats)
     return await offload.run(close.result)  # Close and render are CPU too (PASS-21)
+
+
+async def _beside_world(
+    cwd: str, decide: Callable[[Callable[[], Awaitable[World]]], Awaitable[_Decided]]
+) -> tuple[_Decided, World]:
+    """``decide`` (Fold, Ledger, the Diff) while git takes the World (PASS-2); its errors leave unwrapped."""
+    taken, worlds, decided, failed = anyio.Event(), list[World](), list[_Decided](), list[Exception]()
+
+    async def snapshot() -> None:
+        worlds.append(await take_world(cwd))
+        taken.set()
+
+    async def world_taken() -> World:  # turns mode shows the model the World
+        await taken.wait()
+        return worlds[0]
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(snapshot)
+        try:
+            decided.append(await decide(world_taken))
+        except Exception as error:
+            failed.append(error)
+            group.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+    return decided[0], worlds[0]
 
 
 @dataclass(frozen=True)

@@ -121,10 +121,11 @@ async def _run_busy_compact(
     if params.branchEntries is not None:
         branch: Sequence[dict[str, Any]] | None = None
         branch_stats: dict[str, Any] = {"source": "inline", "refused": params.sessionFileRefused}
+        users = None
     else:
         assert params.leafId is not None  # CompactParams checks that a branch source is given
         read = await services.read_branch(params.session, params.leafId, span_refs(params.preparation))
-        branch, branch_stats = read.entries, read.stats()
+        branch, branch_stats, users = read.entries, read.stats(), read.user_ids
     services.passes_in_flight += 1
     log.info("pass_started", reason=params.reason, branch_entries=len(branch or params.branchEntries or []))
     left_s = max(0.0, services.pass_budget_s - (time.monotonic() - started))  # reading the file counts too
@@ -142,6 +143,7 @@ async def _run_busy_compact(
                 access=services.model_access(),
                 pass_budget_s=left_s,
                 progress=progress,
+                users=users,
             )
             result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
             result = redacted_result(result, current_redactor())  # before it is counted, recorded or sent

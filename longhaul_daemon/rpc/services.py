@@ -41,7 +41,8 @@ __all__ = ["RunPass", "Services"]
 _log = structlog.get_logger("longhaul.methods")
 
 RunPass = Callable[..., Awaitable[CompactResult]]
-"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress)``."""
+"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress, users)``
+(``users``: the u<n> ids the session file's index counted, or None)."""
 
 
 async def _default_run_pass(params: CompactParams, **context: Any) -> CompactResult:

@@ -61,6 +61,7 @@ class BranchRead:
     whole_bytes: int  # their size in the file: what the pass will work through
     left_out: int  # heavy entries before the unseen boundary: no step of a pass reads them
     capped: bool  # a stretch no pass saw was longer than UNSEEN_BYTES
+    user_ids: dict[str, str] | None = None  # u<n> of the branch's user messages, as the index counted them
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -132,6 +133,8 @@ class SessionFiles:
             with index.lock:
                 index.refresh(fd, (info.st_dev, info.st_ino), info.st_size)
                 header = index.header
+                if index.rows:  # pi appends, so the leaf is the newest entry or grows from it: walk it now
+                    index.branch_positions(len(index.rows) - 1)
             if header is None or header.get("id") != session_id or header.get("version") != SESSION_VERSION:
                 self.forget(path)
                 return False
@@ -191,12 +194,15 @@ class SessionFiles:
         light = len(entries)
         size = sum(row.length for row in path_rows[:start] if row.body is not None)
         size += sum(row.length for row in path_rows[start:])
+        users: dict[str, str] | None = index.user_ids()
         for at in range(start, len(path_rows)):
             body = path_rows[at].body
             if body is None:
                 body = index.entry(fd, positions[at])
                 if body is None:
                     raise SessionFileRefused("entry-missing")
+                if _is_user_message(body):
+                    users = None  # rewritten in place since it was indexed: the pass counts for itself
             entries.append(body)
         return BranchRead(
             entries=entries,
@@ -206,7 +212,13 @@ class SessionFiles:
             whole_bytes=size,
             left_out=start - light,
             capped=capped,
+            user_ids=users,
         )
+
+
+def _is_user_message(entry: dict[str, Any]) -> bool:
+    message = entry.get("message")
+    return entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "user"
 
 
 def _readable_base(entry: dict[str, Any]) -> bool:

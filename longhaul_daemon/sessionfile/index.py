@@ -123,6 +123,10 @@ class SessionIndex:
         self._path: list[int] = []  # the latest walk, root first, and each position's place in it
         self._on_path: dict[int, int] = {}
         self._rooted = True  # the latest walk reached a root entry (no missing parent, no loop)
+        self._users: dict[str, str] = {}  # u<n> of the user messages along ``_walked`` (FOLD-10)
+        self._walked: list[int] | None = None  # the walk ``_users`` counts along: ``_path`` while it grows
+        self._counted = 0  # positions of ``_walked`` counted
+        self._user_count = 0
 
     def refresh(self, fd: int, identity: tuple[int, int], size: int) -> None:
         """Bring the index up to ``size`` bytes of ``fd``: only the new lines when the file just grew."""
@@ -213,6 +217,23 @@ class SessionIndex:
                 path.append(p)
         self._path = path
         return list(path)
+
+    def user_ids(self) -> dict[str, str]:
+        """Entry id -> ``u<n>`` for every user message on the latest walk: what
+        :func:`~longhaul_daemon.transcript.messages.user_ids` finds on that branch, without going over it
+        again. A walk that grew from the previous one (pi appended) counts only its new entries."""
+        path = self._path
+        if self._walked is not path:
+            self._users, self._walked, self._counted, self._user_count = {}, path, 0, 0
+        users, rows = self._users, self.rows
+        for position in path[self._counted :]:
+            row = rows[position]
+            if row.kind == "message" and row.role == "user":
+                self._user_count += 1
+                if row.entry_id is not None and row.entry_id not in users:
+                    users[row.entry_id] = f"u{self._user_count}"
+        self._counted = len(path)
+        return dict(users)  # the pass reads it in another thread while a later read may count on
 
     def entry(self, fd: int, position: int) -> dict[str, Any] | None:
         """The whole entry at ``position``: the kept body, or its line read again from the file."""

@@ -179,11 +179,7 @@ def select_span(
         items.extend(preparation.turnPrefixMessages)
     if not any(SPAN_REF in item for item in items):
         return span_messages(items, branch)
-    by_id = {  # only a string id can be referenced; a list or dict one would not even hash
-        e["id"]: e
-        for e in branch
-        if isinstance(e, dict) and e.get("type") == "message" and isinstance(e.get("id"), str)
-    }
+    by_id = _message_entries(branch, {ref for item in items if isinstance(ref := item.get(SPAN_REF), str)})
     users = user_ids(branch) if users is None else users
     span: list[SpanMessage] = []
     for item in items:
@@ -206,6 +202,20 @@ def select_span(
     return span
 
 
+def _message_entries(branch: Sequence[object], ids: set[str]) -> dict[str, dict[str, Any]]:
+    """The ``message`` entries with these ids, the last one where an id repeats. Searched from the leaf, where
+    a span lies, and only until every id is found: a pass costs its span, not the whole branch."""
+    found: dict[str, dict[str, Any]] = {}
+    for entry in reversed(branch):
+        if len(found) == len(ids):
+            break
+        if isinstance(entry, dict) and entry.get("type") == "message":
+            entry_id = entry.get("id")  # only a string id can be referenced; a list one would not even hash
+            if isinstance(entry_id, str) and entry_id in ids and entry_id not in found:
+                found[entry_id] = entry
+    return found
+
+
 def messages_before_span(
     branch: list[dict[str, Any]],
     base_compaction_id: str | None,
@@ -225,7 +235,7 @@ def messages_before_span(
     if first_span_entry not in ids:
         return []
     end = ids.index(first_span_entry)
-    start = unseen_start(branch, base_compaction_id)
+    start = _unseen_start(branch, ids, base_compaction_id)
     users = user_ids(branch) if users is None else users
     found: list[SpanMessage] = []
     for raw in branch[start:end]:
@@ -246,7 +256,17 @@ def unseen_start(branch: Sequence[Mapping[str, Any]], base_compaction_id: str | 
     before the base on the branch, else the entry after the base; the root when there is no base."""
     if base_compaction_id is None:
         return 0
-    ids = [raw.get("id") if isinstance(raw, Mapping) else None for raw in branch]
+    return _unseen_start(
+        branch, [raw.get("id") if isinstance(raw, Mapping) else None for raw in branch], base_compaction_id
+    )
+
+
+def _unseen_start(
+    branch: Sequence[Mapping[str, Any]], ids: list[object], base_compaction_id: str | None
+) -> int:
+    """:func:`unseen_start` given the branch's entry ids, for a caller that listed them already."""
+    if base_compaction_id is None:
+        return 0
     if base_compaction_id not in ids:
         return 0
     base_at = ids.index(base_compaction_id)

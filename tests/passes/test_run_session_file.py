@@ -19,6 +19,7 @@ from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams, CompactResult
 from longhaul_daemon.sessionfile import files as files_module
 from longhaul_daemon.sessionfile.files import SessionFileRefused, SessionFiles
+from longhaul_daemon.transcript.messages import user_ids
 
 from .pi_branch import Session
 
@@ -54,8 +55,11 @@ async def _both(s: Session, keep: int, path: Path, warm: SessionFiles, pass_id: 
         read = files.read_branch(
             str(path), session_id="s1", leaf_id=str(params.leafId), span_ids=_refs(params)
         )
+        assert read.user_ids == user_ids(read.entries)  # the index's count is the pass's own (issue 10)
         results.append(
-            await run_pass(params, pass_id=pass_id, branch=read.entries, branch_stats=read.stats())
+            await run_pass(
+                params, pass_id=pass_id, branch=read.entries, branch_stats=read.stats(), users=read.user_ids
+            )
         )
     for result in results:
         assert result.compaction is not None and inline.compaction is not None
@@ -311,11 +315,15 @@ def test_issue10_a_file_warmed_after_hello_gives_a_warm_first_pass(tmp_path: Pat
     assert warmer.warmed == 1 and len(files) == 1
     first = files.read_branch(str(path), session_id="s1", leaf_id=s.entries[-1]["id"], span_ids=_all(s))
     assert not first.cold and first.read_bytes == 0
+    cold = SessionFiles().read_branch(
+        str(path), session_id="s1", leaf_id=s.entries[-1]["id"], span_ids=_all(s)
+    )
+    assert first.entries == cold.entries
+    assert first.user_ids == cold.user_ids == user_ids(cold.entries)
+    middle = s.entries[len(s.entries) // 2]["id"]  # a leaf the warming did not walk to
     assert (
-        first.entries
-        == SessionFiles()
-        .read_branch(str(path), session_id="s1", leaf_id=s.entries[-1]["id"], span_ids=_all(s))
-        .entries
+        files.read_branch(str(path), session_id="s1", leaf_id=middle).entries
+        == SessionFiles().read_branch(str(path), session_id="s1", leaf_id=middle).entries
     )
     warmer.stop()
     assert not warmer.submit(str(path), "s1")  # stopped: nothing more is queued

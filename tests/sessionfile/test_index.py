@@ -1,4 +1,5 @@
-"""The session-file index: its kept walk gives the branch a fresh walk gives, for any tree and any leaves."""
+"""The session-file index: its kept walk gives the branch a fresh walk gives, for any tree and any leaves, and
+the user ids it keeps along that walk are the ones a count over the branch finds."""
 
 from __future__ import annotations
 
@@ -7,14 +8,18 @@ from hypothesis import strategies as st
 
 from longhaul_daemon.sessionfile.index import Row, SessionIndex
 from longhaul_daemon.transcript.jsonl import walk_branch
+from longhaul_daemon.transcript.messages import user_ids
 
 
-def _index(parents: list[int | None]) -> SessionIndex:
-    """Entries e0..eN where entry n's parent is e<parents[n]> (None: a root; -1: a missing parent)."""
+def _index(parents: list[int | None], roles: list[str] | None = None) -> SessionIndex:
+    """Entries e0..eN where entry n's parent is e<parents[n]> (None: a root; -1: a missing parent), each a
+    message of ``roles[n]`` (user when not given)."""
     index = SessionIndex()
     for n, parent in enumerate(parents):
         parent_id = None if parent is None else f"e{parent}" if parent >= 0 else "gone"
-        index.rows.append(Row(n + 2, 0, 0, f"e{n}", parent_id, "message", "user", None, {}))
+        role = roles[n] if roles is not None else "user"
+        body = {"type": "message", "id": f"e{n}", "parentId": parent_id, "message": {"role": role}}
+        index.rows.append(Row(n + 2, 0, 0, f"e{n}", parent_id, "message", role, None, body))
         index.position_of[f"e{n}"] = n
     return index
 
@@ -40,3 +45,17 @@ def test_inspect11_the_kept_walk_equals_a_fresh_walk_for_every_leaf(
     for leaf in leaves:
         fresh = walk_branch(leaf, lambda p: index.rows[p].parent_id, index.position_of).positions
         assert index.branch_positions(leaf) == fresh
+
+
+@settings(max_examples=200, deadline=None)
+@given(_trees(), st.lists(st.sampled_from(["user", "assistant", "toolResult"]), min_size=40, max_size=40))
+def test_fold10_the_kept_user_ids_equal_a_count_over_the_branch_for_every_leaf(
+    tree: tuple[list[int | None], list[int]], roles: list[str]
+) -> None:
+    """FOLD-10 (issue 10): counted along the kept walk, only new entries when it grew, yet equal to a cold
+    count over the branch's entries after appends, branch switches, missing parents and loops."""
+    parents, leaves = tree
+    index = _index(parents, roles[: len(parents)])
+    for leaf in leaves:
+        branch = [index.rows[p].body or {} for p in index.branch_positions(leaf)]
+        assert index.user_ids() == user_ids(branch)

@@ -82,3 +82,19 @@ def test_a_block_reads_as_the_validated_model_reads_it(raw: Any) -> None:
         assert fast == model.model_validate(raw)
     validated: type[BaseModel] = type(fast)
     assert validated.model_validate(raw) == fast
+
+
+@settings(max_examples=200, deadline=None)
+@given(_messages)
+def test_a_built_message_and_its_blocks_are_what_model_construct_makes(raw: dict[str, Any]) -> None:
+    """The builders skip ``model_construct``'s per-field loop; nothing about the instance may differ: field
+    order (dumps, repr), the set fields, no extras or private state."""
+    fast = parse_message(raw)
+    assert fast is not None
+    blocks = raw["content"] if isinstance(raw.get("content"), list) else []
+    for made in (fast, *(parse_block(block) for block in blocks if isinstance(block, dict))):
+        constructed = type(made).model_construct(**dict(made))
+        assert list(vars(made)) == list(type(made).model_fields) == list(vars(constructed))
+        assert made == constructed and repr(made) == repr(constructed)
+        assert made.model_fields_set == constructed.model_fields_set
+        assert made.__pydantic_extra__ is None and made.__pydantic_private__ is None

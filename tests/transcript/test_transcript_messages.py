@@ -167,3 +167,26 @@ def test_user_text() -> None:
         == "a\nb"
     )
     assert user_text({"role": "user", "content": None}) == ""
+
+
+def test_a_reference_names_the_last_message_entry_with_its_id_wherever_the_branch_repeats_it() -> None:
+    """The span's entries are found from the leaf (issue 10): a repeated id still names its last message
+    entry, an entry of another type with that id is passed over, and a missing id is left out, as a lookup
+    over the whole branch gives."""
+    branch = [
+        entry("e1", user("first", 1)),
+        entry("e2", assistant("old", 2)),
+        {"type": "custom", "id": "e2", "data": {}},
+        entry("e2", assistant("new", 3)),
+        {"type": "custom", "id": "e2", "data": {}},
+        entry("e3", user("third", 4)),
+        {"type": "message", "id": ["e4"], "message": user("odd id", 5)},
+    ]
+    refs = [{"entryRef": "e2"}, {"entryRef": "gone"}, {"entryRef": "e3"}, {"entryRef": "e1"}]
+    span = select_span(preparation(refs, [], False), branch)
+    assert [(m.entry_id, m.role, m.user_id) for m in span] == [
+        ("e2", "assistant", None),
+        ("e3", "user", "u2"),
+        ("e1", "user", "u1"),
+    ]
+    assert span[0].message == assistant("new", 3)
