@@ -33,7 +33,7 @@ from longhaul_daemon.protocol import (
 )
 from longhaul_daemon.rpc.recording import Recorder
 from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles, SessionWarmer
-from longhaul_daemon.settings import load_settings
+from longhaul_daemon.settings import Settings, load_settings
 from longhaul_daemon.settings_notices import ConfigWatch
 
 __all__ = ["RunPass", "Services"]
@@ -41,8 +41,9 @@ __all__ = ["RunPass", "Services"]
 _log = structlog.get_logger("longhaul.methods")
 
 RunPass = Callable[..., Awaitable[CompactResult]]
-"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress, users)``
-(``users``: the u<n> ids the session file's index counted, or None)."""
+"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress, users,
+settings)`` (``users``: the u<n> ids the session file's index counted, or None; ``settings``: the pass's
+``longhaul.json``, read once by the method)."""
 
 
 async def _default_run_pass(params: CompactParams, **context: Any) -> CompactResult:
@@ -108,10 +109,12 @@ class Services:
             client=self.http_client,
         )
 
-    def apply_settings(self, params: CompactParams) -> list[str]:
-        """Read this pass's ``longhaul.json`` for its daemon-wide part, the per-provider concurrency, and
-        return its problems as ``source:code`` (CONFIG-9: never the file's path or content)."""
-        settings = load_settings(params.session.agentDir, params.session.cwd)
+    def apply_settings(self, params: CompactParams, settings: Settings | None = None) -> list[str]:
+        """Apply this pass's ``longhaul.json`` (``settings``, or read here) for its daemon-wide part, the
+        per-provider concurrency, and return its problems as ``source:code`` (CONFIG-9: never the file's path
+        or content)."""
+        if settings is None:
+            settings = load_settings(params.session.agentDir, params.session.cwd)
         self.provider_limits.configure(dict(settings.concurrency))
         return [f"{problem.source}:{problem.code}" for problem in settings.problems]
 
