@@ -8,6 +8,7 @@ HTTP client, and the pass itself as a seam the tests replace. The methods (:mod:
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.structured import StructuredMemory
+from longhaul_daemon.offload import INLINE_BYTES
 from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
@@ -51,6 +53,17 @@ async def _default_run_pass(params: CompactParams, **context: Any) -> CompactRes
     from longhaul_daemon.passes.run import run_pass
 
     return await run_pass(params, **context)
+
+
+def _small_file(path: str) -> bool:
+    """Whether ``path`` is a regular file under :data:`INLINE_BYTES`, whose reading costs less than a thread
+    hop: a burst of small passes otherwise spends the loop on handing reads to threads (issue 10). Any doubt
+    (missing, a link, a bad path) says no; the reader in the thread then refuses it as it always did."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size < INLINE_BYTES
 
 
 @dataclass
@@ -83,16 +96,21 @@ class Services:
     async def read_branch(
         self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
     ) -> BranchRead:
-        """The branch from pi's session file, read in a worker thread; raises ``SessionFileRefused``."""
+        """The branch from pi's session file, read in a worker thread unless the file is small (PASS-21);
+        raises ``SessionFileRefused``."""
         path = session.sessionFile
         if path is None:
             raise SessionFileRefused("missing")
-        try:
-            return await anyio.to_thread.run_sync(
-                lambda: self.session_files.read_branch(
-                    path, session_id=session.sessionId, leaf_id=leaf_id, span_ids=span_ids, whole=whole
-                )
+
+        def read() -> BranchRead:
+            return self.session_files.read_branch(
+                path, session_id=session.sessionId, leaf_id=leaf_id, span_ids=span_ids, whole=whole
             )
+
+        try:
+            if _small_file(path):
+                return read()
+            return await anyio.to_thread.run_sync(read)
         except SessionFileRefused as refused:
             _log.info("session_file_refused", session_id=session.sessionId, reason=refused.reason)
             raise
