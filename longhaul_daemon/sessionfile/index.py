@@ -4,7 +4,8 @@ A pass on a long session needs the shape of the whole branch (every entry's id, 
 message, every compaction and Longhaul entry) but the full text of only a small part of it. The index keeps
 exactly that: one :class:`Row` per line with its byte offset, and the parsed entry only for the *light*
 entries; a heavy entry (an assistant turn, a tool result, another extension's data) is read again from its
-offset when a pass needs it whole. pi only appends to the file, so a later pass parses just the new lines.
+offset when a pass needs it whole (unless the refresh that read it was small and the pass's read still holds
+its parse). pi only appends to the file, so a later pass parses just the new lines.
 A file that changed in any other way (rewritten, truncated, replaced) is indexed again from the start.
 
 This module does no opening or checking of paths: :mod:`longhaul_daemon.sessionfile.files` hands it a file
