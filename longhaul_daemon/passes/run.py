@@ -259,6 +259,7 @@ async def run_pass(
     turn_budget_s: float | None = None,
     progress: PassProgress | None = None,
     users: Mapping[str, str] | None = None,
+    settings: Settings | None = None,
 ) -> CompactResult:
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
 
@@ -267,14 +268,16 @@ async def run_pass(
     two fifths of ``pass_budget_s`` unless given (TURNS-15). ``progress`` learns the span number once the Fold
     has run, so a pass cut off later still falls back under the number it would have had (PASS-16).
     ``users``: the ``u<n>`` ids of ``branch``'s user messages, when its reader counted them already (the
-    session file's index does, so a pass does not go over a long branch for them).
+    session file's index does, so a pass does not go over a long branch for them). ``settings``: this pass's
+    ``longhaul.json`` when the caller read it already; read here otherwise.
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
     # for an inline branch, so it always takes the thread)
     offload = Offload.for_bytes((branch_stats or {}).get("wholeBytes") if branch is not None else None)
     budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
-    settings = load_settings(params.session.agentDir, params.session.cwd)  # CONFIG-5: re-read every pass
+    if settings is None:
+        settings = load_settings(params.session.agentDir, params.session.cwd)  # CONFIG-5: re-read every pass
 
     async def decide(world_taken: Callable[[], Awaitable[World]]) -> _Decided:
         prepared = await offload.run(

@@ -131,7 +131,10 @@ async def _run_busy_compact(
     left_s = max(0.0, services.pass_budget_s - (time.monotonic() - started))  # reading the file counts too
     progress = PassProgress()  # PASS-16: a pass cut off after its Fold falls back under its span number
     try:
-        problems = services.apply_settings(params)
+        # CONFIG-5: read once per pass and handed on; each read costs the loop a few syscalls, and in a burst
+        # every syscall lets worker threads take the interpreter lock from it (issue 10)
+        settings = load_settings(params.session.agentDir, params.session.cwd)
+        problems = services.apply_settings(params, settings)
         if problems:
             log.info("settings_problems", problems=problems)
         with anyio.move_on_after(left_s):
@@ -144,6 +147,7 @@ async def _run_busy_compact(
                 pass_budget_s=left_s,
                 progress=progress,
                 users=users,
+                settings=settings,
             )
             result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
             result = redacted_result(result, current_redactor())  # before it is counted, recorded or sent

@@ -8,6 +8,7 @@ HTTP client, and the pass itself as a seam the tests replace. The methods (:mod:
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.structured import StructuredMemory
+from longhaul_daemon.offload import INLINE_BYTES
 from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
@@ -33,7 +35,7 @@ from longhaul_daemon.protocol import (
 )
 from longhaul_daemon.rpc.recording import Recorder
 from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles, SessionWarmer
-from longhaul_daemon.settings import load_settings
+from longhaul_daemon.settings import Settings, load_settings
 from longhaul_daemon.settings_notices import ConfigWatch
 
 __all__ = ["RunPass", "Services"]
@@ -41,8 +43,9 @@ __all__ = ["RunPass", "Services"]
 _log = structlog.get_logger("longhaul.methods")
 
 RunPass = Callable[..., Awaitable[CompactResult]]
-"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress, users)``
-(``users``: the u<n> ids the session file's index counted, or None)."""
+"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress, users,
+settings)`` (``users``: the u<n> ids the session file's index counted, or None; ``settings``: the pass's
+``longhaul.json``, read once by the method)."""
 
 
 async def _default_run_pass(params: CompactParams, **context: Any) -> CompactResult:
@@ -50,6 +53,17 @@ async def _default_run_pass(params: CompactParams, **context: Any) -> CompactRes
     from longhaul_daemon.passes.run import run_pass
 
     return await run_pass(params, **context)
+
+
+def _small_file(path: str) -> bool:
+    """Whether ``path`` is a regular file under :data:`INLINE_BYTES`, whose reading costs less than a thread
+    hop: a burst of small passes otherwise spends the loop on handing reads to threads (issue 10). Any doubt
+    (missing, a link, a bad path) says no; the reader in the thread then refuses it as it always did."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size < INLINE_BYTES
 
 
 @dataclass
@@ -82,16 +96,21 @@ class Services:
     async def read_branch(
         self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
     ) -> BranchRead:
-        """The branch from pi's session file, read in a worker thread; raises ``SessionFileRefused``."""
+        """The branch from pi's session file, read in a worker thread unless the file is small (PASS-21);
+        raises ``SessionFileRefused``."""
         path = session.sessionFile
         if path is None:
             raise SessionFileRefused("missing")
-        try:
-            return await anyio.to_thread.run_sync(
-                lambda: self.session_files.read_branch(
-                    path, session_id=session.sessionId, leaf_id=leaf_id, span_ids=span_ids, whole=whole
-                )
+
+        def read() -> BranchRead:
+            return self.session_files.read_branch(
+                path, session_id=session.sessionId, leaf_id=leaf_id, span_ids=span_ids, whole=whole
             )
+
+        try:
+            if _small_file(path):
+                return read()
+            return await anyio.to_thread.run_sync(read)
         except SessionFileRefused as refused:
             _log.info("session_file_refused", session_id=session.sessionId, reason=refused.reason)
             raise
@@ -108,10 +127,12 @@ class Services:
             client=self.http_client,
         )
 
-    def apply_settings(self, params: CompactParams) -> list[str]:
-        """Read this pass's ``longhaul.json`` for its daemon-wide part, the per-provider concurrency, and
-        return its problems as ``source:code`` (CONFIG-9: never the file's path or content)."""
-        settings = load_settings(params.session.agentDir, params.session.cwd)
+    def apply_settings(self, params: CompactParams, settings: Settings | None = None) -> list[str]:
+        """Apply this pass's ``longhaul.json`` (``settings``, or read here) for its daemon-wide part, the
+        per-provider concurrency, and return its problems as ``source:code`` (CONFIG-9: never the file's path
+        or content)."""
+        if settings is None:
+            settings = load_settings(params.session.agentDir, params.session.cwd)
         self.provider_limits.configure(dict(settings.concurrency))
         return [f"{problem.source}:{problem.code}" for problem in settings.problems]
 

@@ -158,8 +158,11 @@ class SessionFiles:
         try:
             index = self._index_for(path)
             with index.lock:
-                index.refresh(fd, (info.st_dev, info.st_ino), info.st_size)
-                return self._read(index, fd, session_id, leaf_id, span_ids, whole)
+                index.refresh(fd, (info.st_dev, info.st_ino), info.st_size, keep_parsed=True)
+                try:
+                    return self._read(index, fd, session_id, leaf_id, span_ids, whole)
+                finally:
+                    index.drop_parsed()
         except SessionFileRefused as refused:
             if refused.reason in _NOT_PIS:
                 self.forget(path)  # not this session's file: keep no index of it

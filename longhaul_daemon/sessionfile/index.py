@@ -4,7 +4,8 @@ A pass on a long session needs the shape of the whole branch (every entry's id, 
 message, every compaction and Longhaul entry) but the full text of only a small part of it. The index keeps
 exactly that: one :class:`Row` per line with its byte offset, and the parsed entry only for the *light*
 entries; a heavy entry (an assistant turn, a tool result, another extension's data) is read again from its
-offset when a pass needs it whole. pi only appends to the file, so a later pass parses just the new lines.
+offset when a pass needs it whole (unless the refresh that read it was small and the pass's read still holds
+its parse). pi only appends to the file, so a later pass parses just the new lines.
 A file that changed in any other way (rewritten, truncated, replaced) is indexed again from the start.
 
 This module does no opening or checking of paths: :mod:`longhaul_daemon.sessionfile.files` hands it a file
@@ -26,6 +27,9 @@ from longhaul_daemon.transcript.jsonl import is_session_header, parse_line
 __all__ = ["READ_BLOCK", "Row", "SessionIndex", "is_light"]
 
 READ_BLOCK = 4 * 1024 * 1024  # bytes read per syscall while indexing; memory holds one block plus one line
+# A refresh that reads at most this much keeps its heavy entries parsed until the read that asked for it ends,
+# so a small file's span is not read and parsed a second time; a bigger one would hold too much at once.
+KEEP_PARSED_BYTES = 1024 * 1024
 _CHECK_BYTES = 4096  # how much of the indexed end is compared to tell an append from a rewrite
 _LIGHT_TYPES = frozenset(
     {"compaction", "branch_summary", "model_change", "thinking_level_change", "label", "session_info"}
@@ -56,7 +60,8 @@ def is_light(kind: object, role: object, custom_type: object) -> bool:
     return kind in _LIGHT_TYPES
 
 
-def _row(line: int, offset: int, raw: bytes) -> Row | None:
+def _row(line: int, offset: int, raw: bytes) -> tuple[Row, dict[str, Any]] | None:
+    """The line's row and its parsed entry; None for a line that holds no entry."""
     try:
         value = jsoncodec.loads(raw)  # orjson on the bytes: UTF-8 is checked there, no decode of its own
     except (ValueError, RecursionError):
@@ -68,7 +73,7 @@ def _row(line: int, offset: int, raw: bytes) -> Row | None:
     message = value.get("message")
     role = message.get("role") if kind == "message" and isinstance(message, dict) else None
     custom_type = value.get("customType")
-    return Row(
+    row = Row(
         line=line,
         offset=offset,
         length=len(raw),
@@ -79,6 +84,7 @@ def _row(line: int, offset: int, raw: bytes) -> Row | None:
         custom_type=custom_type if isinstance(custom_type, str) else None,
         body=value if is_light(kind, role, custom_type) else None,
     )
+    return row, value
 
 
 def _lines(fd: int, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
@@ -127,9 +133,15 @@ class SessionIndex:
         self._walked: list[int] | None = None  # the walk ``_users`` counts along: ``_path`` while it grows
         self._counted = 0  # positions of ``_walked`` counted
         self._user_count = 0
+        self._parsed: dict[int, dict[str, Any]] = {}  # position → heavy entry parsed by a small refresh
 
-    def refresh(self, fd: int, identity: tuple[int, int], size: int) -> None:
-        """Bring the index up to ``size`` bytes of ``fd``: only the new lines when the file just grew."""
+    def refresh(self, fd: int, identity: tuple[int, int], size: int, *, keep_parsed: bool = False) -> None:
+        """Bring the index up to ``size`` bytes of ``fd``: only the new lines when the file just grew.
+
+        With ``keep_parsed``, when the new lines are at most :data:`KEEP_PARSED_BYTES`, their heavy entries
+        stay parsed for :meth:`entry` until :meth:`drop_parsed`; the caller holds :attr:`lock` throughout.
+        """
+        self._parsed = {}
         if not self._still_valid(fd, identity, size):
             self._reset()
             self._identity = identity
@@ -137,12 +149,13 @@ class SessionIndex:
         else:
             self.last_refresh_cold = False
         start = self.end
+        keep = keep_parsed and size - start <= KEEP_PARSED_BYTES
         for offset, raw in _lines(fd, start, size):
             self.lines += 1
             if self.lines == 1:
                 self._read_header(raw)
             else:
-                self._add(self.lines, offset, raw)
+                self._add(self.lines, offset, raw, keep)
             self.end = offset + len(raw) + 1
         self.last_read_bytes = size - start
         if self.end:
@@ -174,11 +187,18 @@ class SessionIndex:
         value, _ = parse_line(raw)
         self.header = value if is_session_header(value) else None
 
-    def _add(self, line: int, offset: int, raw: bytes) -> None:
-        row = _row(line, offset, raw)
-        if row is None:
+    def drop_parsed(self) -> None:
+        """Let go of the entries a small refresh kept parsed: the index itself holds only light ones."""
+        self._parsed = {}
+
+    def _add(self, line: int, offset: int, raw: bytes, keep: bool = False) -> None:
+        parsed = _row(line, offset, raw)
+        if parsed is None:
             self.bad_lines += 1
             return
+        row, value = parsed
+        if keep and row.body is None:
+            self._parsed[len(self.rows)] = value
         if row.entry_id is not None:
             self.position_of[row.entry_id] = len(self.rows)  # a repeated id: the later line wins
         self.rows.append(row)
@@ -240,6 +260,9 @@ class SessionIndex:
         row = self.rows[position]
         if row.body is not None:
             return row.body
+        kept = self._parsed.get(position)
+        if kept is not None:
+            return kept  # parsed by this read's refresh, from the bytes the index holds the offset of
         try:
             value = jsoncodec.loads(os.pread(fd, row.length, row.offset))
         except (ValueError, RecursionError):

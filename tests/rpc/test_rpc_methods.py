@@ -14,9 +14,11 @@ import structlog
 from longhaul_daemon import __version__
 from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.protocol import PROTOCOL_VERSION, CompactParams, CompactResult
+from longhaul_daemon.rpc import methods
 from longhaul_daemon.rpc.methods import Services, build_methods
 from longhaul_daemon.rpc.registry import METHOD_DEADLINE_S, RpcFailure, RpcSuccess
 from longhaul_daemon.rpc.tool_methods import STRIP_DEADLINE_S
+from longhaul_daemon.settings import Settings, load_settings
 
 SESSION = {"cwd": "/w", "sessionId": "s1", "agentDir": "/a", "piVersion": "0.1"}
 
@@ -274,3 +276,34 @@ def test_every_method_has_a_deadline_and_the_tools_answer_within_what_the_shim_w
     assert methods["strip"].deadline_s == STRIP_DEADLINE_S == 2.0
     assert methods["recall"].deadline_s == methods["report"].deadline_s == METHOD_DEADLINE_S
     assert methods["compact"].deadline_s > METHOD_DEADLINE_S
+
+
+@pytest.mark.anyio
+async def test_compact_reads_longhaul_json_once_and_hands_it_to_the_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent, cwd = tmp_path / "agent", tmp_path / "cwd"
+    (cwd / ".pi").mkdir(parents=True)
+    agent.mkdir()
+    (agent / "longhaul.json").write_text(json.dumps({"concurrency": {"default": 3}, "retryNoteChars": 900}))
+    (cwd / ".pi" / "longhaul.json").write_text(json.dumps({"narrativeMode": "turns"}))
+    reads: list[tuple[str, str]] = []
+
+    def counted(agent_dir: str, at: str) -> Settings:
+        reads.append((agent_dir, at))
+        return load_settings(agent_dir, at)
+
+    monkeypatch.setattr(methods, "load_settings", counted)
+    handed: list[object] = []
+
+    async def fake(_params: CompactParams, *, pass_id: str, **context: object) -> CompactResult:
+        handed.append(context.get("settings"))
+        return result_for(pass_id)
+
+    services = Services(socket_path="/s", run_pass=fake)
+    params = compact_params()
+    params["session"] = {**params["session"], "agentDir": str(agent), "cwd": str(cwd)}
+    assert isinstance(await call(services, "compact", params), RpcSuccess)
+    assert reads == [(str(agent), str(cwd))]
+    assert handed == [load_settings(str(agent), str(cwd))]  # what a cold read gives
+    assert services.provider_limits.limit_for("any-provider") == 3  # and applied it daemon-wide

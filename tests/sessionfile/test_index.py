@@ -1,11 +1,20 @@
 """The session-file index: its kept walk gives the branch a fresh walk gives, for any tree and any leaves, and
-the user ids it keeps along that walk are the ones a count over the branch finds."""
+the user ids it keeps along that walk are the ones a count over the branch finds; the heavy entries a small
+refresh keeps parsed for its read are the ones read again from the file."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from longhaul_daemon.evaluation.synthetic import write_session
+from longhaul_daemon.sessionfile import index as index_module
+from longhaul_daemon.sessionfile.files import BranchRead, SessionFiles
 from longhaul_daemon.sessionfile.index import Row, SessionIndex
 from longhaul_daemon.transcript.jsonl import walk_branch
 from longhaul_daemon.transcript.messages import user_ids
@@ -59,3 +68,61 @@ def test_fold10_the_kept_user_ids_equal_a_count_over_the_branch_for_every_leaf(
     for leaf in leaves:
         branch = [index.rows[p].body or {} for p in index.branch_positions(leaf)]
         assert index.user_ids() == user_ids(branch)
+
+
+def _opened(path: Path) -> tuple[int, tuple[int, int], int]:
+    fd = os.open(path, os.O_RDONLY)
+    info = os.fstat(fd)
+    return fd, (info.st_dev, info.st_ino), info.st_size
+
+
+def _entries(index: SessionIndex, fd: int) -> list[dict[str, Any] | None]:
+    return [index.entry(fd, position) for position in range(len(index.rows))]
+
+
+def test_heavy_entries_kept_parsed_by_a_small_refresh_equal_those_read_again(tmp_path: Path) -> None:
+    """Issue 10: a small refresh's heavy entries, kept for the read, are the entries a cold read parses."""
+    session = write_session(tmp_path / "s.jsonl", total_bytes=60 * 1024)
+    fd, identity, size = _opened(session.path)
+    try:
+        cold = SessionIndex()
+        cold.refresh(fd, identity, size)
+        kept = SessionIndex()
+        kept.refresh(fd, identity, size, keep_parsed=True)
+        assert kept._parsed  # heavy entries were kept
+        assert _entries(kept, fd) == _entries(cold, fd)
+        kept.drop_parsed()
+        assert kept._parsed == {}
+        assert _entries(kept, fd) == _entries(cold, fd)
+    finally:
+        os.close(fd)
+
+
+def test_a_refresh_over_the_bound_keeps_nothing_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = write_session(tmp_path / "s.jsonl", total_bytes=60 * 1024)
+    monkeypatch.setattr(index_module, "KEEP_PARSED_BYTES", 1024)
+    fd, identity, size = _opened(session.path)
+    try:
+        index = SessionIndex()
+        index.refresh(fd, identity, size, keep_parsed=True)
+        assert index._parsed == {}
+    finally:
+        os.close(fd)
+
+
+def test_a_branch_read_equals_one_that_parses_again_and_holds_nothing_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = write_session(tmp_path / "s.jsonl", total_bytes=60 * 1024)
+
+    def read(files: SessionFiles) -> BranchRead:
+        path, leaf_id, span_ids = str(session.path), session.leaf_id, session.span_ids
+        return files.read_branch(path, session_id=session.session_id, leaf_id=leaf_id, span_ids=span_ids)
+
+    files = SessionFiles()
+    kept = read(files)
+    assert all(index._parsed == {} for index in files._indexes.values())
+    monkeypatch.setattr(index_module, "KEEP_PARSED_BYTES", 0)
+    assert kept == read(SessionFiles())  # every heavy entry read again from the file
