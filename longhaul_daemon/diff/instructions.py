@@ -91,10 +91,12 @@ INSTRUCTIONS: tuple[tuple[str, str], ...] = (
     ),
 )
 
-# The keys and what goes in each, with no filled-in example: a small model copies an example's "..." as
-# its answer. Where the route takes structured output the same shape also goes out as a JSON Schema.
+# The keys and what goes in each. Only a label item is shown filled in, since a label's spelling is what a
+# small model gets wrong without one; a whole example answer is not, because a small model copies its "..."
+# as its own answer. Where the route takes structured output the shape also goes out as a JSON Schema.
 SCHEMA = (
-    "Answer with one JSON object and nothing else. Its keys: `labels`, a list of {msg, label, words}; "
+    "Answer with one JSON object and nothing else. Its keys: `labels`, one item per listed message such as "
+    '{"msg": "u14", "label": "rule"}, with `words` when a rule needs them; '
     "`decisions`, a list of {text, why, evidence}; `deadEnds`, a list of {text, evidence}; `narrative`, one "
     "line on what this span did; `now`, the current situation and next step; `objective`; `values`, a list "
     "of {name, value, turn}; `fixed`, a list of {error, by}. objective, values, fixed, why and words may be "
