@@ -91,20 +91,24 @@ INSTRUCTIONS: tuple[tuple[str, str], ...] = (
     ),
 )
 
-# The keys and what goes in each. Only a label item is shown filled in, since a label's spelling is what a
-# small model gets wrong without one; a whole example answer is not, because a small model copies its "..."
-# as its own answer. Where the route takes structured output the shape also goes out as a JSON Schema.
+# A whole example answer. A small model copies it: its "..." prose is dropped as empty, and the copy stays
+# short. Described by keys alone, the same model filled every list to its limit with ids as prose and spelled
+# labels as ids (SmolLM2-135M, bench/model_bench.py), so the example stays.
 SCHEMA = (
-    "Answer with one JSON object and nothing else. Its keys: `labels`, one item per listed message such as "
-    '{"msg": "u14", "label": "rule"}, with `words` when a rule needs them; '
-    "`decisions`, a list of {text, why, evidence}; `deadEnds`, a list of {text, evidence}; `narrative`, one "
-    "line on what this span did; `now`, the current situation and next step; `objective`; `values`, a list "
-    "of {name, value, turn}; `fixed`, a list of {error, by}. objective, values, fixed, why and words may be "
-    f"left out. At most {BOUNDS['decisions']} decisions, {BOUNDS['deadEnds']} dead ends, "
-    f"{BOUNDS['values']} values, {BOUNDS['fixed']} fixed and {BOUNDS['evidence']} evidence ids an item. "
-    f"Characters at most: text and why {BOUNDS['text']}, narrative {BOUNDS['narrative']}, now "
+    "Answer with one JSON object and nothing else:\n"
+    '{"labels":[{"msg":"u14","label":"rule","words":"..."}],\n'
+    ' "decisions":[{"text":"...","why":"...","evidence":["C12"]}],\n'
+    ' "deadEnds":[{"text":"...","evidence":["E3"]}],\n'
+    ' "narrative":"...","now":"...","objective":"...",\n'
+    ' "values":[{"name":"...","value":"...","turn":"u12"}],\n'
+    ' "fixed":[{"error":"E3","by":"C9"}]}\n'
+    f"Limits: at most {BOUNDS['decisions']} decisions, {BOUNDS['deadEnds']} dead ends, "
+    f"{BOUNDS['values']} values, {BOUNDS['fixed']} fixed errors and {BOUNDS['evidence']} evidence ids per "
+    "item; text and why up to "
+    f"{BOUNDS['text']} characters, narrative "
+    f"(one line on what this span did) {BOUNDS['narrative']}, now (the current situation and next step) "
     f"{BOUNDS['now']}, objective {BOUNDS['objective']}, words {BOUNDS['words']}, name {BOUNDS['name']}, "
-    f"value {BOUNDS['value']}."
+    f"value {BOUNDS['value']}. objective, values, fixed, why and words are optional."
 )
 
 SYSTEM_PROMPT = (

@@ -50,6 +50,7 @@ __all__ = [
     "ValueItem",
     "answer_schema",
     "cut_to_bounds",
+    "question_schema",
     "says_something",
 ]
 
@@ -184,6 +185,27 @@ def answer_schema(offered: Sequence[str], *, required: int) -> OutputSchema:
     if ids:
         labels["items"]["properties"]["msg"] = {"type": "string", "enum": ids}
     return OutputSchema(ANSWER_SCHEMA.name, schema, ANSWER_SCHEMA.description)
+
+
+def question_schema(asked: Sequence[str]) -> OutputSchema:
+    """The question call's reply (LIFT-14): one label for each asked message and nothing else, so a
+    constrained model spends no output on the answer's other lists, which the reply's reader ignores."""
+    ids = list(dict.fromkeys(asked))
+    msg: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
+    item = {
+        "type": "object",
+        "properties": {"msg": msg, "label": {"type": "string"}},
+        "required": ["msg", "label"],
+        "additionalProperties": False,
+    }
+    labels = {"type": "array", "items": item, "minItems": len(ids), "maxItems": len(ids)}
+    schema = {
+        "type": "object",
+        "properties": {"labels": labels},
+        "required": ["labels"],
+        "additionalProperties": False,
+    }
+    return OutputSchema("diff_question_reply", schema, "A label for each message asked about.")
 
 
 _Text = Annotated[str, Field(max_length=BOUNDS["text"])]

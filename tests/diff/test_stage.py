@@ -208,6 +208,10 @@ async def test_lift10_a_question_round_follows_a_settled_answer() -> None:
     # and only the instructions a label needs: the first call's system prompt is several times longer
     assert model.calls[1].system == QUESTION_SYSTEM_PROMPT
     assert len(model.calls[1].system) < len(model.calls[0].system) / 2
+    # and a schema asking for the asked labels alone, not the answer's other lists
+    schema = model.calls[1].schema
+    assert schema is not None and list(schema.schema["properties"]) == ["labels"]
+    assert schema.schema["properties"]["labels"]["items"]["properties"]["msg"]["enum"] == ["u17"]
     label = result.chunks[0].labels[0]
     assert label.rule is not None and [lift.target for lift in label.lifts] in (["R2"], ["u2"])
 
