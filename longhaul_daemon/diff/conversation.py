@@ -4,9 +4,9 @@ Text stays raw so the model can copy exact words, with one cleaning step (:func:
 choice): CRLF and lone CR become LF, other line or paragraph separators become LF, terminal escape sequences
 are removed whole, and every other control character (C0 but tab and LF, DEL, C1), every bidi control and
 every lone surrogate is dropped. Other format characters (zero-width joiners, soft hyphens) stay, since
-scripts and emoji need them. Assistant text, tool results and bash output then lose exact copies of a line
-repeated in a row (:func:`collapse_repeats`), counted in a marker: a looping model's reply shrinks, and no
-distinct line is lost.
+scripts and emoji need them. Assistant text, tool results and bash output then lose exact copies of a line,
+or of a block of up to eight lines, repeated in a row (:func:`collapse_repeats`), counted in a marker: a
+looping model's reply shrinks, and no distinct line is lost.
 
 Decisions: DIFF-7 keeps the first 240 code points and appends "…"; DIFF-9 follows pi's serializer
 (``[User]:``, ``[Assistant]:``, ``[Tool call]:``, ``[Tool result]:``), names each user message's ``u<n>``
@@ -90,10 +90,33 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 _REPEATS_WORTH = 60  # a run of copies is collapsed only when the copies hold at least this many characters
+_REPEAT_PERIOD = 8  # the longest block of lines looked for as a repeat
+
+
+def _marker(period: int, copies: int) -> str:
+    what = "the line above" if period == 1 else f"the {period} lines above"
+    return f"[… {what} repeated {copies} more time{'s' if copies > 1 else ''} …]"
+
+
+def _run_at(lines: list[str], at: int) -> tuple[int, int] | None:
+    """The shortest block of lines starting at ``at`` that the next lines repeat, and how many copies follow,
+    when the copies are worth a marker."""
+    for period in range(1, _REPEAT_PERIOD + 1):
+        if at + 2 * period > len(lines):
+            return None
+        block = lines[at : at + period]
+        if not any(line.strip() for line in block):
+            continue  # blank lines alone stay as written
+        copies, probe = 0, at + period
+        while lines[probe : probe + period] == block:
+            copies, probe = copies + 1, probe + period
+        if copies and copies * sum(len(line) + 1 for line in block) >= _REPEATS_WORTH:
+            return period, copies
+    return None
 
 
 def collapse_repeats(text: str) -> str:
-    """A line written again and again in a row (blank lines between allowed) kept once, the copies counted.
+    """A line or block of up to eight lines written again and again in a row kept once, the copies counted.
 
     A small model that loops fills its reply with the same paragraph; each copy costs prompt time and says
     nothing new. Only exact copies go, so every distinct line of the text is still shown.
@@ -102,26 +125,16 @@ def collapse_repeats(text: str) -> str:
         return text
     lines = text.split("\n")
     out: list[str] = []
-    at, count = 0, len(lines)
-    while at < count:
-        line = lines[at]
-        at += 1
-        out.append(line)
-        if not line.strip():
+    at = 0
+    while at < len(lines):
+        run = _run_at(lines, at)
+        if run is None:
+            out.append(lines[at])
+            at += 1
             continue
-        copies, end, probe = 0, at, at
-        while True:
-            while probe < count and not lines[probe].strip():
-                probe += 1
-            if probe == count or lines[probe] != line:
-                break
-            copies, probe = copies + 1, probe + 1
-            end = probe
-        if copies and copies * len(line) >= _REPEATS_WORTH:
-            out.append(f"[… the line above repeated {copies} more time{'s' if copies > 1 else ''} …]")
-        else:
-            out.extend(lines[at:end])  # too short to be worth a marker: kept as written
-        at = end
+        period, copies = run
+        out += [*lines[at : at + period], _marker(period, copies)]
+        at += period * (copies + 1)
     return "\n".join(out)
 
 

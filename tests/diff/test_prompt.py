@@ -225,11 +225,21 @@ def test_diff_9_a_looping_reply_is_shown_once_with_its_count() -> None:
     conversation = _block(build_prompt(State(), span).user, "conversation")
     assert "[User u1]: " + "\n".join([LOOP] * 3) in conversation  # a quote must find the user's words
     assert (
-        f"Let me look.\n\n{LOOP}\n[… the line above repeated 12 more times …]\n\nThe app.py" in conversation
+        f"Let me look.\n\n{LOOP}\n[… the 2 lines above repeated 12 more times …]\n\nThe app.py"
+        in conversation
     )
     assert "line 12\n[… the line above repeated 29 more times …]" in conversation
     assert "long/path'\n[… the line above repeated 4 more times …]" in conversation
     assert conversation.count(LOOP) == 4  # three in the user's message, one in the reply
+
+
+def test_collapse_repeats_finds_a_repeated_block_of_lines() -> None:
+    block = ["class TestApp(", '    """Test that app.py is installed and running."""', ")", ""]
+    text = "\n".join(["```python", *block * 15, "class TestApp("])
+    shown = collapse_repeats(text)
+    assert shown == "\n".join(
+        ["```python", *block, "[… the 4 lines above repeated 14 more times …]", "class TestApp("]
+    )
 
 
 def test_collapse_repeats_keeps_short_repeats_and_single_copies_as_written() -> None:
@@ -242,7 +252,11 @@ def test_collapse_repeats_keeps_short_repeats_and_single_copies_as_written() -> 
 def test_collapse_repeats_loses_no_distinct_line(lines: list[str]) -> None:
     text = "\n".join(lines)
     shown = collapse_repeats(text).split("\n")
-    kept = [line for line in shown if not line.startswith("[… the line above repeated")]
+    kept = [
+        line
+        for line in shown
+        if not re.fullmatch(r"\[… the (line|\d+ lines) above repeated \d+ more times? …\]", line)
+    ]
     assert {line for line in kept if line.strip()} == {line for line in lines if line.strip()}
     assert len(collapse_repeats(text)) <= len(text)
     assert collapse_repeats(collapse_repeats(text)) == collapse_repeats(text)
