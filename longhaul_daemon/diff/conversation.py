@@ -99,18 +99,19 @@ def _marker(period: int, copies: int) -> str:
 
 
 def _run_at(lines: list[str], at: int) -> tuple[int, int] | None:
-    """The shortest block of lines starting at ``at`` that the next lines repeat, and how many copies follow,
-    when the copies are worth a marker."""
-    for period in range(1, _REPEAT_PERIOD + 1):
-        if at + 2 * period > len(lines):
-            return None
+    """The shortest block of lines starting at ``at`` that the next lines repeat: its length and how many
+    copies follow."""
+    first = lines[at]
+    for period in range(1, min(_REPEAT_PERIOD, (len(lines) - at) // 2) + 1):
+        if lines[at + period] != first:
+            continue  # a block repeated from here begins again with this line
         block = lines[at : at + period]
         if not any(line.strip() for line in block):
             continue  # blank lines alone stay as written
         copies, probe = 0, at + period
         while lines[probe : probe + period] == block:
             copies, probe = copies + 1, probe + period
-        if copies and copies * sum(len(line) + 1 for line in block) >= _REPEATS_WORTH:
+        if copies:
             return period, copies
     return None
 
@@ -124,6 +125,9 @@ def collapse_repeats(text: str) -> str:
     if "\n" not in text:
         return text
     lines = text.split("\n")
+    said = [line for line in lines if line.strip()]
+    if len(set(said)) == len(said):
+        return text  # every block holds a non-blank line, so with none said twice nothing repeats
     out: list[str] = []
     at = 0
     while at < len(lines):
@@ -133,8 +137,12 @@ def collapse_repeats(text: str) -> str:
             at += 1
             continue
         period, copies = run
-        out += [*lines[at : at + period], _marker(period, copies)]
-        at += period * (copies + 1)
+        end = at + period * (copies + 1)
+        if copies * sum(len(line) + 1 for line in lines[at : at + period]) >= _REPEATS_WORTH:
+            out += [*lines[at : at + period], _marker(period, copies)]
+        else:
+            out += lines[at:end]  # cheaper as written than as a marker
+        at = end
     return "\n".join(out)
 
 
