@@ -91,24 +91,23 @@ INSTRUCTIONS: tuple[tuple[str, str], ...] = (
     ),
 )
 
-# A whole example answer. A small model copies it: its "..." prose is dropped as empty, and the copy stays
-# short. Described by keys alone, the same model filled every list to its limit with ids as prose and spelled
-# labels as ids (SmolLM2-135M, bench/model_bench.py), so the example stays.
+# A whole example answer, as short as shows every key. A small model copies it: its "..." prose is dropped
+# as empty, and each copied item costs output tokens, which a grammar-constrained local model writes several
+# times slower than prose. Described by keys alone, the same model filled every list to its limit with ids
+# as prose and spelled labels as ids (SmolLM2-135M, bench/model_bench.py), so the example stays.
 SCHEMA = (
-    "Answer with one JSON object and nothing else:\n"
-    '{"labels":[{"msg":"u14","label":"rule","words":"..."}],\n'
+    "Answer with one JSON object and nothing else, shaped like this example:\n"
+    '{"labels":[{"msg":"u14","label":"rule"}],\n'
     ' "decisions":[{"text":"...","why":"...","evidence":["C12"]}],\n'
-    ' "deadEnds":[{"text":"...","evidence":["E3"]}],\n'
-    ' "narrative":"...","now":"...","objective":"...",\n'
-    ' "values":[{"name":"...","value":"...","turn":"u12"}],\n'
-    ' "fixed":[{"error":"E3","by":"C9"}]}\n'
-    f"Limits: at most {BOUNDS['decisions']} decisions, {BOUNDS['deadEnds']} dead ends, "
-    f"{BOUNDS['values']} values, {BOUNDS['fixed']} fixed errors and {BOUNDS['evidence']} evidence ids per "
-    "item; text and why up to "
-    f"{BOUNDS['text']} characters, narrative "
-    f"(one line on what this span did) {BOUNDS['narrative']}, now (the current situation and next step) "
-    f"{BOUNDS['now']}, objective {BOUNDS['objective']}, words {BOUNDS['words']}, name {BOUNDS['name']}, "
-    f"value {BOUNDS['value']}. objective, values, fixed, why and words are optional."
+    ' "deadEnds":[],"narrative":"...","now":"...","objective":"...",\n'
+    ' "values":[],"fixed":[]}\n'
+    "Items: deadEnds {text, evidence}; values {name, value, turn}; fixed {error, by}; a label item may add "
+    f"words. At most {BOUNDS['decisions']} decisions, {BOUNDS['deadEnds']} dead ends, {BOUNDS['values']} "
+    f"values, {BOUNDS['fixed']} fixed and {BOUNDS['evidence']} evidence ids an item. Characters at most: "
+    f"text and why {BOUNDS['text']}, narrative (one line on what this span did) {BOUNDS['narrative']}, now "
+    f"(the current situation and next step) {BOUNDS['now']}, objective {BOUNDS['objective']}, words "
+    f"{BOUNDS['words']}, name {BOUNDS['name']}, value {BOUNDS['value']}. objective, values, fixed, why and "
+    "words are optional."
 )
 
 SYSTEM_PROMPT = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from longhaul_daemon.diff.answer import Defect
 from longhaul_daemon.diff.conversation import collapse_repeats
-from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT, SYSTEM_PROMPT
+from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT, SCHEMA, SYSTEM_PROMPT
 from longhaul_daemon.diff.prompt import (
     EXCERPT_CHARS,
     INSTRUCTIONS,
@@ -23,6 +24,7 @@ from longhaul_daemon.diff.prompt import (
     excerpt,
     retry_note,
 )
+from longhaul_daemon.diff.schema import ANSWER_KEYS, AnswerShape
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, Rule, State, Value
 from longhaul_daemon.transcript.messages import SpanMessage
 
@@ -353,3 +355,10 @@ def test_ex_14_carried_span_needs_all_twenty_labels() -> None:
 def test_build_prompt_is_pure() -> None:
     """Same state and span, same prompt, byte for byte (the pass may be replayed)."""
     assert prompt() == prompt()
+
+
+def test_diff_5_the_prompts_example_is_an_answer_of_the_schema() -> None:
+    """DIFF-5: the example answer in the instructions has every key, in the shape the schema checks."""
+    example, _ = json.JSONDecoder().raw_decode(SCHEMA[SCHEMA.index("{") :])
+    assert set(example) == set(ANSWER_KEYS)
+    AnswerShape.model_validate(example)
