@@ -94,15 +94,16 @@ INSTRUCTIONS: tuple[tuple[str, str], ...] = (
 # A whole example answer, as short as shows every key. A small model copies it: its "..." prose is dropped
 # as empty, and each copied item costs output tokens, which a grammar-constrained local model writes several
 # times slower than prose. Described by keys alone, the same model filled every list to its limit with ids
-# as prose and spelled labels as ids (SmolLM2-135M, bench/model_bench.py), so the example stays.
+# as prose and spelled labels as ids; with no example value for a key the schema requires (a label's
+# `words`), it looped in that string to its output cap (SmolLM2-135M, bench/model_bench.py).
 SCHEMA = (
     "Answer with one JSON object and nothing else, shaped like this example:\n"
-    '{"labels":[{"msg":"u14","label":"rule"}],\n'
+    '{"labels":[{"msg":"u14","label":"rule","words":"..."}],\n'
     ' "decisions":[{"text":"...","why":"...","evidence":["C12"]}],\n'
     ' "deadEnds":[],"narrative":"...","now":"...","objective":"...",\n'
     ' "values":[],"fixed":[]}\n'
-    "Items: deadEnds {text, evidence}; values {name, value, turn}; fixed {error, by}; a label item may add "
-    f"words. At most {BOUNDS['decisions']} decisions, {BOUNDS['deadEnds']} dead ends, {BOUNDS['values']} "
+    "Items: deadEnds {text, evidence}; values {name, value, turn}; fixed {error, by}. At most "
+    f"{BOUNDS['decisions']} decisions, {BOUNDS['deadEnds']} dead ends, {BOUNDS['values']} "
     f"values, {BOUNDS['fixed']} fixed and {BOUNDS['evidence']} evidence ids an item. Characters at most: "
     f"text and why {BOUNDS['text']}, narrative (one line on what this span did) {BOUNDS['narrative']}, now "
     f"(the current situation and next step) {BOUNDS['now']}, objective {BOUNDS['objective']}, words "

@@ -261,7 +261,6 @@ def test_collapse_repeats_loses_no_distinct_line(lines: list[str]) -> None:
     ]
     assert {line for line in kept if line.strip()} == {line for line in lines if line.strip()}
     assert len(collapse_repeats(text)) <= len(text)
-    assert collapse_repeats(collapse_repeats(text)) == collapse_repeats(text)
 
 
 def test_diff_9_transcript_cannot_close_the_data_block() -> None:
