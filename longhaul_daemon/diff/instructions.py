@@ -99,9 +99,9 @@ INSTRUCTIONS: tuple[tuple[str, str], ...] = (
 SCHEMA = (
     "Answer with one JSON object and nothing else, shaped like this example:\n"
     '{"labels":[{"msg":"u14","label":"rule","words":"..."}],\n'
+    ' "narrative":"...","now":"...","objective":"...",\n'
     ' "decisions":[{"text":"...","why":"...","evidence":["C12"]}],\n'
-    ' "deadEnds":[],"narrative":"...","now":"...","objective":"...",\n'
-    ' "values":[],"fixed":[]}\n'
+    ' "deadEnds":[],"values":[],"fixed":[]}\n'
     "Items: deadEnds {text, evidence}; values {name, value, turn}; fixed {error, by}. At most "
     f"{BOUNDS['decisions']} decisions, {BOUNDS['deadEnds']} dead ends, {BOUNDS['values']} "
     f"values, {BOUNDS['fixed']} fixed and {BOUNDS['evidence']} evidence ids an item. Characters at most: "

@@ -139,15 +139,16 @@ class FixedItem(_Shape):
 class AnswerShape(_Shape):
     """The answer as a reply holds it (DIFF-5, plus ``fixed``): lists may be left out, prose is required.
 
-    The field order is the order a constrained model writes them in: labels first, the part code needs most.
+    The field order is the order a constrained model writes them in: labels first, the part code needs most,
+    then the prose, then the lists, so a reply cut where a looping model repeats a list item keeps the prose.
     """
 
     labels: list[LabelItem] = Field(default_factory=list)
-    decisions: list[DecisionItem] = Field(default_factory=list)
-    deadEnds: list[DeadEndItem] = Field(default_factory=list)
     narrative: str
     now: str
     objective: str | None = None
+    decisions: list[DecisionItem] = Field(default_factory=list)
+    deadEnds: list[DeadEndItem] = Field(default_factory=list)
     values: list[ValueItem] = Field(default_factory=list)
     fixed: list[FixedItem] = Field(default_factory=list)
 
