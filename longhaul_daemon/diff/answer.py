@@ -82,6 +82,7 @@ __all__ = [
     "ReplyForm",
     "ValueAnswer",
     "answer_shaped",
+    "answer_with_prose",
     "cut_to_bounds",
     "extract_json",
     "find_answer",
@@ -105,6 +106,12 @@ def answer_shaped(obj: dict[str, Any]) -> bool:
     if isinstance(labels, list):
         return not labels or any(isinstance(item, dict) and "msg" in item for item in labels)
     return "narrative" in obj and "now" in obj
+
+
+def answer_with_prose(obj: dict[str, Any]) -> bool:
+    """An answer cut short may stand for the whole reply only when it has the answer's shape and its prose
+    already came (the schema puts narrative and now before the lists a looping model repeats)."""
+    return answer_shaped(obj) and isinstance(obj.get("narrative"), str) and isinstance(obj.get("now"), str)
 
 
 def _decode(group: str) -> Any:

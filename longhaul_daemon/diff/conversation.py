@@ -4,7 +4,9 @@ Text stays raw so the model can copy exact words, with one cleaning step (:func:
 choice): CRLF and lone CR become LF, other line or paragraph separators become LF, terminal escape sequences
 are removed whole, and every other control character (C0 but tab and LF, DEL, C1), every bidi control and
 every lone surrogate is dropped. Other format characters (zero-width joiners, soft hyphens) stay, since
-scripts and emoji need them.
+scripts and emoji need them. Assistant text, tool results and bash output then lose exact copies of a line,
+or of a block of up to eight lines, repeated in a row (:func:`collapse_repeats`), counted in a marker: a
+looping model's reply shrinks, and no distinct line is lost.
 
 Decisions: DIFF-7 keeps the first 240 code points and appends "…"; DIFF-9 follows pi's serializer
 (``[User]:``, ``[Assistant]:``, ``[Tool call]:``, ``[Tool result]:``), names each user message's ``u<n>``
@@ -37,6 +39,7 @@ __all__ = [
     "LedgerIds",
     "SpanSize",
     "clean",
+    "collapse_repeats",
     "conversation_body",
     "excerpt",
     "id_list",
@@ -86,6 +89,63 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+_REPEATS_WORTH = 60  # a run of copies is collapsed only when the copies hold at least this many characters
+_REPEAT_PERIOD = 8  # the longest block of lines looked for as a repeat
+
+
+def _marker(period: int, copies: int) -> str:
+    what = "the line above" if period == 1 else f"the {period} lines above"
+    return f"[… {what} repeated {copies} more time{'s' if copies > 1 else ''} …]"
+
+
+def _run_at(lines: list[str], at: int) -> tuple[int, int] | None:
+    """The shortest block of lines starting at ``at`` that the next lines repeat: its length and how many
+    copies follow."""
+    first = lines[at]
+    for period in range(1, min(_REPEAT_PERIOD, (len(lines) - at) // 2) + 1):
+        if lines[at + period] != first:
+            continue  # a block repeated from here begins again with this line
+        block = lines[at : at + period]
+        if not any(line.strip() for line in block):
+            continue  # blank lines alone stay as written
+        copies, probe = 0, at + period
+        while lines[probe : probe + period] == block:
+            copies, probe = copies + 1, probe + period
+        if copies:
+            return period, copies
+    return None
+
+
+def collapse_repeats(text: str) -> str:
+    """A line or block of up to eight lines written again and again in a row kept once, the copies counted.
+
+    A small model that loops fills its reply with the same paragraph; each copy costs prompt time and says
+    nothing new. Only exact copies go, so every distinct line of the text is still shown.
+    """
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    said = [line for line in lines if line.strip()]
+    if len(set(said)) == len(said):
+        return text  # every block holds a non-blank line, so with none said twice nothing repeats
+    out: list[str] = []
+    at = 0
+    while at < len(lines):
+        run = _run_at(lines, at)
+        if run is None:
+            out.append(lines[at])
+            at += 1
+            continue
+        period, copies = run
+        end = at + period * (copies + 1)
+        if copies * sum(len(line) + 1 for line in lines[at : at + period]) >= _REPEATS_WORTH:
+            out += [*lines[at : at + period], _marker(period, copies)]
+        else:
+            out += lines[at:end]  # cheaper as written than as a marker
+        at = end
+    return "\n".join(out)
+
+
 def _edges(text: str, edge: int = TOOL_RESULT_EDGE) -> str:
     """DIFF-9: a long text cut to its first and last ``edge`` characters, the cut marked with its size."""
     if len(text) <= 2 * edge:
@@ -127,7 +187,7 @@ def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -
         who = f"User {item.user_id}" if item.user_id else "User"
         return [f"[{who}]: {clean(message.text)}"]
     if role == "assistant":
-        lines = [f"[Assistant]: {clean(message.text)}"] if message.text.strip() else []
+        lines = [f"[Assistant]: {clean(collapse_repeats(message.text))}"] if message.text.strip() else []
         for call in message.tool_calls:
             args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items())
             cid = _tag(ids, "call", call.id, "C")
@@ -140,7 +200,7 @@ def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -
         ledger = _tag(ids, "call", message.toolCallId)
         error = ", error" if message.isError else ""
         head = f"[Tool result {message.toolName or 'unknown'}{error}{ledger}]"
-        return [f"{head}: {clean(_edges(_result_text(message), edge))}"]
+        return [f"{head}: {clean(collapse_repeats(_edges(_result_text(message), edge)))}"]
     if role == "bashExecution":
         if message.excludeFromContext:
             return []  # LEDGER-3: a !! command the agent never saw
@@ -148,7 +208,7 @@ def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -
         exit_text = "cancelled" if message.cancelled else f"exit {message.exitCode}"
         return [
             f"[User ran{ledger}]: !{clean(message.command or '')}",
-            f"[Command output, {exit_text}]: {clean(_edges(message.output or '', edge))}",
+            f"[Command output, {exit_text}]: {clean(collapse_repeats(_edges(message.output or '', edge)))}",
         ]
     if role in ("branchSummary", "compactionSummary"):
         return [f"[Earlier summary]: {clean(_edges(message.summary or message.text, edge))}"]

@@ -49,6 +49,7 @@ __all__ = [
     "ValueItem",
     "answer_schema",
     "cut_to_bounds",
+    "question_schema",
     "says_something",
 ]
 
@@ -137,15 +138,16 @@ class FixedItem(_Shape):
 class AnswerShape(_Shape):
     """The answer as a reply holds it (DIFF-5, plus ``fixed``): lists may be left out, prose is required.
 
-    The field order is the order a constrained model writes them in: labels first, the part code needs most.
+    The field order is the order a constrained model writes them in: labels first, the part code needs most,
+    then the prose, then the lists, so a reply cut where a looping model repeats a list item keeps the prose.
     """
 
     labels: list[LabelItem] = Field(default_factory=list)
-    decisions: list[DecisionItem] = Field(default_factory=list)
-    deadEnds: list[DeadEndItem] = Field(default_factory=list)
     narrative: str
     now: str
     objective: str | None = None
+    decisions: list[DecisionItem] = Field(default_factory=list)
+    deadEnds: list[DeadEndItem] = Field(default_factory=list)
     values: list[ValueItem] = Field(default_factory=list)
     fixed: list[FixedItem] = Field(default_factory=list)
 
@@ -190,6 +192,27 @@ def answer_schema(offered: Sequence[str], *, required: int) -> OutputSchema:
         labels["items"] = {**items, "properties": {**items["properties"], "msg": msg}}
     schema = {**template, "properties": {**template["properties"], "labels": labels}}
     return OutputSchema(ANSWER_SCHEMA.name, schema, ANSWER_SCHEMA.description)
+
+
+def question_schema(asked: Sequence[str]) -> OutputSchema:
+    """The question call's reply (LIFT-14): one label for each asked message and nothing else, so a
+    constrained model spends no output on the answer's other lists, which the reply's reader ignores."""
+    ids = list(dict.fromkeys(asked))
+    msg: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
+    item = {
+        "type": "object",
+        "properties": {"msg": msg, "label": {"type": "string"}},
+        "required": ["msg", "label"],
+        "additionalProperties": False,
+    }
+    labels = {"type": "array", "items": item, "minItems": len(ids), "maxItems": len(ids)}
+    schema = {
+        "type": "object",
+        "properties": {"labels": labels},
+        "required": ["labels"],
+        "additionalProperties": False,
+    }
+    return OutputSchema("diff_question_reply", schema, "A label for each message asked about.")
 
 
 _Text = Annotated[str, Field(max_length=BOUNDS["text"])]

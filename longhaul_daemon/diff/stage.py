@@ -39,10 +39,11 @@ from typing import Protocol
 from longhaul_daemon.diff.answer import ParsedAnswer, parse_answer
 from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, Evaluation
+from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT
 from longhaul_daemon.diff.planning import DiffInputs, chunk_tokens, plan_diff, prepare_chunk, span_tokens
 from longhaul_daemon.diff.prompt import Prompt, question_prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
-from longhaul_daemon.diff.schema import answer_schema
+from longhaul_daemon.diff.schema import answer_schema, question_schema
 from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
 from longhaul_daemon.models.request import Message
@@ -223,11 +224,11 @@ class _Chunk:
         asked_messages = [(m.id, m.text) for m in self._ctx.offered if m.id in asked_ids]
         try:
             result = await self._model.call(
-                self._prompt.system,
+                QUESTION_SYSTEM_PROMPT,
                 (Message("user", question_prompt(asked_messages, block)),),
                 kind="question",
                 max_output_tokens=self._budget,
-                schema=answer_schema([q.msg for q in asked], required=len({q.msg for q in asked})),
+                schema=question_schema([q.msg for q in asked]),
             )
         except ModelCallError:
             return final  # the settled answer stands

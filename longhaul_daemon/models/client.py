@@ -93,8 +93,9 @@ def _prepare(
         # and httpx would raise a UnicodeEncodeError no retry loop knows (found by the socket fuzzer).
         raise FatalError(code="unsendable-header")
     stop_at = request.stop_at_object if call.stream else None
+    cut_at = request.cut_at_repeat if call.stream else None
     return _Exchange(
-        run=lambda: _exchange(client, provider, call, stop_at),
+        run=lambda: _exchange(client, provider, call, stop_at, cut_at),
         api=provider.api,
         via="daemon",
         reasoning=reasoning,
@@ -261,12 +262,15 @@ async def _exchange(
     provider: Provider,
     call: PreparedCall,
     stop_at: Callable[[dict[str, Any]], bool] | None = None,
+    cut_at: Callable[[dict[str, Any]], bool] | None = None,
 ) -> CompletionResult:
     """One HTTP attempt, streamed or not; errors keep the request id of the reply that carried them.
 
     With ``stop_at``, a stream is ended once a complete top-level JSON object it accepts has arrived and
     more than :data:`_TRAILING_CHARS` of text followed it: leaving the stream closes the connection, so the
-    server stops generating what nobody reads. The allowance lets a model that closes a code fence and stops
+    server stops generating what nobody reads. With ``cut_at`` it is also ended when the object, still open,
+    repeats a list item word for word and the object cut after the first copy is one ``cut_at`` accepts: the
+    reply is then that cut object. The allowance lets a model that closes a code fence and stops
     finish on its own, so its usage is the server's count and its connection is kept for the next call.
     """
     if not call.stream:
@@ -293,6 +297,10 @@ async def _exchange(
                 if answer_end is not None and seen - answer_end > _TRAILING_CHARS:
                     result = _estimated(state.partial())
                     break
+                looped = _looped(scanner, cut_at) if answer_end is None and cut_at is not None else None
+                if looped is not None:
+                    result = replace(_estimated(state.partial()), text=looped)
+                    break
             else:
                 result = state.finish()
         except ModelCallError as error:
@@ -312,6 +320,18 @@ def _accepted(groups: list[tuple[str, int]], stop_at: Callable[[dict[str, Any]],
         if isinstance(value, dict) and stop_at(value):
             return end
     return None
+
+
+def _looped(scanner: ObjectScanner, stop_at: Callable[[dict[str, Any]], bool]) -> str | None:
+    """The reply cut after a list item the model then wrote again, when that cut is an object ``stop_at``
+    wants: a looping model repeats an item until its output limit, and a copy says nothing new."""
+    if scanner.repeated is None:
+        return None
+    try:
+        value = orjson.loads(scanner.repeated)
+    except orjson.JSONDecodeError:
+        return None
+    return scanner.repeated if isinstance(value, dict) and stop_at(value) else None
 
 
 def _estimated(result: CompletionResult) -> CompletionResult:

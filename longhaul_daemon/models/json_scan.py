@@ -15,6 +15,7 @@ quote in prose never opens a string. A group that never closes is left open (:me
 
 from __future__ import annotations
 
+import json
 import re
 
 __all__ = ["ObjectScanner", "top_level_groups"]
@@ -32,10 +33,14 @@ class ObjectScanner:
 
     def __init__(self) -> None:
         self._group: list[str] = []  # pieces of the open group, from its "{"
+        self._group_chars = 0  # characters in ``_group``
         self._depth = 0
         self._in_string = False
         self._escaped = False
         self.consumed = 0  # characters fed so far
+        self._item_start = 0  # where the open item (an object inside the group's object) began, in the group
+        self._last_item: tuple[int, int, object] | None = None  # the last item closed: start, end, its value
+        self.repeated: str | None = None  # the open group cut after an item the next one copied, closed
 
     @property
     def pending(self) -> str | None:
@@ -55,22 +60,39 @@ class ObjectScanner:
                 if start < 0:
                     return done
                 self._depth, self._in_string, self._escaped = 1, False, False
-                self._group = []
+                self._group, self._group_chars, self._last_item = [], 0, None
                 at = start + 1
                 group_start = start
             else:
                 group_start = at
-            end = self._scan(piece, at)
+            end = self._scan(piece, at, group_start)
             if end is None:
                 self._group.append(piece[group_start:])
+                self._group_chars += size - group_start
                 return done
             self._group.append(piece[group_start:end])
             done.append(("".join(self._group), base + end))
-            self._group = []
+            self._group, self._group_chars, self._last_item = [], 0, None
             at = end
         return done
 
-    def _scan(self, piece: str, at: int) -> int | None:
+    def _item_closed(self, piece: str, group_start: int, end: int) -> None:
+        """An object directly inside the group's object closed at ``piece[end - 1]``: when it copies the item
+        before it in the same array, keep the group cut after that item and closed (a looping model)."""
+        text = "".join(self._group) + piece[group_start:end]
+        start, stop = self._item_start, len(text)
+        item = _item_value(text[start:stop])
+        last = self._last_item
+        self._last_item = (start, stop, item)
+        if (
+            self.repeated is None
+            and last is not None
+            and last[2] == item
+            and text[last[1] : start].strip() == ","
+        ):
+            self.repeated = text[: last[1]] + "]}"
+
+    def _scan(self, piece: str, at: int, group_start: int) -> int | None:
         """Advance through ``piece`` from ``at`` inside an open group; the index after its closing brace."""
         size = len(piece)
         while at < size:
@@ -93,12 +115,24 @@ class ObjectScanner:
                 self._in_string = True
             elif ch == "{":
                 self._depth += 1
+                if self._depth == 2:
+                    self._item_start = self._group_chars + at - 1 - group_start
             elif ch == "}":
                 self._depth -= 1
                 if self._depth == 0:
                     return at
+                if self._depth == 1:
+                    self._item_closed(piece, group_start, at)
             # a backslash outside a string is not JSON; it changes nothing and the group will not decode
         return None
+
+
+def _item_value(text: str) -> object:
+    """An item as JSON reads it, so spacing between tokens does not count; its text when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def top_level_groups(text: str) -> tuple[list[str], str | None]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from longhaul_daemon.diff.answer import answer_shaped
+from longhaul_daemon.diff.answer import answer_shaped, answer_with_prose
 from longhaul_daemon.diff.schema import ANSWER_SCHEMA
 from longhaul_daemon.diff.stage import DiffResult
 from longhaul_daemon.models.access import ModelAccess
@@ -168,6 +168,7 @@ class PassModel:
                 kind=kind,
                 output_schema=schema or ANSWER_SCHEMA,  # issue 11: structured output where the route takes it
                 stop_at_object=answer_shaped,  # and a looping model is not paid for past its answer
+                cut_at_repeat=answer_with_prose,  # nor for a list item it writes again and again
             )
             try:
                 return await self._complete(request, self._budget)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
+from longhaul_daemon.diff.instructions import SYSTEM_PROMPT
 from longhaul_daemon.diff.planning import DiffInputs
 from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
 from longhaul_daemon.diff.takeover import Takeover
@@ -157,6 +159,12 @@ class Case:
     rules: frozenset[str] = frozenset()  # ids the scripted model labels ``rule``
 
 
+def _after_system(room_chars: int) -> int:
+    """An input budget (tokens) leaving ``room_chars`` beside the system prompt, so a case takes the same
+    path however long the instructions are."""
+    return -(-(len(SYSTEM_PROMPT) + room_chars) // CHARS_PER_TOKEN)
+
+
 def small() -> Case:
     span = [user("u4", "Never commit generated files."), *turns(range(5, 7), lines=10)]
     return Case(inputs(span, range(5, 7)), 100_000, frozenset({"u4"}))
@@ -164,21 +172,21 @@ def small() -> Case:
 
 def several_chunks() -> Case:
     span = [user("u4", "Never commit generated files."), *turns(range(5, 13), lines=20)]
-    return Case(inputs(span, range(5, 13)), 2_400, frozenset({"u4"}))
+    return Case(inputs(span, range(5, 13)), _after_system(3536), frozenset({"u4"}))
 
 
 def harder_edge() -> Case:
-    return Case(inputs(turns(range(4, 14)), range(4, 14)), 2_425)
+    return Case(inputs(turns(range(4, 14)), range(4, 14)), _after_system(3611))
 
 
 def balanced() -> Case:
-    return Case(inputs(turns(range(4, 30), lines=60), range(4, 30)), 2_200)
+    return Case(inputs(turns(range(4, 30), lines=60), range(4, 30)), _after_system(2936))
 
 
 def carried() -> Case:
     kept = [OfferedMessage("u2", "Never push to main without a review."), OfferedMessage("u3", "c" * 700)]
     span = turns(range(5, 11), lines=30)
-    return Case(inputs(span, range(5, 11), carried=kept), 2_650, frozenset({"u2"}))
+    return Case(inputs(span, range(5, 11), carried=kept), _after_system(4286), frozenset({"u2"}))
 
 
 def takeover() -> Case:
@@ -194,7 +202,7 @@ def takeover() -> Case:
         turns=(Turn("u1", ("Always run the linter before committing.",)),),
     )
     span = turns(range(5, 11), lines=30)
-    return Case(inputs(span, range(5, 11), takeover=foreign), 3_200)
+    return Case(inputs(span, range(5, 11), takeover=foreign), _after_system(5936))
 
 
 def split_turn() -> Case:
@@ -211,7 +219,7 @@ def split_turn() -> Case:
         assistant("e-a9", "Looking.", ("call-9", {"command": "ls fixtures"})),
     ]
     span = [*opening, *turns(range(5, 8), lines=40), *unmatched, *turns(range(8, 9), lines=40), *prefix]
-    return Case(inputs(span, range(3, 10)), 2_650, frozenset({"u9"}))
+    return Case(inputs(span, range(3, 10)), _after_system(4286), frozenset({"u9"}))
 
 
 def unicode() -> Case:
@@ -234,7 +242,7 @@ def unicode() -> Case:
     span.append(
         SpanMessage("e-c1", "custom", {"role": "custom", "customType": "note", "content": "Ünïcödé ✓"})
     )
-    return Case(inputs(span, range(5, 9)), 2_100)
+    return Case(inputs(span, range(5, 9)), _after_system(2636))
 
 
 CASES: dict[str, Callable[[], Case]] = {

@@ -31,6 +31,7 @@ class Call:
     budget: int
     messages: tuple[Message, ...]
     schema: OutputSchema | None = None
+    system: str = ""
 
     @property
     def last_user(self) -> str:
@@ -82,7 +83,7 @@ class ScriptedModel:
         max_output_tokens: int,
         schema: OutputSchema | None = None,
     ) -> CompletionResult:
-        self.calls.append(Call(kind, max_output_tokens, tuple(messages), schema))
+        self.calls.append(Call(kind, max_output_tokens, tuple(messages), schema, system))
         if not self.replies:
             raise AssertionError(f"unexpected {kind} call")
         reply = self.replies.pop(0)

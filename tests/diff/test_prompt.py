@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -11,6 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from longhaul_daemon.diff.answer import Defect
+from longhaul_daemon.diff.conversation import collapse_repeats
+from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT, SCHEMA, SYSTEM_PROMPT
 from longhaul_daemon.diff.prompt import (
     EXCERPT_CHARS,
     INSTRUCTIONS,
@@ -21,6 +24,7 @@ from longhaul_daemon.diff.prompt import (
     excerpt,
     retry_note,
 )
+from longhaul_daemon.diff.schema import ANSWER_KEYS, AnswerShape
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, Rule, State, Value
 from longhaul_daemon.transcript.messages import SpanMessage
 
@@ -148,16 +152,26 @@ def test_diff_11_every_instruction_is_in_the_prompt() -> None:
         "over 600 characters",
         "exact words",
         "`turn`",
-        "Only the user's own words can withdraw a rule",
-        "`rule and lifts` that rule",
+        "Only the user's own words withdraw a rule",
+        "`rule and lifts` it",
         "permission",
-        "one-off",
-        "never on particular words",
-        "names both targets",
-        "name the narrowing itself",
-        "beyond the rules it replaced",
+        "lifts nothing",
+        "whatever its words",
+        "names both",
+        "name the narrowing",
+        "name something it set beyond them",
     ]:
         assert phrase in system
+
+
+def test_lift_12_question_call_states_only_the_label_rules() -> None:
+    """LIFT-12: the question call's instructions are the label grammar and the lifting rules, a fraction
+    of the first call's, since every call's system prompt is read again by the model."""
+    assert "A label is `rule`, `not a rule`, `lifts T` or `rule and lifts T`." in QUESTION_SYSTEM_PROMPT
+    assert "Only the user's own words withdraw a rule" in QUESTION_SYSTEM_PROMPT
+    assert "BEGIN DATA" in QUESTION_SYSTEM_PROMPT  # DIFF-9: the asked messages are data too
+    assert "`values`" not in QUESTION_SYSTEM_PROMPT and "Evidence" not in QUESTION_SYSTEM_PROMPT
+    assert len(QUESTION_SYSTEM_PROMPT) < len(SYSTEM_PROMPT) / 2
 
 
 def test_diff_7_240_characters_whole_241_cut() -> None:
@@ -196,6 +210,57 @@ def test_diff_9_tool_results_cut_to_head_and_tail() -> None:
     conversation = _block(build_prompt(State(), [result("e1", "c1", text)]).user, "conversation")
     assert "H" * 1000 + "\n[… 500 characters cut …]\n" + "T" * 1000 in conversation
     assert "m" not in conversation.replace("[… 500 characters cut …]", "")
+
+
+LOOP = "The app.py file is not a Python script, but rather a script the interpreter creates."
+
+
+def test_diff_9_a_looping_reply_is_shown_once_with_its_count() -> None:
+    """DIFF-9 (our choice): exact copies of a line repeated in a row go, counted; user words stay whole."""
+    looping = "Let me look.\n\n" + "\n\n".join([LOOP] * 13) + "\n\nThe app.py"
+    span = [
+        user("u1", "\n".join([LOOP] * 3)),
+        assistant("e-a1", looping),
+        result("e-r1", "c1", "\n".join(["warning: deprecated call in module foo.bar, line 12"] * 30)),
+        bash_run("e-b1", "make", "\n".join(["make[1]: Entering directory '/src/lib/very/long/path'"] * 5), 0),
+    ]
+    conversation = _block(build_prompt(State(), span).user, "conversation")
+    assert "[User u1]: " + "\n".join([LOOP] * 3) in conversation  # a quote must find the user's words
+    assert (
+        f"Let me look.\n\n{LOOP}\n[… the 2 lines above repeated 12 more times …]\n\nThe app.py"
+        in conversation
+    )
+    assert "line 12\n[… the line above repeated 29 more times …]" in conversation
+    assert "long/path'\n[… the line above repeated 4 more times …]" in conversation
+    assert conversation.count(LOOP) == 4  # three in the user's message, one in the reply
+
+
+def test_collapse_repeats_finds_a_repeated_block_of_lines() -> None:
+    block = ["class TestApp(", '    """Test that app.py is installed and running."""', ")", ""]
+    text = "\n".join(["```python", *block * 15, "class TestApp("])
+    shown = collapse_repeats(text)
+    assert shown == "\n".join(
+        ["```python", *block, "[… the 4 lines above repeated 14 more times …]", "class TestApp("]
+    )
+
+
+def test_collapse_repeats_keeps_short_repeats_and_single_copies_as_written() -> None:
+    assert collapse_repeats("}\n}\n}\n") == "}\n}\n}\n"  # the marker would cost more than the copies
+    assert collapse_repeats("a\nb\na\nb") == "a\nb\na\nb"  # not in a row
+    assert collapse_repeats(LOOP + "\n" + LOOP) == LOOP + "\n[… the line above repeated 1 more time …]"
+
+
+@given(st.lists(st.sampled_from(["", " ", "}", "x" * 70, "y" * 30, "z"]), max_size=40))
+def test_collapse_repeats_loses_no_distinct_line(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    shown = collapse_repeats(text).split("\n")
+    kept = [
+        line
+        for line in shown
+        if not re.fullmatch(r"\[… the (line|\d+ lines) above repeated \d+ more times? …\]", line)
+    ]
+    assert {line for line in kept if line.strip()} == {line for line in lines if line.strip()}
+    assert len(collapse_repeats(text)) <= len(text)
 
 
 def test_diff_9_transcript_cannot_close_the_data_block() -> None:
@@ -289,3 +354,10 @@ def test_ex_14_carried_span_needs_all_twenty_labels() -> None:
 def test_build_prompt_is_pure() -> None:
     """Same state and span, same prompt, byte for byte (the pass may be replayed)."""
     assert prompt() == prompt()
+
+
+def test_diff_5_the_prompts_example_is_an_answer_of_the_schema() -> None:
+    """DIFF-5: the example answer in the instructions has every key, in the shape the schema checks."""
+    example, _ = json.JSONDecoder().raw_decode(SCHEMA[SCHEMA.index("{") :])
+    assert set(example) == set(ANSWER_KEYS)
+    AnswerShape.model_validate(example)

@@ -22,6 +22,7 @@ import anyio.from_thread
 import pytest
 
 from longhaul_daemon.diff import stage
+from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT
 from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
 from longhaul_daemon.diff.stage import run_diff
 from longhaul_daemon.diff.takeover import Takeover
@@ -204,6 +205,13 @@ async def test_lift10_a_question_round_follows_a_settled_answer() -> None:
     assert "Switch to two-space indentation instead of tabs from now on." in sent.text
     assert "The span's conversation" not in sent.text and "The state so far" not in sent.text
     assert len(sent.text) < len(model.calls[0].messages[0].text)
+    # and only the instructions a label needs: the first call's system prompt is several times longer
+    assert model.calls[1].system == QUESTION_SYSTEM_PROMPT
+    assert len(model.calls[1].system) < len(model.calls[0].system) / 2
+    # and a schema asking for the asked labels alone, not the answer's other lists
+    schema = model.calls[1].schema
+    assert schema is not None and list(schema.schema["properties"]) == ["labels"]
+    assert schema.schema["properties"]["labels"]["items"]["properties"]["msg"]["enum"] == ["u17"]
     label = result.chunks[0].labels[0]
     assert label.rule is not None and [lift.target for lift in label.lifts] in (["R2"], ["u2"])
 

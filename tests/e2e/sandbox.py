@@ -147,9 +147,19 @@ def _write_agent_config(agent_dir: Path, base_url: str) -> None:
     (agent_dir / "settings.json").write_text(json.dumps(settings, indent=2))
 
 
-def build_sandbox(model_base_url: str) -> Sandbox:
-    """Create the directories, agent config and a one-commit git project; the caller owns ``cleanup()``."""
-    root = Path(tempfile.mkdtemp(prefix="lh-e2e-", dir="/tmp"))
+FIXED_COMMIT_DATE = "2026-01-01T00:00:00+00:00"  # the initial commit's hash is the same in every sandbox
+
+
+def build_sandbox(model_base_url: str, root: Path | None = None) -> Sandbox:
+    """Create the directories, agent config and a one-commit git project; the caller owns ``cleanup()``.
+
+    ``root`` (made here; it must not exist) fixes the sandbox's paths, which the agent's system prompt shows:
+    two runs at the same root give a deterministic model the same prompts. By default a fresh temp dir.
+    """
+    if root is None:
+        root = Path(tempfile.mkdtemp(prefix="lh-e2e-", dir="/tmp"))
+    else:
+        root.mkdir(mode=0o700)
     home = root / "home"
     agent_dir = root / "agent"
     project = root / "proj"
@@ -167,7 +177,7 @@ def build_sandbox(model_base_url: str) -> Sandbox:
         shim_dir=SHIM_DIR,
     )
     _write_agent_config(agent_dir, model_base_url)
-    env = sandbox.base_env()
+    env = sandbox.base_env() | {"GIT_AUTHOR_DATE": FIXED_COMMIT_DATE, "GIT_COMMITTER_DATE": FIXED_COMMIT_DATE}
     _git(project, env, "init", "-q", "-b", "main")
     _git(project, env, "config", "user.name", "Longhaul E2E")
     _git(project, env, "config", "user.email", "e2e@longhaul.invalid")

@@ -144,3 +144,65 @@ def test_scanner_finds_the_same_groups_whatever_the_chunking(parts: list[str], c
         at = cut
     assert ([group for group, _ in found], scanner.pending) == (groups, pending)
     assert all(text[:end].endswith(group) for group, end in found)  # each offset is just past its group
+
+
+LOOPING = (
+    '{"labels":[{"msg":"u1","label":"rule"}],"narrative":"n","now":"next",'
+    '"decisions":[{"text":"...","why":"...","evidence":["C1","C2"]}'
+)
+LOOPED_ITEM = ' ,{"text":"...", "why":"...","evidence":["C1","C2"] }'
+
+
+def prose_came(obj: dict[str, Any]) -> bool:
+    return isinstance(obj.get("narrative"), str) and isinstance(obj.get("now"), str)
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
+async def test_a_stream_repeating_a_list_item_is_cut_after_the_first_copy(
+    wire: Wire, client: HttpClient
+) -> None:
+    """Issue 11: a constrained small model that writes one decision until its output limit is cut once the
+    copy arrives; the reply is the object closed after the first copy, and the server sees the client go."""
+    loop = answer_stream(wire, [LOOPING[:25], LOOPING[25:70], LOOPING[70:]], repeat=LOOPED_ITEM)
+    traces: list[CallTrace] = []
+    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
+        result = await complete(
+            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
+            budget=Budget.after(WAIT_S),
+            client=client,
+            on_trace=traces.append,
+        )
+        assert await disconnected(server), "the server never saw the client go"
+    assert json.loads(result.text) == {
+        "labels": [{"msg": "u1", "label": "rule"}],
+        "narrative": "n",
+        "now": "next",
+        "decisions": [{"text": "...", "why": "...", "evidence": ["C1", "C2"]}],
+    }
+    assert result.stopped_early and traces[0].stopped_early
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(LOOPING) + 2 * len(LOOPED_ITEM)), max_size=6))
+def test_scanner_sees_a_repeated_item_whatever_the_chunking(cuts: list[int]) -> None:
+    text = LOOPING + LOOPED_ITEM * 2
+    scanner = ObjectScanner()
+    at = 0
+    for cut in [*sorted(set(cuts)), len(text)]:
+        scanner.feed(text[at:cut])
+        at = cut
+    assert scanner.repeated == LOOPING + "]}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":[{"x":1}],"b":[{"x":1}]',  # the same item in two lists
+        '{"a":[{"x":1},{"x":2},{"x":1}]',  # not in a row
+        '{"a":{"x":1},"b":{"x":1}',  # objects under keys, not list items
+        '{"a":[{"x":"1"},{"x":"1 "}]',  # a string differs
+    ],
+)
+def test_scanner_cuts_only_an_item_copied_right_after_itself(text: str) -> None:
+    scanner = ObjectScanner()
+    scanner.feed(text)
+    assert scanner.repeated is None

@@ -70,7 +70,7 @@ async def test_the_diff_asks_for_the_answer_schema_as_structured_output(
         "json_schema": {"name": "diff_answer", "schema": dict(expected.schema), "strict": True},
     }
     schema = sent.body["response_format"]["json_schema"]["schema"]
-    assert schema["required"][:3] == ["labels", "decisions", "deadEnds"] and "fixed" in schema["required"]
+    assert schema["required"][:3] == ["labels", "narrative", "now"] and "fixed" in schema["required"]
     assert schema["properties"]["labels"]["maxItems"] == 2
     assert result.diagnostics is not None
     narrative = result.diagnostics.narrative
