@@ -39,7 +39,8 @@ class ObjectScanner:
         self._escaped = False
         self.consumed = 0  # characters fed so far
         self._item_start = 0  # where the open item (an object inside the group's object) began, in the group
-        self._last_item: tuple[int, int, object] | None = None  # the last item closed: start, end, its value
+        # the last item closed: where it starts and ends in the group, its text unspaced, its text
+        self._last_item: tuple[int, int, str, str] | None = None
         self.repeated: str | None = None  # the open group cut after an item the next one copied, closed
 
     @property
@@ -78,19 +79,32 @@ class ObjectScanner:
 
     def _item_closed(self, piece: str, group_start: int, end: int) -> None:
         """An object directly inside the group's object closed at ``piece[end - 1]``: when it copies the item
-        before it in the same array, keep the group cut after that item and closed (a looping model)."""
-        text = "".join(self._group) + piece[group_start:end]
-        start, stop = self._item_start, len(text)
-        item = _item_value(text[start:stop])
+        before it in the same array, keep the group cut after that item and closed (a looping model).
+
+        Only the text since the previous item's end is put together, so a reply of many items is read in
+        time linear in its length."""
         last = self._last_item
-        self._last_item = (start, stop, item)
-        if (
-            self.repeated is None
-            and last is not None
-            and last[2] == item
-            and text[last[1] : start].strip() == ","
-        ):
-            self.repeated = text[: last[1]] + "]}"
+        since = last[1] if last is not None else self._item_start
+        text = self._group_tail(since, piece[group_start:end])
+        start, stop = self._item_start, since + len(text)
+        raw = text[start - since :]
+        squeezed = "".join(raw.split())
+        self._last_item = (start, stop, squeezed, raw)
+        if self.repeated is not None or last is None or last[2] != squeezed:
+            return
+        if text[: start - since].strip() == "," and _item_value(last[3]) == _item_value(raw):
+            self.repeated = ("".join(self._group) + piece[group_start:end])[: last[1]] + "]}"
+
+    def _group_tail(self, since: int, tail: str) -> str:
+        """The open group's text from offset ``since``, ``tail`` being what the current piece adds."""
+        need = self._group_chars + len(tail) - since
+        parts, have, at = [tail], len(tail), len(self._group) - 1
+        while have < need and at >= 0:
+            parts.append(self._group[at])
+            have += len(self._group[at])
+            at -= 1
+        text = "".join(reversed(parts))
+        return text[len(text) - need :]
 
     def _scan(self, piece: str, at: int, group_start: int) -> int | None:
         """Advance through ``piece`` from ``at`` inside an open group; the index after its closing brace."""
