@@ -195,7 +195,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="where session files are cached (default: a temp dir)")
     parser.add_argument("--quick", action="store_true", help="only the sessions up to 20 MB")
     args = parser.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="lh-bench-work-"))
+    # absolute: the daemon runs in its scratch dir, where a relative socket path would point elsewhere
+    work = (args.work or Path(tempfile.mkdtemp(prefix="lh-bench-work-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     shapes = [s for s in SHAPES if not args.quick or s.total_mb <= 20]
     lines = [

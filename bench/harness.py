@@ -323,6 +323,7 @@ class Scratch:
 
     @classmethod
     def at(cls, root: Path) -> Scratch:
+        root = root.resolve()  # the daemon resolves paths from its own working directory
         agent = root / "home" / ".pi" / "agent"
         return cls(root, agent, root / "project", agent / "sessions" / "bench", root / "run" / "daemon.sock")
 
