@@ -4,9 +4,10 @@ Text stays raw so the model can copy exact words, with one cleaning step (:func:
 choice): CRLF and lone CR become LF, other line or paragraph separators become LF, terminal escape sequences
 are removed whole, and every other control character (C0 but tab and LF, DEL, C1), every bidi control and
 every lone surrogate is dropped. Other format characters (zero-width joiners, soft hyphens) stay, since
-scripts and emoji need them. Assistant text, tool results and bash output then lose exact copies of a line,
-or of a block of up to eight lines, repeated in a row (:func:`collapse_repeats`), counted in a marker: a
-looping model's reply shrinks, and no distinct line is lost.
+scripts and emoji need them. Assistant text then loses exact copies of a line, or of a block of up to eight
+lines, repeated in a row (:func:`collapse_repeats`), counted in a marker: a looping model's reply shrinks,
+and no distinct line is lost. Tool output is left as written: it is cut to its edges anyway, and looking
+for repeats in every tool result cost a 50 MB span a sixth of its pass.
 
 Decisions: DIFF-7 keeps the first 240 code points and appends "…"; DIFF-9 follows pi's serializer
 (``[User]:``, ``[Assistant]:``, ``[Tool call]:``, ``[Tool result]:``), names each user message's ``u<n>``
@@ -200,7 +201,7 @@ def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -
         ledger = _tag(ids, "call", message.toolCallId)
         error = ", error" if message.isError else ""
         head = f"[Tool result {message.toolName or 'unknown'}{error}{ledger}]"
-        return [f"{head}: {clean(collapse_repeats(_edges(_result_text(message), edge)))}"]
+        return [f"{head}: {clean(_edges(_result_text(message), edge))}"]
     if role == "bashExecution":
         if message.excludeFromContext:
             return []  # LEDGER-3: a !! command the agent never saw
@@ -208,7 +209,7 @@ def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -
         exit_text = "cancelled" if message.cancelled else f"exit {message.exitCode}"
         return [
             f"[User ran{ledger}]: !{clean(message.command or '')}",
-            f"[Command output, {exit_text}]: {clean(collapse_repeats(_edges(message.output or '', edge)))}",
+            f"[Command output, {exit_text}]: {clean(_edges(message.output or '', edge))}",
         ]
     if role in ("branchSummary", "compactionSummary"):
         return [f"[Earlier summary]: {clean(_edges(message.summary or message.text, edge))}"]
