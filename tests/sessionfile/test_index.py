@@ -5,6 +5,8 @@ refresh keeps parsed for its read are the ones read again from the file."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +72,15 @@ def test_fold10_the_kept_user_ids_equal_a_count_over_the_branch_for_every_leaf(
         assert index.user_ids() == user_ids(branch)
 
 
-def _opened(path: Path) -> tuple[int, tuple[int, int], int]:
+@contextmanager
+def _opened(path: Path) -> Iterator[tuple[int, tuple[int, int], int]]:
+    """The file open for reading (closed on leaving), with its identity and size as the daemon takes them."""
     fd = os.open(path, os.O_RDONLY)
-    info = os.fstat(fd)
-    return fd, (info.st_dev, info.st_ino), info.st_size
+    try:
+        info = os.fstat(fd)
+        yield fd, (info.st_dev, info.st_ino), info.st_size
+    finally:
+        os.close(fd)
 
 
 def _entries(index: SessionIndex, fd: int) -> list[dict[str, Any] | None]:
@@ -83,8 +90,7 @@ def _entries(index: SessionIndex, fd: int) -> list[dict[str, Any] | None]:
 def test_heavy_entries_kept_parsed_by_a_small_refresh_equal_those_read_again(tmp_path: Path) -> None:
     """Issue 10: a small refresh's heavy entries, kept for the read, are the entries a cold read parses."""
     session = write_session(tmp_path / "s.jsonl", total_bytes=60 * 1024)
-    fd, identity, size = _opened(session.path)
-    try:
+    with _opened(session.path) as (fd, identity, size):
         cold = SessionIndex()
         cold.refresh(fd, identity, size)
         kept = SessionIndex()
@@ -94,8 +100,6 @@ def test_heavy_entries_kept_parsed_by_a_small_refresh_equal_those_read_again(tmp
         kept.drop_parsed()
         assert kept._parsed == {}
         assert _entries(kept, fd) == _entries(cold, fd)
-    finally:
-        os.close(fd)
 
 
 def test_a_refresh_over_the_bound_keeps_nothing_parsed(
@@ -103,13 +107,10 @@ def test_a_refresh_over_the_bound_keeps_nothing_parsed(
 ) -> None:
     session = write_session(tmp_path / "s.jsonl", total_bytes=60 * 1024)
     monkeypatch.setattr(index_module, "KEEP_PARSED_BYTES", 1024)
-    fd, identity, size = _opened(session.path)
-    try:
+    with _opened(session.path) as (fd, identity, size):
         index = SessionIndex()
         index.refresh(fd, identity, size, keep_parsed=True)
         assert index._parsed == {}
-    finally:
-        os.close(fd)
 
 
 def test_a_branch_read_equals_one_that_parses_again_and_holds_nothing_after(
