@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server.harness import WAIT_S, call_sync, daemon_command, stop_process, wait_until_serving
+from server.harness import WAIT_S, daemon_command, stop_process, wait_until_serving
 
 from longhaul_daemon import systemd
 
@@ -123,11 +123,9 @@ def test_socket_activation_with_systemd_socket_activate(short_tmp: Path) -> None
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + WAIT_S
-        while not socket_path.exists():
-            assert activator.poll() is None and time.monotonic() < deadline, "activator never listened"
-            time.sleep(0.02)
-        status = call_sync(socket_path, "status")["result"]  # the first connection execs the daemon
+        # The socket file appears at bind(), before listen(): poll until a connection is taken. The first
+        # connection execs the daemon.
+        status = wait_until_serving(socket_path, activator)
         assert status["socketActivated"] is True
         assert status["socket"] == str(socket_path)
         assert status["pid"] == activator.pid  # exec'd in place, so LISTEN_PID matched

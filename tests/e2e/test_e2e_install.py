@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -158,13 +159,18 @@ def _activate(user: User, exec_start: list[str]) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    # The socket file appears at bind(), before listen(), so wait until a connection is taken. This probe
+    # is the first connection, so it is the one that execs the daemon.
     deadline = time.monotonic() + 30
-    while not user.socket.exists():
-        assert activator.poll() is None and time.monotonic() < deadline, (
-            "systemd-socket-activate never listened"
-        )
-        time.sleep(0.05)
-    return activator
+    while True:
+        assert activator.poll() is None and time.monotonic() < deadline, "the activator never listened"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(os.fspath(user.socket))
+            except (FileNotFoundError, ConnectionRefusedError):
+                time.sleep(0.05)
+                continue
+        return activator
 
 
 def test_install_for_everyday_use_from_a_fresh_clone(user: User, model_server: ModelServer) -> None:

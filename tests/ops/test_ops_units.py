@@ -8,11 +8,10 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from server.harness import WAIT_S, call_sync, stop_process
+from server.harness import WAIT_S, stop_process, wait_until_serving
 
 from longhaul_daemon.ops.units import (
     DROPIN_DIR,
@@ -205,11 +204,9 @@ def test_the_installed_exec_start_serves_under_systemd_socket_activate(short_tmp
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + WAIT_S
-        while not socket_path.exists():
-            assert activator.poll() is None and time.monotonic() < deadline, "the activator never listened"
-            time.sleep(0.02)
-        woken = call_sync(socket_path, "status")["result"]  # the first connection execs the daemon
+        # The socket file appears at bind(), before listen(): poll until a connection is taken. The first
+        # connection execs the daemon.
+        woken = wait_until_serving(socket_path, activator)
         assert woken["socketActivated"] is True
         status = subprocess.run(
             [str(VENV_DAEMON), "status", "--socket", str(socket_path)],
