@@ -251,7 +251,8 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
         return DiffResult(closed_as="empty", reason=None)  # PASS-17: nothing to ask a model about
     ledger_ids = frozenset([c.id for c in inputs.commands] + [e.id for e in inputs.errors])
     # chunks are planned with the most any of them can need kept free for the answer (DIFF-19)
-    budget_chars = model.input_tokens(model.first_budget(span_tokens(inputs))) * CHARS_PER_TOKEN
+    need = await inputs.offload.run(partial(span_tokens, inputs))  # a pass over the whole span
+    budget_chars = model.input_tokens(model.first_budget(need)) * CHARS_PER_TOKEN
 
     plan = await inputs.offload.run(partial(plan_diff, inputs, budget_chars))
     accepted: list[ChunkEvents] = []

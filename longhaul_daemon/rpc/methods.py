@@ -13,15 +13,18 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import anyio
 import structlog
 
 from longhaul_daemon import __version__
+from longhaul_daemon.collector import PAUSE
 from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.errors import Busy
 from longhaul_daemon.log.fields import error_class_field, pass_id_field, reason_field
+from longhaul_daemon.offload import Offload
 from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
@@ -107,7 +110,7 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
     # Issue 12 item 4: from here on, every log line, record and model call of this pass (its tasks and
     # worker threads inherit the context) redacts the credentials it received; they leave with the pass.
     try:
-        with bound_redactor(redactor_for_pass(params)):
+        with bound_redactor(redactor_for_pass(params)), PAUSE.held():
             return await _run_busy_compact(services, params, pass_id, log)
     finally:
         services.busy_sessions.discard(session_id)
@@ -150,7 +153,9 @@ async def _run_busy_compact(
                 settings=settings,
             )
             result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
-            result = redacted_result(result, current_redactor())  # before it is counted, recorded or sent
+            # before it is counted, recorded or sent; a big pass's state is big, so off the loop like its CPU
+            offload = Offload.for_bytes(branch_stats.get("wholeBytes") if branch is not None else None)
+            result = await offload.run(partial(redacted_result, result, current_redactor()))
             services.count_result(result)
             log.info("pass_finished", span=result.span, fallback=result.fallback)
             services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))

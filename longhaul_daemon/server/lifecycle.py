@@ -29,6 +29,7 @@ import structlog
 from anyio.abc import SocketListener, SocketStream, TaskGroup, TaskStatus
 
 from longhaul_daemon import __version__, systemd
+from longhaul_daemon.collector import MAX_PAUSE_S, PAUSE, collect_all
 from longhaul_daemon.config import (
     DEFAULT_GRACE_S,
     DEFAULT_IDLE_TIMEOUT_S,
@@ -141,7 +142,7 @@ async def run_daemon(
 
 
 GC_THRESHOLDS: Final = (50_000, 20, 100)
-SWITCH_INTERVAL_S: Final = 0.002
+SWITCH_INTERVAL_S: Final = 0.001
 
 
 def tune_for_serving() -> None:
@@ -152,11 +153,12 @@ def tune_for_serving() -> None:
     walk every object a big pass holds (about 100 ms each on a 50 MB span, with the lock every thread needs),
     and the 5 ms a thread waits for that lock after each read or write. So the objects made at start-up are
     frozen out of collection, collections run far less often (the pass makes few reference cycles; reference
-    counting frees the rest at once), and threads take turns every 2 ms. Process-wide, so ``serve`` calls it,
-    not the library.
+    counting frees the rest at once), the collector is off while heavy work runs (:mod:`~longhaul_daemon.
+    collector`), and threads take turns every 1 ms. Process-wide, so ``serve`` calls it, not the library.
     """
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    PAUSE.enabled = True
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     return_large_blocks()
 
@@ -245,6 +247,10 @@ async def _collect_between_passes(services: Services, tracker: RequestTracker) -
     request leaves a cycle (an exception and its traceback) that only a full collection frees, and by then
     the memory is scattered: 20,000 fuzz frames left RSS 33 MB above its baseline. With no pass in flight the
     heap is small and a collection takes milliseconds, so the garbage goes before it piles up.
+
+    While a pass runs the collector is off (:mod:`longhaul_daemon.collector`); when passes follow each other
+    without a gap for :data:`~longhaul_daemon.collector.MAX_PAUSE_S`, one collection runs anyway, so a daemon
+    that is never idle still frees its cycles.
     """
     handled = tracker.handled
     while True:
@@ -252,11 +258,14 @@ async def _collect_between_passes(services: Services, tracker: RequestTracker) -
         if tracker.handled != handled and services.passes_in_flight == 0:
             handled = tracker.handled
             full_collection()
+        elif PAUSE.paused_for() > MAX_PAUSE_S:
+            full_collection()
+            PAUSE.collected()
 
 
 def full_collection() -> int:
-    """One full garbage collection (a seam: tests watch when the daemon runs one)."""
-    return gc.collect()
+    """One full garbage collection, frozen objects included (a seam: tests watch when the daemon runs one)."""
+    return collect_all()
 
 
 async def _accept_loop(

@@ -15,6 +15,7 @@ sends the entries inline. This is one of the places that touch the world (see do
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import threading
@@ -25,10 +26,10 @@ from typing import Any
 
 import structlog
 
+from longhaul_daemon.collector import PAUSE
 from longhaul_daemon.errors import SessionFileRefused
-from longhaul_daemon.sessionfile.index import Row, SessionIndex
+from longhaul_daemon.sessionfile.index import SessionIndex
 from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
-from longhaul_daemon.transcript.messages import unseen_start_at
 
 __all__ = [
     "MAX_CACHED_SESSIONS",
@@ -135,6 +136,7 @@ class SessionFiles:
                 header = index.header
                 if index.rows:  # pi appends, so the leaf is the newest entry or grows from it: walk it now
                     index.branch_positions(len(index.rows) - 1)
+                    index.user_ids()  # and count its user messages, which the pass would count otherwise
             if header is None or header.get("id") != session_id or header.get("version") != SESSION_VERSION:
                 self.forget(path)
                 return False
@@ -191,17 +193,24 @@ class SessionFiles:
             raise SessionFileRefused("leaf-missing")  # not written yet (pi waits for an assistant message)
         positions = index.branch_positions(leaf)
         rows = index.rows
-        path_rows = [rows[p] for p in positions]
-        start, capped = _whole_from(path_rows, span_ids) if whole else (len(path_rows), False)
-        entries: list[dict[str, Any]] = [row.body for row in path_rows[:start] if row.body is not None]
+        start, capped = _whole_from(index, positions, span_ids) if whole else (len(positions), False)
+        # One loop over the part before ``start``, keeping its light entries: on a long session that part is
+        # most of the branch, and a pass must cost what its span costs (issue 10).
+        entries: list[dict[str, Any]] = []
+        size = 0
+        for position in itertools.islice(positions, start):
+            row = rows[position]
+            if row.body is not None:
+                entries.append(row.body)
+                size += row.length
         light = len(entries)
-        size = sum(row.length for row in path_rows[:start] if row.body is not None)
-        size += sum(row.length for row in path_rows[start:])
         users: dict[str, str] | None = index.user_ids()
-        for at in range(start, len(path_rows)):
-            body = path_rows[at].body
+        for position in itertools.islice(positions, start, None):
+            row = rows[position]
+            size += row.length
+            body = row.body
             if body is None:
-                body = index.entry(fd, positions[at])
+                body = index.entry(fd, position)
                 if body is None:
                     raise SessionFileRefused("entry-missing")
                 if _is_user_message(body):
@@ -231,38 +240,38 @@ def _readable_base(entry: dict[str, Any]) -> bool:
     return is_longhaul_compaction(entry) and isinstance(details, dict) and details.get("stateFormat") == 1
 
 
-def _whole_from(path_rows: list[Row], span_ids: Sequence[str]) -> tuple[int, bool]:
-    """Where heavy entries start being read whole; True when the unseen stretch was cut to its newest part.
+def _whole_from(index: SessionIndex, positions: list[int], span_ids: Sequence[str]) -> tuple[int, bool]:
+    """Where on the walk ``positions`` heavy entries start being read whole; True when the unseen stretch was
+    cut to its newest part.
 
     Every span entry must be on the branch; the start is the state's unseen boundary (the base compaction's
-    kept entry), no later than the span's first entry, and at most :data:`UNSEEN_BYTES` of heavy entries
-    before the span.
+    kept entry, as :func:`~longhaul_daemon.transcript.messages.unseen_start` finds it), no later than the
+    span's first entry, and at most :data:`UNSEEN_BYTES` of heavy entries before the span. Looked up in the
+    index, so its cost grows with the span and the stretch before it, not with the branch.
     """
-    ids = [row.entry_id for row in path_rows]
     wanted = set(span_ids)
     if not wanted:
-        return len(path_rows), False  # the span came inline: nothing heavy is read from the file
-    on_branch = [at for at, entry_id in enumerate(ids) if entry_id in wanted]
-    if {ids[at] for at in on_branch} != wanted:
-        raise SessionFileRefused("entry-missing")  # a span entry the branch does not hold
-    span_first = on_branch[0]
-    base_at = next(
-        (
-            at
-            for at in range(len(path_rows) - 1, -1, -1)
-            if path_rows[at].body is not None and _readable_base(path_rows[at].body or {})
-        ),
-        None,
-    )
+        return len(positions), False  # the span came inline: nothing heavy is read from the file
+    span_first = len(positions)
+    for entry_id in wanted:
+        at = index.first_on_walk(entry_id)
+        if at is None:
+            raise SessionFileRefused("entry-missing")  # a span entry the branch does not hold
+        span_first = min(span_first, at)
+    rows = index.rows
     start = 0
-    if base_at is not None:
-        kept = (path_rows[base_at].body or {}).get("firstKeptEntryId")
-        start = unseen_start_at(ids, base_at, kept)
+    for base_at in range(len(positions) - 1, -1, -1):  # the newest compaction this daemon reads
+        base = rows[positions[base_at]].body
+        if base is not None and _readable_base(base):
+            kept = base.get("firstKeptEntryId")
+            kept_at = index.first_on_walk(kept) if isinstance(kept, str) else None
+            start = kept_at if kept_at is not None and kept_at < base_at else base_at + 1
+            break
     start = min(start, span_first)
     budget = UNSEEN_BYTES
     at = span_first
     while at > start:
-        row = path_rows[at - 1]
+        row = rows[positions[at - 1]]
         if row.body is None:
             if row.length > budget:
                 return at, True
@@ -322,7 +331,9 @@ class SessionWarmer:
                 path, session_id = self._waiting.popitem(last=False)
                 self._busy = True
             try:
-                if self._files.warm(path, session_id=session_id):
+                with PAUSE.held():
+                    warmed = self._files.warm(path, session_id=session_id)
+                if warmed:
                     self.warmed += 1
             except Exception as exc:  # a bug here must not end warming for every later session
                 _log.error("session_warm_failed", error_class=type(exc).__name__)

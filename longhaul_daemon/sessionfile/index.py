@@ -134,6 +134,7 @@ class SessionIndex:
         self._counted = 0  # positions of ``_walked`` counted
         self._user_count = 0
         self._parsed: dict[int, dict[str, Any]] = {}  # position → heavy entry parsed by a small refresh
+        self.repeated_ids = False  # some id is on two lines: ``position_of`` then names only the later one
 
     def refresh(self, fd: int, identity: tuple[int, int], size: int, *, keep_parsed: bool = False) -> None:
         """Bring the index up to ``size`` bytes of ``fd``: only the new lines when the file just grew.
@@ -181,6 +182,7 @@ class SessionIndex:
         self.bad_lines = 0
         self._head = b""
         self._tail = b""
+        self.repeated_ids = False
 
     def _read_header(self, raw: bytes) -> None:
         self._head = raw + b"\n"
@@ -200,6 +202,8 @@ class SessionIndex:
         if keep and row.body is None:
             self._parsed[len(self.rows)] = value
         if row.entry_id is not None:
+            if row.entry_id in self.position_of:
+                self.repeated_ids = True
             self.position_of[row.entry_id] = len(self.rows)  # a repeated id: the later line wins
         self.rows.append(row)
 
@@ -237,6 +241,15 @@ class SessionIndex:
                 path.append(p)
         self._path = path
         return list(path)
+
+    def first_on_walk(self, entry_id: str) -> int | None:
+        """Where ``entry_id`` first appears on the latest walk (an index into it), None when it is not on it.
+        A lookup, unless some id is on two lines: then a search from the root, as pi's own finds it."""
+        if self.repeated_ids:
+            rows = self.rows
+            return next((at for at, p in enumerate(self._path) if rows[p].entry_id == entry_id), None)
+        position = self.position_of.get(entry_id)
+        return self._on_path.get(position) if position is not None else None
 
     def user_ids(self) -> dict[str, str]:
         """Entry id -> ``u<n>`` for every user message on the latest walk: what

@@ -73,6 +73,8 @@ class FoldResult:
     foreign_compactions: list[str] = field(default_factory=list)  # ids, oldest first (INSPECT-9)
     spans: list[SpanInfo] = field(default_factory=list)
     remembered: list[Note] = field(default_factory=list)  # remember events since the base, not yet numbered
+    # the branch's span record entries as written, for readers of fields the fold itself does not read
+    span_record_entries: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def judged_up_to(self) -> str | None:
@@ -246,15 +248,18 @@ def _apply(state: State, event: _Event, anomalies: list[Anomaly]) -> None:
 
 
 def _span_infos(
-    entries: list[dict[str, Any]], longhaul: list[int], anomalies: list[Anomaly]
+    entries: list[dict[str, Any]],
+    compactions: list[int],
+    longhaul: list[int],
+    span_records: list[int],
+    anomalies: list[Anomaly],
 ) -> list[SpanInfo]:
-    """FOLD-5, FORMAT-5: each Longhaul compaction and the v1 record that names it, if any."""
-    compaction_ids = {_str(e.get("id")) for e in entries if e.get("type") == "compaction"} - {None}
+    """FOLD-5, FORMAT-5: each Longhaul compaction and the v1 record that names it, if any (the positions of
+    compactions, Longhaul's among them, and span records are found by the fold's one scan of the branch)."""
+    compaction_ids = {_str(entries[i].get("id")) for i in compactions} - {None}
     number_of = {_str(entries[i].get("id")): n for n, i in enumerate(longhaul, start=1)}
     records: dict[str, _SpanRecord] = {}
-    for entry in entries:
-        if not is_custom(entry, SPAN_TYPE):
-            continue
+    for entry in (entries[i] for i in span_records):
         entry_id = _str(entry.get("id"))
         data = entry.get("data")
         if not isinstance(data, dict) or type(data.get("v")) is not int or data.get("v") != 1:
@@ -313,7 +318,15 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
     """
     entries = [e for e in branch if isinstance(e, dict)]
     anomalies: list[Anomaly] = []
-    compactions = [i for i, e in enumerate(entries) if e.get("type") == "compaction"]
+    # One scan of the whole branch; everything after it looks only at the entries it found (issue 10).
+    compactions: list[int] = []
+    span_records: list[int] = []
+    for i, e in enumerate(entries):
+        kind = e.get("type")
+        if kind == "compaction":
+            compactions.append(i)
+        elif kind == "custom" and e.get("customType") == SPAN_TYPE:
+            span_records.append(i)
     longhaul = [i for i in compactions if is_longhaul_compaction(entries[i])]
     longhaul_set = set(longhaul)
     foreign = [_str(entries[i].get("id")) or "" for i in compactions if i not in longhaul_set]
@@ -362,7 +375,7 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
         seen.add(event.seq)
         _apply(state, event, anomalies)
 
-    spans = _span_infos(entries, longhaul, anomalies)
+    spans = _span_infos(entries, compactions, longhaul, span_records, anomalies)
     base_refused = refused and base_number > 0
     # FOLD-11, FORMAT-3: a refused base is taken over as another compactor's would be, from the root up
     newest_foreign = bool(compactions) and (
@@ -377,4 +390,5 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
         foreign_compactions=foreign,
         spans=spans,
         remembered=remembered,
+        span_record_entries=[entries[i] for i in span_records],
     )

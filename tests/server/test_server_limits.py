@@ -7,6 +7,7 @@ fraction of a second) so the daemon acts well inside those bounds.
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import anyio
 import pytest
 from anyio.abc import ByteReceiveStream
 
+from longhaul_daemon.collector import MAX_PAUSE_S, CollectorPause
 from longhaul_daemon.server.framing import KEEP_BUFFER_BYTES, ByteBudget, FrameReader
 
 from .harness import compact_params, connect, eventually, running_daemon, sleeping_pass
@@ -187,3 +189,40 @@ async def test_garbage_is_collected_between_passes_never_during_one(
         assert "result" in await conn.receive()
         await eventually(lambda: len(in_flight_at_collection) >= 2)
     assert set(in_flight_at_collection) == {0}
+
+
+async def test_passes_without_a_gap_still_get_a_collection_once_the_pause_is_overdue(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10: the collector is off while passes run; a daemon that is never idle collects anyway once the
+    pause has lasted MAX_PAUSE_S, and the next one is due MAX_PAUSE_S later."""
+    now = [0.0]
+    pause = CollectorPause(clock=lambda: now[0])
+    pause.enabled = True
+    monkeypatch.setattr("longhaul_daemon.server.lifecycle.PAUSE", pause)
+    monkeypatch.setattr("longhaul_daemon.server.lifecycle.COLLECT_EVERY_S", 0.05)
+    in_flight_at_collection: list[int] = []
+    try:
+        with pause.held():  # heavy work all along, as when passes follow each other without a gap
+            async with (
+                running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass) as handle,
+                connect(handle.socket_path) as conn,
+            ):
+                services = handle.services
+
+                def watched_collection() -> int:
+                    in_flight_at_collection.append(services.passes_in_flight)
+                    return 0
+
+                monkeypatch.setattr("longhaul_daemon.server.lifecycle.full_collection", watched_collection)
+                await conn.request("compact", compact_params(instructions="1.0"))
+                await eventually(lambda: services.passes_in_flight == 1)
+                await anyio.sleep(0.2)
+                assert in_flight_at_collection == []  # paused, and not for long yet
+                now[0] = MAX_PAUSE_S + 1
+                await eventually(lambda: len(in_flight_at_collection) == 1)
+                assert in_flight_at_collection == [1]  # during the pass
+                assert pause.paused_for() == 0.0  # the next one is due MAX_PAUSE_S from now
+                assert "result" in await conn.receive()
+    finally:
+        gc.unfreeze()  # what the held pause froze in this process

@@ -72,6 +72,29 @@ def test_fold10_the_kept_user_ids_equal_a_count_over_the_branch_for_every_leaf(
         assert index.user_ids() == user_ids(branch)
 
 
+@settings(max_examples=200, deadline=None)
+@given(_trees(), st.lists(st.integers(0, 45), min_size=40, max_size=40))
+def test_issue10_an_id_is_found_on_the_walk_where_a_search_from_the_root_finds_it(
+    tree: tuple[list[int | None], list[int]], names: list[int]
+) -> None:
+    """Issue 10: the span's entries and the kept boundary are looked up, not searched for along the branch;
+    the lookup gives what a search from the root gives, ids on two lines included (the later line is the
+    one ``position_of`` names, the first on the walk is the one pi's search finds)."""
+    parents, leaves = tree
+    ids = [f"x{n}" for n in names[: len(parents)]]
+    index = SessionIndex()
+    for n, parent in enumerate(parents):
+        parent_id = None if parent is None else ids[parent] if 0 <= parent < len(ids) else "gone"
+        index.rows.append(Row(n + 2, 0, 0, ids[n], parent_id, "message", "user", None, None))
+        index.repeated_ids = index.repeated_ids or ids[n] in index.position_of
+        index.position_of[ids[n]] = n
+    for leaf in leaves:
+        walk = index.branch_positions(leaf)
+        for entry_id in {*ids, "absent"}:
+            expected = next((at for at, p in enumerate(walk) if index.rows[p].entry_id == entry_id), None)
+            assert index.first_on_walk(entry_id) == expected
+
+
 @contextmanager
 def _opened(path: Path) -> Iterator[tuple[int, tuple[int, int], int]]:
     """The file open for reading (closed on leaving), with its identity and size as the daemon takes them."""
