@@ -38,6 +38,7 @@ __all__ = [
     "WITHDRAWAL_EXPRESSIONS",
     "LiftVerdict",
     "check_lift",
+    "may_withdraw",
     "passes_lift_check",
     "passes_question_check",
     "significant_words",
@@ -138,12 +139,22 @@ def _sentence_rest(text: str, at: int) -> str:
     return text[at : end.start() if end else len(text)]
 
 
+def may_withdraw(judged: str) -> bool:
+    """Whether ``judged`` holds any withdrawal expression, "instead of" included, whatever the rule: when it
+    holds none, :func:`withdrawal_expressions_in` finds none against any rule, so no rule need be tried."""
+    text = judged.replace("\u2019", "'")
+    return any(
+        any(_whole_word_matches(pattern, text)) for _, pattern in (*_PATTERNS, (INSTEAD_OF, _INSTEAD_OF))
+    )
+
+
 def withdrawal_expressions_in(judged: str, rule_words: str) -> tuple[str, ...]:
     """LIFT-2, LIFT-3: the withdrawal expressions ``judged`` holds against the rule ``rule_words``."""
     text = judged.replace("\u2019", "'")
     found = [expr for expr, pattern in _PATTERNS if any(_whole_word_matches(pattern, text))]
-    own = significant_words(rule_words)
+    own: frozenset[str] | None = None  # the rule's words, read only when an "instead of" needs them
     for match in _whole_word_matches(_INSTEAD_OF, text):
+        own = significant_words(rule_words) if own is None else own
         if own & significant_words(_sentence_rest(text, match.end())):
             found.append(INSTEAD_OF)
             break

@@ -45,8 +45,9 @@ from longhaul_daemon.diff.events import (
     Question,
 )
 from longhaul_daemon.diff.fixes import claimed_fixes
+from longhaul_daemon.diff.judged import judged_text
 from longhaul_daemon.diff.labels import Label, id_number
-from longhaul_daemon.diff.lifts import check_lift, passes_question_check
+from longhaul_daemon.diff.lifts import check_lift, may_withdraw, passes_question_check
 from longhaul_daemon.diff.quotes import (
     LONG_MESSAGE,
     OfferedMessage,
@@ -276,6 +277,8 @@ class _Run:
             own = self.rules.get(label.msg)
             if label.label.kind != "rule" or own is None or own.message != label.msg:
                 continue
+            if not may_withdraw(judged_text(self.offered[label.msg].text, own.start, own.end)):
+                continue  # LIFT-10 needs a withdrawal in the recorded words: none, so no older rule is asked
             here = id_number(label.msg, "u") or 0
             older = [
                 _Target(r.id, r.message, r.message, r.words)

@@ -11,6 +11,7 @@ from longhaul_daemon.diff.lifts import (
     STOP_WORDS,
     WITHDRAWAL_EXPRESSIONS,
     check_lift,
+    may_withdraw,
     passes_lift_check,
     passes_question_check,
     significant_words,
@@ -178,3 +179,28 @@ def test_lift_property_recorded_pass_implies_question_pass(expression: str, fill
     recorded = check_lift(text, PUSH, start=start, end=len(text))
     assert recorded.passed
     assert passes_question_check(text, PUSH, start=start, end=len(text)).passed
+
+
+_PHRASES = [*WITHDRAWAL_EXPRESSIONS, INSTEAD_OF, "push", "main", "tabs", "instead", "longer", ".", "\n", "’"]
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.one_of(st.sampled_from(_PHRASES), st.text(max_size=8)), max_size=12),
+    st.sampled_from([PUSH, TABS, "Use main instead of dev."]),
+)
+def test_lift_10_a_text_that_may_not_withdraw_withdraws_no_rule(parts: list[str], rule: str) -> None:
+    """Issue 10: ``may_withdraw`` lets the verifier skip every older rule for a rule label whose words hold no
+    withdrawal; it must never say no where some rule's check would find an expression."""
+    text = " ".join(parts)
+    if not may_withdraw(text):
+        assert withdrawal_expressions_in(text, rule) == ()
+    if withdrawal_expressions_in(text, rule):
+        assert may_withdraw(text)
+
+
+@pytest.mark.parametrize("expression", [*WITHDRAWAL_EXPRESSIONS, INSTEAD_OF])
+def test_lift_10_every_expression_may_withdraw_and_plain_words_may_not(expression: str) -> None:
+    assert may_withdraw(f"Push to dev {expression} main.")
+    assert withdrawal_expressions_in(f"Push to dev {expression} main.", PUSH)
+    assert not may_withdraw("Run the tests with pytest -q after each change.")
