@@ -85,7 +85,7 @@ class ObjectScanner:
         time linear in its length."""
         last = self._last_item
         since = last[1] if last is not None else self._item_start
-        text = self._group_tail(since, piece[group_start:end])
+        text = self._group_tail(since, piece, group_start, end)
         start, stop = self._item_start, since + len(text)
         raw = text[start - since :]
         squeezed = "".join(raw.split())
@@ -95,9 +95,13 @@ class ObjectScanner:
         if text[: start - since].strip() == "," and _item_value(last[3]) == _item_value(raw):
             self.repeated = ("".join(self._group) + piece[group_start:end])[: last[1]] + "]}"
 
-    def _group_tail(self, since: int, tail: str) -> str:
-        """The open group's text from offset ``since``, ``tail`` being what the current piece adds."""
-        need = self._group_chars + len(tail) - since
+    def _group_tail(self, since: int, piece: str, group_start: int, end: int) -> str:
+        """The open group's text from offset ``since``, ``piece[group_start:end]`` being what the current
+        piece adds; only what is needed is copied, since a whole reply may come as one piece."""
+        need = self._group_chars + (end - group_start) - since
+        if need <= end - group_start:
+            return piece[end - need : end]
+        tail = piece[group_start:end]
         parts, have, at = [tail], len(tail), len(self._group) - 1
         while have < need and at >= 0:
             parts.append(self._group[at])
