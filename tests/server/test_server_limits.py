@@ -16,6 +16,7 @@ import pytest
 from anyio.abc import ByteReceiveStream
 
 from longhaul_daemon.collector import MAX_PAUSE_S, CollectorPause
+from longhaul_daemon.rpc import Services
 from longhaul_daemon.server.framing import KEEP_BUFFER_BYTES, ByteBudget, FrameReader
 
 from .harness import compact_params, connect, eventually, running_daemon, sleeping_pass
@@ -163,22 +164,28 @@ async def test_a_frame_that_is_the_whole_buffer_is_handed_over_without_a_copy() 
     assert not reader.partial
 
 
+def _watch_collections(monkeypatch: pytest.MonkeyPatch, services: Services) -> list[int]:
+    """The daemon's full collections, each as the number of passes in flight when it ran."""
+    in_flight_at_collection: list[int] = []
+
+    def watched_collection() -> int:
+        in_flight_at_collection.append(services.passes_in_flight)
+        return 0
+
+    monkeypatch.setattr("longhaul_daemon.server.lifecycle.full_collection", watched_collection)
+    return in_flight_at_collection
+
+
 async def test_garbage_is_collected_between_passes_never_during_one(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    in_flight_at_collection: list[int] = []
     monkeypatch.setattr("longhaul_daemon.server.lifecycle.COLLECT_EVERY_S", 0.05)
     async with (
         running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass) as handle,
         connect(handle.socket_path) as conn,
     ):
         services = handle.services
-
-        def watched_collection() -> int:
-            in_flight_at_collection.append(services.passes_in_flight)
-            return 0
-
-        monkeypatch.setattr("longhaul_daemon.server.lifecycle.full_collection", watched_collection)
+        in_flight_at_collection = _watch_collections(monkeypatch, services)
         await conn.call("status", {})
         await eventually(lambda: len(in_flight_at_collection) == 1)
         await conn.request("compact", compact_params(instructions="0.6"))
@@ -201,7 +208,6 @@ async def test_passes_without_a_gap_still_get_a_collection_once_the_pause_is_ove
     pause.enabled = True
     monkeypatch.setattr("longhaul_daemon.server.lifecycle.PAUSE", pause)
     monkeypatch.setattr("longhaul_daemon.server.lifecycle.COLLECT_EVERY_S", 0.05)
-    in_flight_at_collection: list[int] = []
     try:
         with pause.held():  # heavy work all along, as when passes follow each other without a gap
             async with (
@@ -209,12 +215,7 @@ async def test_passes_without_a_gap_still_get_a_collection_once_the_pause_is_ove
                 connect(handle.socket_path) as conn,
             ):
                 services = handle.services
-
-                def watched_collection() -> int:
-                    in_flight_at_collection.append(services.passes_in_flight)
-                    return 0
-
-                monkeypatch.setattr("longhaul_daemon.server.lifecycle.full_collection", watched_collection)
+                in_flight_at_collection = _watch_collections(monkeypatch, services)
                 await conn.request("compact", compact_params(instructions="1.0"))
                 await eventually(lambda: services.passes_in_flight == 1)
                 await anyio.sleep(0.2)
