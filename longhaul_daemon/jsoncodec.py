@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "loads"]
+__all__ = ["canonical", "dumps", "loads"]
 
 
 def _no_constant(name: str) -> Any:
@@ -51,3 +51,21 @@ def dumps(value: object) -> bytes:
         return orjson.dumps(value)
     except TypeError:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+
+
+def canonical(value: object) -> bytes | None:
+    """One text per JSON value, keys sorted, for equality lookups; None when ``value`` cannot be written.
+
+    For values :func:`loads` gave, which hold no NaN or Infinity (orjson would write those as ``null``).
+    orjson where it can; what it refuses goes through the stdlib behind a NUL byte, which no orjson text
+    starts with, so values of the two paths never share a text.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        pass
+    try:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return b"\x00" + text.encode()

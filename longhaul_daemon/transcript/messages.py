@@ -10,12 +10,12 @@ gets ``entry_id=None``; nothing here raises on transcript content.
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from longhaul_daemon import jsoncodec
 from longhaul_daemon.protocol import SPAN_REF, Preparation
 from longhaul_daemon.transcript.entries import Message, parse_message
 
@@ -93,12 +93,9 @@ def user_ids(branch: list[dict[str, Any]]) -> dict[str, str]:
     return ids
 
 
-def _key(message: object) -> str | None:
+def _key(message: object) -> bytes | None:
     """A canonical JSON text for equality lookups, or None when the value cannot be serialized."""
-    try:
-        return json.dumps(message, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):
-        return None
+    return jsoncodec.canonical(message)
 
 
 class _BranchIndex:
@@ -106,7 +103,7 @@ class _BranchIndex:
 
     def __init__(self, branch: Iterable[object]) -> None:
         self._candidates: list[tuple[str | None, object]] = []
-        self._by_key: dict[str, list[int]] = {}
+        self._by_key: dict[bytes, list[int]] = {}
         for raw in branch:
             if (
                 not isinstance(raw, dict)
