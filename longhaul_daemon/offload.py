@@ -8,9 +8,9 @@ with many small passes at once the hops are most of the daemon's work; those run
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
@@ -31,6 +31,12 @@ class Offload:
     def for_bytes(cls, transcript_bytes: int | None) -> Offload:
         """Threads unless the pass reads less than :data:`INLINE_BYTES` (None: not known, so threads)."""
         return cls(threads=transcript_bytes is None or transcript_bytes >= INLINE_BYTES)
+
+    @classmethod
+    def for_read(cls, branch_stats: Mapping[str, Any] | None) -> Offload:
+        """:meth:`for_bytes` of what a pass read from the session file, as its branch stats say; a branch
+        sent inline has no such size, so it takes the thread."""
+        return cls.for_bytes((branch_stats or {}).get("wholeBytes"))
 
     async def run(self, work: Callable[[], T]) -> T:
         """``work()``, in a worker thread or here. Cancellation waits for a thread that already started: the

@@ -274,7 +274,7 @@ async def run_pass(
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
     # for an inline branch, so it always takes the thread)
-    offload = Offload.for_bytes((branch_stats or {}).get("wholeBytes") if branch is not None else None)
+    offload = Offload.for_read(branch_stats if branch is not None else None)
     budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
     if settings is None:
         settings = load_settings(params.session.agentDir, params.session.cwd)  # CONFIG-5: re-read every pass

@@ -154,7 +154,7 @@ async def _run_busy_compact(
             )
             result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
             # before it is counted, recorded or sent; a big pass's state is big, so off the loop like its CPU
-            offload = Offload.for_bytes(branch_stats.get("wholeBytes") if branch is not None else None)
+            offload = Offload.for_read(branch_stats)
             result = await offload.run(partial(redacted_result, result, current_redactor()))
             services.count_result(result)
             log.info("pass_finished", span=result.span, fallback=result.fallback)
