@@ -4,7 +4,9 @@ The file in pi's agent directory is read first; ``<cwd>/.pi/longhaul.json`` then
 key, the same precedence pi gives its own ``settings.json`` (CONFIG-5). A missing file is simply absent.
 One that cannot be read, is not JSON, is not an object, or holds a bad value never stops a pass: the
 defaults apply for what could not be used, and each problem becomes a short code for the log (CONFIG-9).
-Unknown keys are ignored so a newer file works with an older daemon. Nothing here reads the daemon's own
+An unknown key is not used (so a newer file works with an older daemon) but is reported, with the known key
+it most resembles, since it is far more often a typo (:func:`unknown_key_problems`). The file may hold
+``//`` comments and trailing commas, as pi's ``models.json`` may (:mod:`longhaul_daemon.pi_json`). Nothing here reads the daemon's own
 environment: the paths come from the session facts the shim sent (CONFIG-10).
 
 ``concurrency`` is the one nested key: the project's entries override the agent file's one provider at a
@@ -13,6 +15,7 @@ time, so a project can narrow one provider without restating the rest.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -21,15 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from longhaul_daemon.pi_json import loads_pi_json
+
 __all__ = [
     "DEFAULT_NARRATIVE_MODE",
     "DEFAULT_RETRY_NOTE_CHARS",
+    "KNOWN_KEYS",
     "MAX_CONCURRENCY",
     "SETTINGS_FILE",
     "NarrativeMode",
     "Settings",
     "SettingsProblem",
     "load_settings",
+    "unknown_key_problems",
 ]
 
 SETTINGS_FILE: Final = "longhaul.json"
@@ -41,6 +48,9 @@ _MAX_PROVIDER_KEY: Final = 512  # a provider name, or provider@baseUrl
 _SPEC = re.compile(r"^[^/\s]+/\S+$")  # provider/modelId; the model id may itself hold slashes
 
 NarrativeMode = Literal["diff", "turns"]
+KNOWN_KEYS: Final = ("summarizer", "narrativeMode", "retryNoteChars", "concurrency")
+"""Every top-level key :func:`load_settings` reads; any other one is reported as unknown."""
+_SHOWN_KEY_CHARS: Final = 64
 
 
 @dataclass(frozen=True)
@@ -48,8 +58,10 @@ class SettingsProblem:
     """One thing that could not be used, as a code safe for the log: the file's role, never its path."""
 
     source: Literal["agent", "project"]
-    code: str  # unreadable | not-json | not-object | too-large | not-regular | bad-<key>
+    code: str  # unreadable | not-json | not-object | too-large | not-regular | bad-<key> | unknown-key
     path: str = field(default="", compare=False)  # for the user's notice and status; never logged
+    key: str = field(default="", compare=False)  # unknown-key: the key as shown to the user; never logged
+    guess: str | None = field(default=None, compare=False)  # unknown-key: the known key it resembles
 
 
 @dataclass(frozen=True)
@@ -86,7 +98,7 @@ def _read_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     finally:
         os.close(fd)
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = loads_pi_json(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None, "not-json"
     if not isinstance(value, dict):
@@ -155,6 +167,27 @@ def _apply_concurrency(value: Any, into: dict[str, Any]) -> bool:
     return usable
 
 
+def unknown_key_problems(
+    values: dict[str, Any], source: Literal["agent", "project"], path: Path
+) -> list[SettingsProblem]:
+    """One problem per top-level key that is not in :data:`KNOWN_KEYS`, naming the known key it most
+    resembles (``"sumarizer"`` -> ``"summarizer"``). The key is the user's own text: it is shown quoted when
+    it is short printable ASCII, else only by its length, and it never reaches the log (the code does)."""
+    problems: list[SettingsProblem] = []
+    for key in values:
+        if key in KNOWN_KEYS:
+            continue
+        if len(key) <= _SHOWN_KEY_CHARS and key.isascii() and key.isprintable():
+            shown = json.dumps(key)
+            lowered = {known.lower(): known for known in KNOWN_KEYS}
+            guesses = difflib.get_close_matches(key.lower(), list(lowered), n=1, cutoff=0.6)
+            guess = lowered[guesses[0]] if guesses else None
+        else:
+            shown, guess = f"a key of {len(key)} characters", None
+        problems.append(SettingsProblem(source, "unknown-key", str(path), key=shown, guess=guess))
+    return problems
+
+
 def load_settings(agent_dir: str, cwd: str) -> Settings:
     """Read ``<agent_dir>/longhaul.json``, then ``<cwd>/.pi/longhaul.json`` over it; never raises."""
     merged: dict[str, Any] = {}
@@ -169,4 +202,5 @@ def load_settings(agent_dir: str, cwd: str) -> Settings:
             problems.append(SettingsProblem(source, problem, str(path)))
         if values is not None:
             problems.extend(_apply(values, source, merged, path))
+            problems.extend(unknown_key_problems(values, source, path))
     return Settings(**merged, problems=tuple(problems))

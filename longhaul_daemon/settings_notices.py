@@ -66,6 +66,10 @@ class ConfigIssue:
 
 def _issue(problem: SettingsProblem) -> ConfigIssue:
     path = problem.path or f"the {problem.source} longhaul.json"
+    if problem.code == "unknown-key":
+        guess = f' (did you mean "{problem.guess}"?)' if problem.guess else ""
+        text = f"{problem.key} in {path} is not a Longhaul setting{guess}; it is ignored"
+        return ConfigIssue("CONFIG-9", problem.source, problem.code, text)
     if problem.code in _KEY_PROBLEMS:
         requirement, what, instead = _KEY_PROBLEMS[problem.code]
         text = f"{what.format(path=path)}; {instead} applies until it is fixed"

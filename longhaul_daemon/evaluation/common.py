@@ -22,6 +22,7 @@ __all__ = [
     "KEY_SUFFIX",
     "Progress",
     "agent_transcripts",
+    "check_named_files",
     "input_transcripts",
     "key_path",
     "path_hash",
@@ -68,6 +69,21 @@ def input_transcripts(files: Sequence[str], env: Mapping[str, str]) -> list[Path
     from longhaul_daemon.inspect.session_file import agent_dir
 
     return agent_transcripts(agent_dir(env))
+
+
+def check_named_files(files: Sequence[str], command: str, err: TextIO) -> bool:
+    """Whether every file named on the command line holds a pi transcript; each one that does not is named
+    on ``err`` with the reason, before a command starts pi, a daemon or a paid model on any of them."""
+    from longhaul_daemon.inspect.session_file import TranscriptError, check_transcript, transcript_error_line
+
+    usable = True
+    for file in files:
+        try:
+            check_transcript(Path(file))
+        except TranscriptError as exc:
+            err.write(transcript_error_line(command, exc))
+            usable = False
+    return usable
 
 
 def share(part: float, whole: float) -> str:

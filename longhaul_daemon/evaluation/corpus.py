@@ -35,6 +35,7 @@ from longhaul_daemon.evaluation.corpus_text import (
 )
 from longhaul_daemon.evaluation.key import AnswerKey, KeyCommand, KeyCompaction, KeyRule, dump_key
 from longhaul_daemon.evaluation.synthetic import SessionWriter
+from longhaul_daemon.plural import counted
 
 __all__ = ["CorpusSummary", "run_corpus", "write_corpus", "write_corpus_session"]
 
@@ -273,7 +274,8 @@ def run_corpus(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     s = write_corpus(out_dir, sessions=args.sessions, seed=args.seed, max_compactions=args.max_compactions)
     traps = ", ".join(f"{kind} {n}" for kind, n in sorted(s.traps.items())) or "none"
     out.write(
-        f"corpus: {s.sessions} sessions, {s.compactions} compactions, {s.rules} rules ({s.lifts} withdrawn), "
-        f"{s.values} values used again, {s.failing_commands} failing commands\ntraps: {traps}\n"
+        f"corpus: {counted(s.sessions, 'session')}, {counted(s.compactions, 'compaction')}, "
+        f"{counted(s.rules, 'rule')} ({s.lifts} withdrawn), {counted(s.values, 'value')} used again, "
+        f"{counted(s.failing_commands, 'failing command')}\ntraps: {traps}\n"
     )
     return 0

@@ -23,7 +23,8 @@ from longhaul_daemon.diff.values import find_value, learn_values
 from longhaul_daemon.evaluation.common import input_transcripts, key_path, path_hash, share
 from longhaul_daemon.evaluation.key import AnswerKey, BadKey, load_key
 from longhaul_daemon.evaluation.spans import COMPACTORS, find_compactions, message_of, message_pieces
-from longhaul_daemon.inspect.session_file import TranscriptError, read_transcript
+from longhaul_daemon.inspect.session_file import TranscriptError, read_transcript, transcript_error_line
+from longhaul_daemon.plural import counted
 
 __all__ = ["EXIT_OK", "EXIT_UNREADABLE", "CompactionFacts", "branch_facts", "run_facts"]
 
@@ -66,7 +67,7 @@ class _Totals:
 class _TranscriptReport:
     name: str
     compactions: list[CompactionFacts] = field(default_factory=list)
-    problem: str | None = None  # unreadable, or a bad key
+    problem: str | None = None  # why the transcript could not be read (TranscriptError.reason)
     key: str = "absent"  # absent, present, unusable
 
 
@@ -111,12 +112,14 @@ def branch_facts(branch: Sequence[Mapping[str, Any]], key: AnswerKey | None = No
     return found
 
 
-def _read(path: Path) -> _TranscriptReport:
+def _read(path: Path, err: TextIO) -> _TranscriptReport:
     report = _TranscriptReport(name=path_hash(path))
     try:
         transcript = read_transcript(path)
-    except TranscriptError:
-        report.problem = "unreadable"  # the error names the path, so only its kind is reported
+    except TranscriptError as exc:
+        # The report carries only the reason's code; the path and the whole reason go to stderr.
+        report.problem = exc.reason
+        err.write(transcript_error_line("facts", exc, listed_as=report.name))
         return report
     key: AnswerKey | None = None
     try:
@@ -166,7 +169,7 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 def _text(reports: Sequence[_TranscriptReport]) -> str:
     with_key = any(r.key == "present" for r in reports)
     count = sum(len(r.compactions) for r in reports)
-    lines = [f"facts: {len(reports)} transcripts, {count} compactions (no model was called)", ""]
+    lines = [f"facts: {counted(len(reports), 'transcript')}, {counted(count, 'compaction')} (no model was called)", ""]
     head = ["transcript", "compaction", "compactor", "first seen", "used again", "kept"]
     rows = [head + (["key values", "key kept"] if with_key else [])]
     for r in reports:
@@ -202,7 +205,7 @@ def run_facts(
             "($PI_CODING_AGENT_DIR, else ~/.pi/agent)\n"
         )
         return EXIT_UNREADABLE
-    reports = [_read(path) for path in paths]
+    reports = [_read(path, err) for path in paths]
     if args.json:
         out.write(json.dumps(_json_document(reports), ensure_ascii=True, indent=2) + "\n")
     else:

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from longhaul_daemon.evaluation.common import Progress, path_hash
+from longhaul_daemon.evaluation.common import Progress, check_named_files, path_hash
 from longhaul_daemon.evaluation.isolation import find_tools
 from longhaul_daemon.evaluation.replay import ReplayConfig, ReplayOutcome, replay_transcript
+from longhaul_daemon.plural import counted
 
 __all__ = ["EXIT_HANDLER_ERROR", "EXIT_NOT_RUN", "EXIT_OK", "outcome_json", "run_replay"]
 
@@ -64,7 +65,7 @@ def _counts(o: ReplayOutcome) -> list[str]:
 
 def _text(outcomes: Sequence[ReplayOutcome], compactor: str) -> str:
     who = "Longhaul" if compactor == "longhaul" else "pi's own compaction (PI_COMPACTOR=pi)"
-    lines = [f"replay: {len(outcomes)} transcripts through real pi with {who}; fake model on loopback", ""]
+    lines = [f"replay: {counted(len(outcomes), 'transcript')} through real pi with {who}; fake model on loopback", ""]
     head = ["transcript", "prompts", "recorded", "compactions", "longhaul", "fallbacks", "handler errors"]
     rows = [[*head, "divergences", "skipped", "seconds", "problem"]]
     rows += [
@@ -78,9 +79,10 @@ def _text(outcomes: Sequence[ReplayOutcome], compactor: str) -> str:
             reasons[code] = reasons.get(code, 0) + n
     lines.append("")
     lines.append(
-        f"total: {sum(o.compactions for o in outcomes)} compactions of {sum(o.recorded for o in outcomes)} "
-        f"recorded, {sum(o.longhaul for o in outcomes)} by Longhaul, {sum(reasons.values())} fallbacks, "
-        f"{sum(o.handler_errors for o in outcomes)} handler errors"
+        f"total: {counted(sum(o.compactions for o in outcomes), 'compaction')} of "
+        f"{sum(o.recorded for o in outcomes)} recorded, {sum(o.longhaul for o in outcomes)} by Longhaul, "
+        f"{counted(sum(reasons.values()), 'fallback')}, "
+        f"{counted(sum(o.handler_errors for o in outcomes), 'handler error')}"
     )
     if reasons:
         lines.append("fallback reasons: " + ", ".join(f"{c} {n}" for c, n in sorted(reasons.items())))
@@ -88,6 +90,8 @@ def _text(outcomes: Sequence[ReplayOutcome], compactor: str) -> str:
 
 
 def run_replay(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    if not check_named_files(args.files, "replay", err):
+        return EXIT_NOT_RUN
     tools = find_tools(args.pi, args.shim)
     if isinstance(tools, str):
         err.write(f"longhaul-daemon replay: {tools}\n")

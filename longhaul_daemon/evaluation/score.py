@@ -15,13 +15,12 @@ import argparse
 import copy
 import json
 import os
-import re
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from longhaul_daemon.evaluation.common import Progress, key_path, path_hash
+from longhaul_daemon.evaluation.common import Progress, check_named_files, key_path, path_hash
 from longhaul_daemon.evaluation.isolation import find_tools, make_dirs, replay_env, write_agent_config
 from longhaul_daemon.evaluation.key import AnswerKey, BadKey, load_key
 from longhaul_daemon.evaluation.pi_rpc import PiFailed, PiRpc
@@ -30,6 +29,8 @@ from longhaul_daemon.evaluation.proxy import RecordingProxy
 from longhaul_daemon.evaluation.replay import ModelSwitch, ReplayConfig, replay_transcript
 from longhaul_daemon.evaluation.score_report import RunResult, report_json, report_text, summarize
 from longhaul_daemon.inspect.session_file import TranscriptError, agent_dir, read_transcript
+from longhaul_daemon.pi_json import loads_pi_json
+from longhaul_daemon.plural import counted
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_REFUSED", "run_score"]
 
@@ -53,16 +54,6 @@ class ModelInfo:
     provider: str
     model_id: str
     base_url: str
-
-
-def _load_jsonc(data: str) -> Any:
-    """pi's models.json may hold comments and trailing commas since 0.73.1 (pi-api.md §6)."""
-    out: list[str] = []
-    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/|[^"/]+|/', data, re.S):
-        text = token.group(0)
-        if not text.startswith(("//", "/*")):
-            out.append(text)
-    return json.loads(re.sub(r",(\s*[}\]])", r"\1", "".join(out)))
 
 
 def _plan(path: Path) -> _Plan | None:
@@ -126,9 +117,9 @@ def _plan_text(plans: list[_Plan], spec: str, runs: int) -> str:
     probes = sum(len(ps) for p in plans for ps in p.probes)
     keyed = sum(1 for p in plans if p.key)
     return (
-        f"score: {len(plans)} transcripts ({keyed} with an answer key), "
-        f"{compactions // max(runs, 1)} recorded compactions, {runs} run(s), "
-        f"{probes} probes per compactor and run, model {spec}\n"
+        f"score: {counted(len(plans), 'transcript')} ({keyed} with an answer key), "
+        f"{counted(compactions // max(runs, 1), 'recorded compaction')}, {counted(runs, 'run')}, "
+        f"{counted(probes, 'probe')} per compactor and run, model {spec}\n"
         f"model calls: at least {2 * compactions} — pi's own compaction {compactions} to {2 * compactions} "
         f"(two on a split turn), Longhaul {compactions} to {_MAX_CALLS_PER_LONGHAUL_PASS * compactions} "
         "(one per chunk, plus a retry or a question round when an answer needs one)\n"
@@ -161,6 +152,8 @@ def run_score(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if not args.model:
         err.write("longhaul-daemon score: name the model both compactors use with --model PROVIDER/ID\n")
         return EXIT_REFUSED
+    if not check_named_files(args.files, "score", err):
+        return EXIT_FAILED
     tools = find_tools(args.pi, args.shim)
     if isinstance(tools, str):
         err.write(f"longhaul-daemon score: {tools}\n")
@@ -174,7 +167,7 @@ def run_score(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         return EXIT_REFUSED
     source = Path(args.agent_dir) if args.agent_dir else agent_dir(os.environ)
     try:
-        models = _load_jsonc((source / "models.json").read_text(encoding="utf-8"))
+        models = loads_pi_json((source / "models.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         models = {}
     except (OSError, ValueError):
@@ -223,5 +216,7 @@ def run_score(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         }
         out.write(json.dumps(document, ensure_ascii=True, indent=2) + "\n")
     else:
-        out.write(report_text(reports, f"score with {args.model}, {args.runs} run(s), {problems} problems"))
+        out.write(report_text(
+                reports, f"score with {args.model}, {counted(args.runs, 'run')}, {counted(problems, 'problem')}"
+            ))
     return EXIT_FAILED if problems else EXIT_OK

@@ -21,6 +21,7 @@ from longhaul_daemon.inspect.session_file import (
     agent_dir,
     newest_transcript,
     read_transcript,
+    transcript_error_line,
 )
 from longhaul_daemon.inspect.spans import CompactionRow, compaction_rows
 from longhaul_daemon.inspect.views import (
@@ -95,7 +96,8 @@ def run_state(
     try:
         transcript = read_transcript(_locate(args.file, os.environ if env is None else env))
     except TranscriptError as exc:
-        return _fail(err, str(exc), EXIT_NO_TRANSCRIPT)
+        err.write(transcript_error_line("state", exc))
+        return EXIT_NO_TRANSCRIPT
     try:
         folded = fold(transcript.branch, stop_after_span=args.span)
     except ValueError:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longhaul_daemon.state.sanitize import is_safe_char, sanitize
 from longhaul_daemon.transcript.jsonl import is_session_header, parse_line, walk_branch
 
 __all__ = [
@@ -25,12 +26,15 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "agent_dir",
+    "check_transcript",
     "newest_transcript",
     "read_transcript",
+    "transcript_error_line",
 ]
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 MAX_FILE_BYTES = 512 * 1024 * 1024  # a larger file is refused rather than read into memory
+_HEADER_BYTES = 1024 * 1024  # pi's session header is one short line
 _WALK_PROBLEMS = {
     "missing-parent": "its parentId names no entry; branch cut",
     "parent-cycle": "parentId links loop; branch cut",
@@ -38,7 +42,28 @@ _WALK_PROBLEMS = {
 
 
 class TranscriptError(Exception):
-    """The path holds no pi transcript the inspector can read; the message is meant for the user."""
+    """The path holds no pi transcript the inspector can read; the message is meant for the user.
+
+    ``reason`` says why in a short code that names no path (``missing``, ``directory``, ``not-a-file``,
+    ``unreadable``, ``too-large``, ``empty``, ``not-a-session``, ``none-found``), for reports that must not
+    carry the path (REPLAY-6).
+    """
+
+    def __init__(self, message: str, reason: str = "unreadable") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def transcript_error_line(command: str, error: TranscriptError, *, listed_as: str | None = None) -> str:
+    """The one line every command prints when a transcript cannot be read: the command, the file and why.
+
+    The path is the user's own argument (or found in their agent dir) and goes only to stderr, never into
+    a report, which names the file by ``listed_as`` (its hash); it is made printable, since a file name can
+    hold escape sequences.
+    """
+    text = "".join(ch for ch in sanitize(str(error)) if is_safe_char(ch))
+    listed = f" (listed as {listed_as})" if listed_as else ""
+    return f"longhaul-daemon {command}: {text}{listed}\n"
 
 
 @dataclass(frozen=True)
@@ -77,7 +102,7 @@ def newest_transcript(agent: Path) -> Path:
     """INSPECT-1: the most recently modified ``sessions/<dir>/*.jsonl`` under ``agent`` (ties: by path)."""
     sessions = agent / "sessions"
     if not sessions.is_dir():
-        raise TranscriptError(f"no pi transcript found: {sessions} does not exist")
+        raise TranscriptError(f"no pi transcript found: {sessions} does not exist", "none-found")
     found: list[tuple[int, str, Path]] = []
     for path in sessions.glob("*/*.jsonl"):
         try:
@@ -87,42 +112,63 @@ def newest_transcript(agent: Path) -> Path:
         if stat.S_ISREG(info.st_mode):
             found.append((info.st_mtime_ns, str(path), path))
     if not found:
-        raise TranscriptError(f"no pi transcript found: no .jsonl file under {sessions}/*/")
+        raise TranscriptError(f"no pi transcript found: no .jsonl file under {sessions}/*/", "none-found")
     return max(found)[2]
 
 
-def _read_bytes(path: Path) -> bytes:
+def _checked_size(path: Path) -> int:
+    """The file's size, once it is known to be a regular file this reads; else why not."""
     try:
         info = path.stat()
     except FileNotFoundError:
-        raise TranscriptError(f"{path}: no such file") from None
+        raise TranscriptError(f"{path}: no such file", "missing") from None
     except OSError as exc:
         raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
-        raise TranscriptError(f"{path}: is a directory, not a pi session file")
+        raise TranscriptError(f"{path}: is a directory, not a pi session file", "directory")
     if not stat.S_ISREG(info.st_mode):
-        raise TranscriptError(f"{path}: not a regular file")
+        raise TranscriptError(f"{path}: not a regular file", "not-a-file")
     if info.st_size > MAX_FILE_BYTES:
-        raise TranscriptError(f"{path}: {info.st_size} bytes, more than the {MAX_FILE_BYTES} this reads")
+        raise TranscriptError(
+            f"{path}: {info.st_size} bytes, more than the {MAX_FILE_BYTES} this reads", "too-large"
+        )
+    return info.st_size
+
+
+def _read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The file's bytes, or its first ``limit`` bytes when ``limit`` is smaller than :data:`MAX_FILE_BYTES`."""
+    _checked_size(path)
     try:
         # Read-only and opened once: the inspector never writes to the transcript it reads (INSPECT-12).
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(limit + 1)
     except OSError as exc:
         raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
-        raise TranscriptError(f"{path}: more than the {MAX_FILE_BYTES} bytes this reads")
-    return data
+        raise TranscriptError(f"{path}: more than the {MAX_FILE_BYTES} bytes this reads", "too-large")
+    return data[:limit]
+
+
+def _lines(data: bytes) -> list[tuple[int, bytes]]:
+    return [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+
+
+def check_transcript(path: Path) -> None:
+    """Raise :class:`TranscriptError` where :func:`read_transcript` would, judged by the file's type, size
+    and first line alone: commands check every file they were named before starting work that costs time
+    or money."""
+    _header(_lines(_read_bytes(path, _HEADER_BYTES))[:1], path)
 
 
 def _header(lines: list[tuple[int, bytes]], path: Path) -> dict[str, Any]:
     if not lines:
-        raise TranscriptError(f"{path}: the file is empty, not a pi session file")
+        raise TranscriptError(f"{path}: the file is empty, not a pi session file", "empty")
     value, _ = parse_line(lines[0][1])
     if not is_session_header(value):
         raise TranscriptError(
-            f'{path}: not a pi session file (the first line is not a {{"type": "session"}} header)'
+            f'{path}: not a pi session file (the first line is not a {{"type": "session"}} header)',
+            "not-a-session",
         )
     return value
 
@@ -154,8 +200,7 @@ def _branch(
 
 def read_transcript(path: Path) -> Transcript:
     """The parsed session file at ``path``; raises :class:`TranscriptError` only when it is no transcript."""
-    data = _read_bytes(path)
-    lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+    lines = _lines(_read_bytes(path))
     header = _header(lines, path)
     problems: list[LineProblem] = []
     entries: list[tuple[int, dict[str, Any]]] = []

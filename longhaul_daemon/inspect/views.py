@@ -14,6 +14,7 @@ from typing import Any
 
 from longhaul_daemon.inspect.session_file import Transcript
 from longhaul_daemon.inspect.spans import CompactionRow
+from longhaul_daemon.plural import counted
 from longhaul_daemon.state.fold import FoldResult
 from longhaul_daemon.state.model import Rule
 from longhaul_daemon.state.render import render_summary
@@ -57,10 +58,6 @@ def json_text(document: object) -> str:
     return json.dumps(document, ensure_ascii=True, indent=2, sort_keys=False) + "\n"
 
 
-def _plural(count: int, word: str, plural: str | None = None) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {plural or word + 's'}"
-
-
 def _id(value: object) -> str:
     return sanitize_line(value, _ID) or "(no id)" if isinstance(value, str) else "(no id)"
 
@@ -87,9 +84,9 @@ def header_text(transcript: Transcript, folded: FoldResult, anomalies: int, *, s
     hint = " (--anomalies lists them)" if anomalies else ""
     return (
         f"Transcript {sanitize(str(transcript.path))}\n"
-        f"Branch of {_plural(len(transcript.branch), 'entry', 'entries')}{leaf}: "
-        f"{_plural(spans, 'Longhaul span')}, {_plural(foreign, 'foreign compaction')}, "
-        f"{_plural(anomalies, 'anomaly', 'anomalies')}{hint}{shown}\n"
+        f"Branch of {counted(len(transcript.branch), 'entry', 'entries')}{leaf}: "
+        f"{counted(spans, 'Longhaul span')}, {counted(foreign, 'foreign compaction')}, "
+        f"{counted(anomalies, 'anomaly', 'anomalies')}{hint}{shown}\n"
     )
 
 

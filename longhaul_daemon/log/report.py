@@ -26,6 +26,7 @@ from typing import TextIO
 
 from longhaul_daemon.log.records import DEBUG_ENV, LOG_NAME, resolve_log_path
 from longhaul_daemon.log.sink import BACKUP_SUFFIX, ROTATE_BYTES
+from longhaul_daemon.plural import counted
 from longhaul_daemon.state.sanitize import sanitize_line
 
 __all__ = [
@@ -167,7 +168,7 @@ def digest(records: list[dict[str, object]], *, logging_off: bool = False) -> st
     if not records:
         return f"Longhaul report: the log ({LOG_NAME}) holds no records yet."
     head = (
-        f"Longhaul report: the newest {len(records)} record(s), oldest first. "
+        f"Longhaul report: the newest {counted(len(records), 'record')}, oldest first. "
         "Paths and session ids appear as #hashes; message text is never logged."
     )
     return "\n".join([sanitize_line(head, _LINE_CHARS), *(_line(i, r) for i, r in enumerate(records, 1))])

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from longhaul_daemon.evaluation.probes import Probe, check, derived_probes
-from longhaul_daemon.evaluation.score import _load_jsonc
 from longhaul_daemon.evaluation.score_report import RunResult, report_text, summarize
 
 from .branches import BranchBuilder
@@ -81,11 +80,6 @@ def test_without_a_key_the_probes_come_from_the_transcript() -> None:
     b.user("open 4321")
     [probes] = derived_probes(b.entries)
     assert probes == [Probe("command", "make check", 2), Probe("command", "false", 1), Probe("value", "4321")]
-
-
-def test_models_json_may_hold_comments_and_trailing_commas() -> None:
-    text = '// mine\n{"providers": {"a": {"baseUrl": "http://x//y", /* note */ "models": [1, 2,],},},}\n'
-    assert _load_jsonc(text) == {"providers": {"a": {"baseUrl": "http://x//y", "models": [1, 2]}}}
 
 
 def test_the_report_shows_each_compactors_score_with_its_spread() -> None:

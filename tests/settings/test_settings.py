@@ -10,10 +10,13 @@ import pytest
 
 from longhaul_daemon.settings import (
     DEFAULT_RETRY_NOTE_CHARS,
+    KNOWN_KEYS,
     Settings,
     SettingsProblem,
     load_settings,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -117,12 +120,48 @@ def test_config6_7_8_invalid_values_fall_back_and_are_named(
     assert settings.problems == (SettingsProblem("project", code),)
 
 
-def test_config9_unknown_keys_are_ignored(dirs: tuple[Path, Path]) -> None:
+def test_config9_an_unknown_key_is_not_used_but_reported_with_the_key_it_resembles(
+    dirs: tuple[Path, Path],
+) -> None:
     agent, project = dirs
-    _write(agent / "longhaul.json", {"futureKey": {"x": 1}, "retryNoteChars": 10})
+    _write(agent / "longhaul.json", {"sumarizer": "a/b", "narativeMode": "turns", "retryNoteChars": 10})
+    _write(project / ".pi" / "longhaul.json", {"futureKey": {"x": 1}, "x" * 65: 1, "\u202etrick": 1})
     settings = load_settings(str(agent), str(project))
-    assert settings.retryNoteChars == 10
-    assert settings.problems == ()
+    assert (settings.summarizer, settings.narrativeMode, settings.retryNoteChars) == (None, "diff", 10)
+    found = [(p.source, p.code, p.key, p.guess) for p in settings.problems]
+    assert found == [
+        ("agent", "unknown-key", '"sumarizer"', "summarizer"),
+        ("agent", "unknown-key", '"narativeMode"', "narrativeMode"),
+        ("project", "unknown-key", '"futureKey"', None),
+        ("project", "unknown-key", "a key of 65 characters", None),  # too long to show
+        ("project", "unknown-key", "a key of 6 characters", None),  # not printable ASCII: never shown
+    ]
+    assert {p.path for p in settings.problems} == {
+        str(agent / "longhaul.json"),
+        str(project / ".pi" / "longhaul.json"),
+    }
+
+
+@pytest.mark.parametrize("key", KNOWN_KEYS)
+def test_every_key_the_settings_read_is_known(dirs: tuple[Path, Path], key: str) -> None:
+    agent, project = dirs
+    _write(agent / "longhaul.json", {key: None})
+    assert [p.code for p in load_settings(str(agent), str(project)).problems if p.code == "unknown-key"] == []
+    assert f'`"{key}"' in (REPO / "README.md").read_text(encoding="utf-8")  # and the README's table names it
+
+
+def test_the_file_may_hold_comments_and_trailing_commas_as_pis_models_json_may(
+    dirs: tuple[Path, Path],
+) -> None:
+    agent, project = dirs
+    (agent / "longhaul.json").write_text(
+        '{\n  // the cheap model for summaries\n  "summarizer": "a/b",\n  "retryNoteChars": 900,\n}\n',
+        encoding="utf-8",
+    )
+    settings = load_settings(str(agent), str(project))
+    assert (settings.summarizer, settings.retryNoteChars, settings.problems) == ("a/b", 900, ())
+    (agent / "longhaul.json").write_text('{"summarizer": "a/b" /* no */}', encoding="utf-8")
+    assert load_settings(str(agent), str(project)).problems == (SettingsProblem("agent", "not-json"),)
 
 
 def test_concurrency_is_read_and_the_project_overrides_it_entry_by_entry(dirs: tuple[Path, Path]) -> None:

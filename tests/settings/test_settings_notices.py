@@ -142,6 +142,11 @@ async def test_a_clean_configuration_adds_no_notice_and_status_says_what_ran(
         ({"narrativeMode": "poetry"}, "CONFIG-6", '"narrativeMode" in {path} is neither "diff" nor "turns"'),
         ({"summarizer": 42}, "CONFIG-8", '"summarizer" in {path} is not "provider/modelId"'),
         ([1, 2], "CONFIG-9", "{path} does not hold a JSON object"),
+        (
+            {"sumarizer": "a/b"},
+            "CONFIG-9",
+            '"sumarizer" in {path} is not a Longhaul setting (did you mean "summarizer"?); it is ignored',
+        ),
     ],
 )
 def test_every_settings_problem_names_its_file_and_key(
