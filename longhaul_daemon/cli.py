@@ -8,6 +8,7 @@ runs on (anyio and the server for ``serve``, the fold and pydantic for ``state``
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,53 @@ VIA_PI_ENV = "LONGHAUL_VIA_PI_APIS"
 __all__ = ["build_parser", "main"]
 
 EXIT_STARTUP_FAILED = 1
+EXIT_USAGE = 2
+
+
+class _DropWhenReaderGone(io.RawIOBase):
+    """Standard output's descriptor, whose writes are dropped once the reader has gone (``status | head``):
+    the command finishes quietly with its own exit status instead of a ``BrokenPipeError`` traceback."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self.reader_gone = False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        if not self.reader_gone:
+            try:
+                return os.write(self._fd, data)
+            except BrokenPipeError:
+                self.reader_gone = True
+        return len(data)
+
+
+def _quiet_on_closed_stdout() -> None:
+    """Route ``sys.stdout`` through :class:`_DropWhenReaderGone` (only the process's own stdout: a test's
+    captured stream is left as it is)."""
+    stdout = sys.stdout
+    if stdout is None or stdout is not sys.__stdout__ or not isinstance(stdout, io.TextIOWrapper):
+        return
+    try:
+        fd = stdout.fileno()
+        stdout.flush()
+    except (OSError, ValueError):
+        return
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_DropWhenReaderGone(fd)),
+        encoding=stdout.encoding,
+        errors=stdout.errors,
+        line_buffering=stdout.line_buffering,
+    )
 
 
 def _positive_seconds(text: str) -> float:
@@ -250,9 +298,6 @@ def _evaluation(args: argparse.Namespace) -> int:
     if args.command == "replay":
         from longhaul_daemon.evaluation.replay_command import run_replay
 
-    if args.command == "replay":
-        from longhaul_daemon.evaluation.replay_command import run_replay
-
         return run_replay(args, out=sys.stdout, err=sys.stderr)
     if args.command == "score":
         from longhaul_daemon.evaluation.score import run_score
@@ -264,7 +309,13 @@ def _evaluation(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    _quiet_on_closed_stdout()
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        # Bare ``longhaul-daemon``: the commands with one line each, not only "COMMAND is required".
+        parser.print_help(sys.stderr)
+        parser.exit(EXIT_USAGE, "\nlonghaul-daemon: name a command (see the list above)\n")
+    args = parser.parse_args(argv)
     # Each branch imports its own command, so one subcommand never loads another's dependencies.
     if args.command == "serve":
         return _serve(args)
@@ -285,4 +336,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from longhaul_daemon.status_client import run_status
 
     socket_path = resolve_socket_path(args.socket, os.environ, os.getuid())
-    return run_status(socket_path, as_json=args.json, out=sys.stdout, err=sys.stderr)
+    return run_status(
+        socket_path, as_json=args.json, out=sys.stdout, err=sys.stderr, socket_named=bool(args.socket)
+    )

@@ -6,8 +6,8 @@ One that cannot be read, is not JSON, is not an object, or holds a bad value nev
 defaults apply for what could not be used, and each problem becomes a short code for the log (CONFIG-9).
 An unknown key is not used (so a newer file works with an older daemon) but is reported, with the known key
 it most resembles, since it is far more often a typo (:func:`unknown_key_problems`). The file may hold
-``//`` comments and trailing commas, as pi's ``models.json`` may (:mod:`longhaul_daemon.pi_json`). Nothing here reads the daemon's own
-environment: the paths come from the session facts the shim sent (CONFIG-10).
+``//`` comments and trailing commas, as pi's ``models.json`` may (:mod:`longhaul_daemon.pi_json`). Nothing
+here reads the daemon's own environment: the paths come from the session facts the shim sent (CONFIG-10).
 
 ``concurrency`` is the one nested key: the project's entries override the agent file's one provider at a
 time, so a project can narrow one provider without restating the rest.

@@ -73,10 +73,16 @@ def _model_spec(text: str) -> str:
 
 def _pi_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--pi", metavar="PATH", help="the pi executable (default: pi on PATH, else the checkout's pinned pi)"
+        "--pi",
+        metavar="PATH",
+        help="the pi executable (default: this checkout's pinned pi, client_shim/node_modules/.bin/pi, "
+        "else pi on PATH)",
     )
     parser.add_argument(
-        "--shim", metavar="DIR", help="the Longhaul pi extension (default: client_shim/ of this checkout)"
+        "--shim",
+        metavar="DIR",
+        help="the Longhaul pi extension (default: the one this install carries, else the copy "
+        "'longhaul-daemon install' made in ~/.local/share/longhaul/pi-extension)",
     )
     parser.add_argument(
         "--keep", metavar="DIR", help="copy each replayed session file (and its key) into DIR"
@@ -168,6 +174,8 @@ def _add_corpus(commands: Any) -> None:
         "corpus",
         help="write synthetic pi sessions with an answer key (for score, facts and the bench)",
         description="Write realistic pi 0.73.1 session files, each with its answer key in FILE.key.json.",
+        epilog="exit status: 0 written; 1 OUT_DIR or a file in it could not be written; 2 usage error, or "
+        "OUT_DIR is a file or already holds session files",
     )
     corpus.add_argument("out_dir", metavar="OUT_DIR")
     corpus.add_argument("--sessions", type=_positive_int, default=20, metavar="N", help="default 20")

@@ -37,7 +37,19 @@ from longhaul_daemon.evaluation.key import AnswerKey, KeyCommand, KeyCompaction,
 from longhaul_daemon.evaluation.synthetic import SessionWriter
 from longhaul_daemon.plural import counted
 
-__all__ = ["CorpusSummary", "run_corpus", "write_corpus", "write_corpus_session"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CorpusSummary",
+    "run_corpus",
+    "write_corpus",
+    "write_corpus_session",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # OUT_DIR or a file in it could not be written
+EXIT_USAGE = 2  # OUT_DIR is a file, or already holds session files
 
 _MODEL = {"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5"}
 _RULE_WORDS = ("never", "always", "don't", "do not", "must", "only", "from now on")
@@ -268,14 +280,26 @@ def write_corpus(out_dir: Path, *, sessions: int, seed: int, max_compactions: in
 
 def run_corpus(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     out_dir = Path(args.out_dir)
-    if out_dir.exists() and any(out_dir.glob("*.jsonl")):
-        err.write("longhaul-daemon corpus: OUT_DIR already holds session files; name an empty directory\n")
-        return 2
-    s = write_corpus(out_dir, sessions=args.sessions, seed=args.seed, max_compactions=args.max_compactions)
+    shown = "".join(ch if ch.isprintable() else "?" for ch in str(out_dir))  # a path may hold escapes
+    if out_dir.exists() and not out_dir.is_dir():
+        err.write(f"longhaul-daemon corpus: {shown} exists and is not a directory; name a new or empty one\n")
+        return EXIT_USAGE
+    if out_dir.is_dir() and any(out_dir.glob("*.jsonl")):
+        err.write(f"longhaul-daemon corpus: {shown} already holds session files; name a new or empty one\n")
+        return EXIT_USAGE
+    try:
+        s = write_corpus(
+            out_dir, sessions=args.sessions, seed=args.seed, max_compactions=args.max_compactions
+        )
+    except OSError as exc:
+        where = exc.filename if isinstance(exc.filename, str) else shown
+        where = "".join(ch if ch.isprintable() else "?" for ch in where)
+        err.write(f"longhaul-daemon corpus: cannot write {where}: {exc.strerror or exc}\n")
+        return EXIT_FAILED
     traps = ", ".join(f"{kind} {n}" for kind, n in sorted(s.traps.items())) or "none"
     out.write(
         f"corpus: {counted(s.sessions, 'session')}, {counted(s.compactions, 'compaction')}, "
         f"{counted(s.rules, 'rule')} ({s.lifts} withdrawn), {counted(s.values, 'value')} used again, "
         f"{counted(s.failing_commands, 'failing command')}\ntraps: {traps}\n"
     )
-    return 0
+    return EXIT_OK

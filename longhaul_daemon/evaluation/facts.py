@@ -169,7 +169,8 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 def _text(reports: Sequence[_TranscriptReport]) -> str:
     with_key = any(r.key == "present" for r in reports)
     count = sum(len(r.compactions) for r in reports)
-    lines = [f"facts: {counted(len(reports), 'transcript')}, {counted(count, 'compaction')} (no model was called)", ""]
+    counts = f"{counted(len(reports), 'transcript')}, {counted(count, 'compaction')}"
+    lines = [f"facts: {counts} (no model was called)", ""]
     head = ["transcript", "compaction", "compactor", "first seen", "used again", "kept"]
     rows = [head + (["key values", "key kept"] if with_key else [])]
     for r in reports:

@@ -33,6 +33,7 @@ __all__ = [
     "ReplayDirs",
     "StartError",
     "Tools",
+    "default_shim",
     "find_tools",
     "make_dirs",
     "replay_env",
@@ -70,7 +71,6 @@ class ReplayDirs:
 
 _CHECKOUT = Path(longhaul_daemon.__file__).resolve().parent.parent
 _PINNED_PI = _CHECKOUT / "client_shim" / "node_modules" / ".bin" / "pi"
-_CHECKOUT_SHIM = _CHECKOUT / "client_shim"
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,24 @@ class Tools:
     shim: Path
 
 
-def find_tools(pi: str | None, shim: str | None) -> Tools | str:
-    """pi (--pi, else the checkout's pinned pi, else pi on PATH) and the shim, or why they are missing."""
+def _is_shim(path: Path) -> bool:
+    return (path / "index.ts").is_file() or path.is_file()
+
+
+def default_shim(env: Mapping[str, str]) -> Path | None:
+    """The shim this package carries (``pi_shim/`` in a wheel, ``client_shim/`` in a checkout), else the
+    copy ``longhaul-daemon install`` put within pi's reach; the first matches the daemon that replays."""
+    from longhaul_daemon.ops.shim import shim_source, shim_target
+
+    for candidate in (shim_source(), shim_target(env)):
+        if candidate is not None and _is_shim(candidate):
+            return candidate
+    return None
+
+
+def find_tools(pi: str | None, shim: str | None, env: Mapping[str, str] | None = None) -> Tools | str:
+    """pi (--pi, else the checkout's pinned pi, else pi on PATH) and the shim (--shim, else
+    :func:`default_shim`), or why they are missing."""
     if pi is not None:
         pi_path: Path | None = Path(pi) if Path(pi).is_file() else None
     elif _PINNED_PI.is_file():
@@ -91,9 +107,14 @@ def find_tools(pi: str | None, shim: str | None) -> Tools | str:
     if pi_path is None:
         where = "at the path --pi names" if pi is not None else "on PATH or in this checkout"
         return f"pi was not found {where}; install pi or name it with --pi"
-    shim_path = Path(shim) if shim is not None else _CHECKOUT_SHIM
-    if not (shim_path / "index.ts").is_file() and not shim_path.is_file():
-        return "the Longhaul pi extension was not found; name it with --shim"
+    if shim is not None and not _is_shim(Path(shim)):
+        return f"{shim} is not the Longhaul pi extension (no index.ts in it)"
+    shim_path = Path(shim) if shim is not None else default_shim(os.environ if env is None else env)
+    if shim_path is None:
+        return (
+            "the Longhaul pi extension was not found: this install carries none and 'longhaul-daemon "
+            "install' has not copied one into pi's reach; reinstall the package or name it with --shim"
+        )
     return Tools(pi=pi_path.absolute(), shim=shim_path.absolute())
 
 

@@ -65,7 +65,8 @@ def _counts(o: ReplayOutcome) -> list[str]:
 
 def _text(outcomes: Sequence[ReplayOutcome], compactor: str) -> str:
     who = "Longhaul" if compactor == "longhaul" else "pi's own compaction (PI_COMPACTOR=pi)"
-    lines = [f"replay: {counted(len(outcomes), 'transcript')} through real pi with {who}; fake model on loopback", ""]
+    transcripts = counted(len(outcomes), "transcript")
+    lines = [f"replay: {transcripts} through real pi with {who}; fake model on loopback", ""]
     head = ["transcript", "prompts", "recorded", "compactions", "longhaul", "fallbacks", "handler errors"]
     rows = [[*head, "divergences", "skipped", "seconds", "problem"]]
     rows += [

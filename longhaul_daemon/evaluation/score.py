@@ -216,7 +216,6 @@ def run_score(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         }
         out.write(json.dumps(document, ensure_ascii=True, indent=2) + "\n")
     else:
-        out.write(report_text(
-                reports, f"score with {args.model}, {counted(args.runs, 'run')}, {counted(problems, 'problem')}"
-            ))
+        header = f"score with {args.model}, {counted(args.runs, 'run')}, {counted(problems, 'problem')}"
+        out.write(report_text(reports, header))
     return EXIT_FAILED if problems else EXIT_OK

@@ -8,7 +8,6 @@ the file is only ever opened for reading (INSPECT-12). Exit status: 0 printed; 1
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import os
 from collections.abc import Mapping
@@ -111,11 +110,5 @@ def run_state(
         text = _text_output(transcript, folded, args, rows)
     if isinstance(out, io.TextIOWrapper):
         out.reconfigure(errors="replace")  # a terminal that cannot show "…" gets "?", never a traceback
-    try:
-        out.write(text)
-        out.flush()
-    except BrokenPipeError:  # `state | head`: the reader has gone; keep the exit-time flush quiet
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
-        return EXIT_OK
+    out.write(text)  # `state | head`: the CLI's stdout drops what the gone reader would have got
     return EXIT_OK

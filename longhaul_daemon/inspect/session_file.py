@@ -136,7 +136,7 @@ def _checked_size(path: Path) -> int:
 
 
 def _read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The file's bytes, or its first ``limit`` bytes when ``limit`` is smaller than :data:`MAX_FILE_BYTES`."""
+    """The file's bytes, or only its first ``limit`` bytes when ``limit`` is below the size cap."""
     _checked_size(path)
     try:
         # Read-only and opened once: the inspector never writes to the transcript it reads (INSPECT-12).

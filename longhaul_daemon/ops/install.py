@@ -29,6 +29,8 @@ from longhaul_daemon.ops.units import (
     render_units,
     unit_dir,
 )
+from longhaul_daemon.ops.user_manager import manual_start_lines, running_daemon, stop_daemon
+from longhaul_daemon.server.paths import resolve_socket_path
 
 __all__ = ["run_install", "run_install_command", "run_uninstall", "sandbox_warnings"]
 
@@ -117,7 +119,46 @@ def run_install(
     if steps.failed:
         return steps.finish("")
     install_shim(steps)
-    return steps.finish(_NEXT_STEPS)
+    return steps.finish(_next_steps(steps))
+
+
+def _next_steps(steps: Steps) -> str:
+    """What to do next: under systemd, check on it; without a user manager, start the daemon by hand."""
+    if steps.manager_down is None:
+        return _NEXT_STEPS
+    later = "; the socket unit starts it at your next login where one runs" if steps.systemctl else ""
+    return "\n".join(
+        [
+            f"Done, but nothing will start the daemon for you here: {steps.manager_down}{later}.",
+            *manual_start_lines(steps.env),
+            "Then check that it answers: longhaul-daemon status",
+        ]
+    )
+
+
+def _stop_daemon_started_by_hand(steps: Steps) -> None:
+    """A daemon that systemd did not start (``serve`` in a terminal, nohup, tmux) still serves the default
+    socket after the units are gone: stop it, named by its pid, so nothing of Longhaul keeps running."""
+    socket_path = resolve_socket_path(None, steps.env, os.getuid())
+    daemon = running_daemon(socket_path)
+    if daemon is None:
+        return
+    if daemon.socket_activated:
+        if steps.manager_down is None and steps.dry_run:
+            return  # the real run's "systemctl --user disable --now" stops it
+        steps.say(
+            f"note       a socket-activated daemon still answers on {socket_path}; systemd holds its socket, "
+            "so stop it through systemd where the user manager runs"
+        )
+        return
+    what = f"the daemon started by hand (pid {daemon.pid}) that serves {socket_path}"
+    if steps.dry_run:
+        steps.say(f"would stop {what}")
+    elif stop_daemon(daemon):
+        steps.say(f"stopped    {what}")
+    else:
+        steps.say(f"FAILED     could not stop {what}; stop it with 'kill {daemon.pid}'")
+        steps.failed = True
 
 
 def run_uninstall(*, dry_run: bool, env: Mapping[str, str], out: TextIO) -> int:
@@ -139,6 +180,7 @@ def run_uninstall(*, dry_run: bool, env: Mapping[str, str], out: TextIO) -> int:
     steps.remove_empty_dirs(directory / DROPIN_DIR, directory, directory.parent)  # each only when empty
     if installed and steps.manager_down is None:
         steps.systemctl_steps(live=[["daemon-reload"]], offline=[], later=[])
+    _stop_daemon_started_by_hand(steps)
     uninstall_shim(steps)
     return steps.finish(_UNINSTALLED)
 

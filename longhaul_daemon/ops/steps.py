@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from longhaul_daemon.ops.user_manager import probe_user_manager
+
 __all__ = ["EXIT_FAILED", "EXIT_OK", "PI_TIMEOUT_S", "SYSTEMCTL_TIMEOUT_S", "Steps"]
 
 EXIT_OK = 0
@@ -87,26 +89,8 @@ class Steps:
     def _probe_manager(self) -> None:
         """Find systemctl and ask whether a user manager answers (read-only, so a dry run asks too)."""
         self._probed = True
-        self.systemctl = self.which("systemctl")
-        if self.systemctl is None:
-            self.manager_down = "systemctl is not on PATH"
-            return
-        try:
-            probe = subprocess.run(
-                [self.systemctl, "--user", "show-environment"],
-                env=dict(self.env),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=SYSTEMCTL_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            self.manager_down = f"systemctl --user could not be run: {exc}"
-            return
-        if probe.returncode != 0:
-            reason = _first_line(probe.stderr) or f"exit {probe.returncode}"
-            self.manager_down = f"no systemd user manager answers (systemctl --user: {reason})"
+        probe = probe_user_manager(self.env, timeout_s=SYSTEMCTL_TIMEOUT_S)
+        self.systemctl, self.manager_down = probe.systemctl, probe.problem
 
     def systemctl_steps(
         self, live: list[list[str]], offline: list[list[str]], later: list[list[str]]
@@ -124,8 +108,7 @@ class Steps:
             return
         self.skipped(f"systemctl --user {' '.join(live[0])}", self.manager_down or "no systemctl")
         if self.systemctl is None:
-            self.later.extend(["systemctl", "--user", *command] for command in live)
-            return
+            return  # no systemd here at all: no systemctl command could ever run (the end says what to do)
         for command in offline:
             self.run([self.systemctl, "--user", *command], timeout_s=SYSTEMCTL_TIMEOUT_S, may_fail=True)
         self.later.extend(["systemctl", "--user", *command] for command in later)

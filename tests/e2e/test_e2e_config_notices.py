@@ -1,9 +1,10 @@
 """Configuration problems reach the user through a real pi: noticed once per session, and in ``status``.
 
 Issue #13: a summarizer pi has no credentials for used to route to the session model without a word, and a
-broken ``longhaul.json`` left no trace. Here the agent's longhaul.json names a model pi knows but has no key
-for, and the project's longhaul.json is not JSON; the compaction still goes through Longhaul on the session
-model, pi shows both problems once, and ``longhaul-daemon status`` lists them.
+broken ``longhaul.json`` left no trace, nor did a misspelt key. Here the agent's longhaul.json names a model
+pi knows but has no key for and misspells ``narrativeMode``, and the project's longhaul.json is not JSON;
+the compaction still goes through Longhaul on the session model, pi shows each problem once, and
+``longhaul-daemon status`` lists them.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def test_a_keyless_summarizer_and_a_broken_file_are_shown_once_and_listed_by_sta
 ) -> None:
     sandbox.extra_pi_env.update(ANTHROPIC_API_KEY="", ANTHROPIC_OAUTH_TOKEN="")
     agent_file = sandbox.agent_dir / "longhaul.json"
-    agent_file.write_text(json.dumps({"summarizer": KEYLESS}))
+    agent_file.write_text(json.dumps({"summarizer": KEYLESS, "narativeMode": "turns"}))  # and a typo
     project_file = sandbox.project / ".pi" / "longhaul.json"
     project_file.parent.mkdir()
     project_file.write_text("{not json")
@@ -46,6 +47,10 @@ def test_a_keyless_summarizer_and_a_broken_file_are_shown_once_and_listed_by_sta
     shown = [line for notice in notices(pi, start) for line in notice.splitlines()]
     assert (
         f"Longhaul: {project_file} is not valid JSON; Longhaul's defaults apply until it is fixed." in shown
+    )
+    assert (
+        f'Longhaul: "narativeMode" in {agent_file} is not a Longhaul setting '
+        '(did you mean "narrativeMode"?); it is ignored.' in shown
     )
     keyless = [
         n for n in shown if n.startswith(f'Longhaul: the summarizer {KEYLESS} ("summarizer" in {agent_file})')
@@ -66,7 +71,7 @@ def test_a_keyless_summarizer_and_a_broken_file_are_shown_once_and_listed_by_sta
         "fake/fake-model",
         "no-credentials",
     )
-    assert len(config["problems"]) == 2
+    assert len(config["problems"]) == 3
     table = subprocess.run(
         [sys.executable, "-m", "longhaul_daemon", "status", "--socket", str(sandbox.socket_path)],
         env=sandbox.daemon_env(),

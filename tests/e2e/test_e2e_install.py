@@ -4,8 +4,9 @@ From a fresh copy of the repository: ``pipx install`` the tool, ``longhaul-daemo
 user units, and the shim into pi), start the daemon the way the socket unit would (this container has no
 systemd user manager, so ``systemd-socket-activate`` runs the unit's ``ExecStart`` on the unit's socket),
 start ``pi`` without ``-e`` so only what the install set up is loaded, compact through Longhaul, upgrade,
-then ``uninstall`` and ``pipx uninstall`` and check that nothing of Longhaul is left. pip installs offline
-from the wheels ``make install`` put in ``<venv>/wheelhouse``, so the test needs no network.
+replay a session with the installed tool (which finds the shim in its own wheel), then ``uninstall`` and
+``pipx uninstall`` and check that nothing of Longhaul is left. pip installs offline from the wheels
+``make install`` put in ``<venv>/wheelhouse``, so the test needs no network.
 """
 
 from __future__ import annotations
@@ -228,6 +229,15 @@ def test_install_for_everyday_use_from_a_fresh_clone(user: User, model_server: M
     assert f"wrote      {shim / 'index.ts'}" in upgraded
     assert (shim / "index.ts").read_text(encoding="utf-8").endswith("// a newer version\n")
     assert _pi_packages(user) == ["../../.local/share/longhaul/pi-extension"]
+
+    # replay (and score) run pi with the shim the wheel carries (pi_shim/): no checkout, no --shim.
+    corpus = user.home / "corpus"
+    user.run("longhaul-daemon", "corpus", str(corpus), "--sessions", "1", "--max-compactions", "1")
+    (recorded,) = sorted(corpus.glob("*.jsonl"))
+    replayed = json.loads(user.run("longhaul-daemon", "replay", str(recorded), "--json").stdout)
+    (outcome,) = replayed["transcripts"]
+    assert outcome["problem"] is None and outcome["handlerErrors"] == 0, outcome
+    assert outcome["compactions"] == outcome["recordedCompactions"] == outcome["longhaul"] == 1, outcome
 
     user.run("longhaul-daemon", "uninstall")
     assert _pi_packages(user) == []

@@ -126,14 +126,20 @@ def test_a_key_beside_the_file_is_read(tmp_path: Path) -> None:
     assert json.loads(out.getvalue())["transcripts"][0]["key"] == "unusable"
 
 
-def test_an_unreadable_file_is_reported_by_hash_and_exits_1(tmp_path: Path) -> None:
+def test_an_unreadable_file_is_listed_by_hash_in_the_report_and_named_on_stderr_and_exits_1(
+    tmp_path: Path,
+) -> None:
     good = write_transcript(tmp_path / "good.jsonl", _one_span("x"))
     bad = tmp_path / "private-name.jsonl"
     bad.write_text("not a session\n")
     out, err = io.StringIO(), io.StringIO()
     assert run_facts(_args(good, bad), out=out, err=err) == 1
-    assert f"{path_hash(bad)}  -           (unreadable)" in out.getvalue()
-    assert "private-name" not in out.getvalue() + err.getvalue()
+    assert f"{path_hash(bad)}  -           (not-a-session)" in out.getvalue()
+    assert "private-name" not in out.getvalue()  # the report, which may be shared, holds hashes only
+    assert err.getvalue() == (
+        f'longhaul-daemon facts: {bad}: not a pi session file (the first line is not a {{"type": "session"}} '
+        f"header) (listed as {path_hash(bad)})\n"
+    )
 
 
 def test_without_files_every_transcript_of_the_agent_dir_is_read(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +15,12 @@ from longhaul_daemon.cli import main
 from longhaul_daemon.ops import shim as shim_module
 from longhaul_daemon.ops.install import run_install, run_uninstall
 from longhaul_daemon.ops.shim import shim_files, shim_source
-from longhaul_daemon.ops.units import DROPIN_DIR, DROPIN_NAME, SERVICE, SOCKET, render_units
+from longhaul_daemon.ops.units import DROPIN_DIR, DROPIN_NAME, SERVICE, SOCKET, daemon_argv, render_units
 
 ARGV = ["/opt/longhaul/bin/longhaul-daemon"]
 VENV_DAEMON = Path(sys.executable).parent / "longhaul-daemon"
+# How the end of an install names the daemon to start by hand: the fake PATH holds no longhaul-daemon.
+_SERVE = shlex.join(daemon_argv())
 
 # The fakes append their arguments to $FAKE_LOG; $FAKE_FAIL names an argument that makes them exit 1.
 _FAKE = """#!/bin/sh
@@ -49,6 +52,7 @@ class World:
         self.home = root / "home"
         self.env = {
             "HOME": str(self.home),
+            "XDG_RUNTIME_DIR": str(root / "run"),
             "XDG_CONFIG_HOME": str(root / "config"),
             "PATH": str(self.bin),
             "FAKE_LOG": str(self.log),
@@ -170,21 +174,36 @@ def test_without_a_user_manager_install_enables_offline_and_prints_the_rest(worl
     ]
     assert "  systemctl --user daemon-reload\n" in out
     assert "  systemctl --user start longhaul-daemon.socket\n" in out
+    assert (
+        "Done, but nothing will start the daemon for you here: no systemd user manager answers (systemctl "
+        "--user: Failed to connect to bus: No medium found); the socket unit starts it at your next login "
+        "where one runs.\n"
+    ) in out
+    assert f"  {_SERVE} serve\n" in out
 
 
-def test_without_systemctl_and_pi_install_writes_the_files_and_prints_every_command(tmp_path: Path) -> None:
+def test_without_systemctl_and_pi_install_writes_the_files_and_says_how_to_start_the_daemon(
+    tmp_path: Path,
+) -> None:
     world = World(tmp_path, programs=())
     code, out = world.install()
     assert code == 0, out
     assert world.files() == expected_files(sandbox=True)
     assert (world.shim / "index.ts").is_file()
     assert world.calls() == []
-    for command in (
-        "systemctl --user daemon-reload",
-        "systemctl --user enable --now longhaul-daemon.socket",
-        f"pi install {world.shim}",
-    ):
-        assert f"  {command}\n" in out
+    assert "skipped    systemctl --user daemon-reload: systemctl is not on PATH\n" in out
+    assert f"Run these yourself when the tools are available:\n  pi install {world.shim}\n" in out
+    assert "\n  systemctl --user" not in out  # no systemd here: no systemctl command to run, now or later
+    assert "longhaul-daemon status                    # does the daemon answer? (the first call" not in out
+    assert out.endswith(
+        "Done, but nothing will start the daemon for you here: systemctl is not on PATH.\n"
+        "Start it yourself, in a terminal or a tmux window (Ctrl-C stops it):\n"
+        f"  {_SERVE} serve\n"
+        "or in the background, for as long as the machine runs (the log goes to a file):\n"
+        f"  mkdir -p ~/.local/state/longhaul && nohup {_SERVE} serve"
+        " >>~/.local/state/longhaul/daemon.log 2>&1 &\n"
+        "Then check that it answers: longhaul-daemon status\n"
+    )
 
 
 def _steps(out: str, *, dry: bool) -> list[str]:
@@ -210,7 +229,7 @@ def test_a_dry_run_says_what_the_real_run_then_does(tmp_path: Path, case: str) -
     assert _steps(dry, dry=True) == _steps(real, dry=False)
     assert _steps(real, dry=False), real
     if case != "manager":
-        later = real.split("Run these yourself when the tools are available:\n")[1].split("Done.")[0]
+        later = real.split("Run these yourself when the tools are available:\n")[1].split("Done")[0]
         assert later in dry
 
 

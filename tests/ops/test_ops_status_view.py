@@ -166,7 +166,7 @@ async def test_status_json_and_table_show_routes_and_the_log_files_the_daemon_wr
             table_out = capsys.readouterr().out
     assert json_code == table_code == EXIT_RUNNING
     status = json.loads(json_out[json_out.index("{\n") : json_out.index("\n}\n") + 2])
-    assert set(status) == set(StatusResult.model_fields)
+    assert set(status) == {"running", *StatusResult.model_fields} and status["running"] is True
     assert status["routes"] == [
         {
             "route": "anthropic/claude",
