@@ -19,6 +19,8 @@ that span's tool output, how many of them a later message used again, and how ma
 kept; totals per compactor (longhaul, pi, other). No model, no network. Transcripts are named by a hash of
 their path. A corpus answer key beside a file (FILE.key.json) adds the key's own values.
 
+A file that cannot be read is named on stderr with the reason; the report lists it by hash.
+
 exit status: 0 every transcript read; 1 none found, or one could not be read; 2 usage error
 """
 
@@ -28,8 +30,9 @@ fake: it answers with the recorded assistant messages, tool calls get their reco
 executed), and pi compacts where the recording did. Everything runs in a fresh temporary agent dir on
 loopback, pi offline. Prints counts only; transcripts are named by a hash of their path.
 
-exit status: 0 replayed with no handler error; 1 pi or the shim not found, or a transcript could not be
-replayed; 2 usage error; 3 an extension handler raised during a replay
+exit status: 0 replayed with no handler error; 1 pi or the shim not found, a file named is no pi
+transcript (each is named on stderr, before anything runs), or a transcript could not be replayed;
+2 usage error; 3 an extension handler raised during a replay
 """
 
 _SCORE_EPILOG = """\
@@ -40,7 +43,8 @@ standing rules verbatim, lifted rules not shown as active, failing commands with
 used again later, the task in progress. THIS CALLS THE MODEL AND COSTS MONEY: it prints how many calls it
 will make and refuses to start without --yes.
 
-exit status: 0 scored; 1 pi, the shim or the model not found, or a replay failed; 2 usage error or no --yes
+exit status: 0 scored; 1 a file named is no pi transcript (checked before anything else), pi, the shim or
+the model not found, or a replay failed; 2 usage error or no --yes
 """
 
 

@@ -277,3 +277,36 @@ def test_pi_install_of_the_repository_root_loads_the_shim_without_node_modules(
         assert response.get("success") is True, f"{response}\n{pi.diagnostics()}"
         assert expect_longhaul(pi.session_file(), 1, span=1).details["compactor"] == "longhaul"
         assert pi.extension_errors() == [], pi.diagnostics()
+
+
+def test_pi_refuses_to_start_with_the_shim_both_installed_and_given_with_e(sandbox: Sandbox) -> None:
+    """What the README says about ``-e`` where Longhaul is installed: pi loads both copies, their tools
+    conflict, and pi stops at start (exit 1); ``--no-extensions -e`` loads only the named one."""
+    copy = sandbox.root / "installed-shim"
+    (copy / "lib").mkdir(parents=True)
+    for name in ("package.json", "index.ts"):
+        shutil.copy2(REPO_ROOT / "client_shim" / name, copy / name)
+    for source in (REPO_ROOT / "client_shim" / "lib").glob("*.ts"):
+        shutil.copy2(source, copy / "lib" / source.name)
+
+    def pi(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(sandbox.pi_bin), *args],
+            env=sandbox.pi_env(),
+            cwd=sandbox.project,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=STEP_TIMEOUT_S,
+            check=False,
+        )
+
+    assert pi("install", str(copy)).returncode == 0
+    both = pi("-e", str(REPO_ROOT / "client_shim"), "-p", "hello")
+    assert both.returncode == 1, both.stdout + both.stderr
+    assert 'Tool "longhaul_remember" conflicts with' in both.stderr
+    only_e = pi("--no-extensions", "-e", str(REPO_ROOT / "client_shim"), "--mode", "rpc",
+                stdin='{"id": "1", "type": "get_commands"}\n')  # fmt: skip
+    reply = json.loads(only_e.stdout.splitlines()[0])
+    names = [c["name"] for c in reply["data"]["commands"]]
+    assert names.count("longhaul-report") == 1, only_e.stdout + only_e.stderr
