@@ -15,9 +15,9 @@ import structlog
 
 from longhaul_daemon.server.lifecycle import configure_operational_log
 
-# The real-HOME guard (tests/home_guard.py): loaded with this file, before any test runs, it points HOME,
-# pi's agent dir and the XDG dirs at scratch dirs for the whole run and fails the run if the real ones are
-# touched.
+# The real-HOME guard (tests/home_guard.py): imported with this file, before pytest sets up its temp dirs and
+# before any test module is collected, it points HOME, pi's agent dir, the XDG dirs and TMPDIR at scratch dirs
+# for the whole run and every program it starts, and fails the run if a test reaches the real ones.
 pytest_plugins = ("home_guard",)
 
 

@@ -1,45 +1,50 @@
 """Keeps the test suite out of the user's real HOME, pi agent dir, XDG dirs and /tmp/longhaul-<uid>.
 
-``make test`` once appended fallback records to the user's real record log. Every test process now runs with
-HOME, ``PI_CODING_AGENT_DIR`` and the XDG variables pointed into one scratch directory (inherited by every
-subprocess, so by every daemon, pi and node a test starts), and two checks fail the run if a test reaches the
-real places anyway:
+``make test`` once appended fallback records to the user's real record log; later it failed a green run
+because the user had worked in pi meanwhile. So the guard first makes the real places unreachable, then
+blames only what a test could have done:
 
-- in the pytest processes an audit hook sees every open, mkdir, rename, remove, chmod and socket path; a test
-  that touches a real place, even only to read it, fails at its teardown, named;
-- for programs the hook cannot see (pi, node, git, systemctl), the real places are compared before and
-  after the run. The user may be using pi while the suite runs (pi may be what runs it), so inside pi's agent
-  dir only what a test would leave counts: sessions of a working directory under the temp dir, record-log
-  lines of such a session, a change to the ``packages``/``extensions`` pi loads, or any other new or changed
-  file but ``auth.json`` (pi refreshes logins there).
+- Prevention. Before any test module is collected (``tests/conftest.py`` loads this plugin), HOME,
+  ``PI_CODING_AGENT_DIR``, the XDG dirs and ``TMPDIR`` point into one scratch directory made for the run,
+  inherited by every subprocess (every daemon, pi and node a test starts), and pytest's ``tmp_path`` dirs
+  are made there too. Each xdist worker gets its own HOME and runtime dir there.
+- The test processes' own acts. An audit hook sees every open, mkdir, rename, remove, chmod and socket path
+  in the pytest processes, and every program they start: a program started with no HOME, or with HOME, pi's
+  agent dir, an XDG dir or ``TMPDIR`` in a real place, or with a real place among its arguments, is a test
+  reaching out. The test fails at its teardown, named.
+- What programs left. The cross-process check at the end looks only at entries that name one of this run's
+  own scratch dirs (the run's root, where ``TMPDIR`` points, and every ``tempfile.mkdtemp`` a test process
+  made elsewhere): a pi session directory of a working directory there, a record-log line or pi settings
+  mentioning one, a Longhaul unit, binary or shim file whose text or link names one. Those names are
+  random and new, so the user's own pi, shell or installs, whatever they do during the run, are never
+  counted.
 """
 
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import pwd
+import re
 import shutil
-import stat
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["GUARD", "SCRATCH_ENV", "Guard", "install_guard"]
+__all__ = ["GUARD", "SCRATCH_ENV", "Guard", "install_guard", "leftovers", "real_places", "session_slug"]
 
 SCRATCH_ENV = "LONGHAUL_TEST_SCRATCH"
 """Set for every process of a guarded run: the scratch root. A process that finds it set is a worker or a
-subprocess of the run; it keeps the environment and leaves the before/after comparison to the run's first
-process."""
+subprocess of the run; it keeps the environment and leaves the final check to the run's first process."""
 
 _REDIRECTED = ("HOME", "PI_CODING_AGENT_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
 _MORE_XDG = ("XDG_CACHE_HOME", "XDG_RUNTIME_DIR")
+_PLACE_VARIABLES = (*_REDIRECTED, *_MORE_XDG, "TMPDIR", "LONGHAUL_SOCKET", "PI_COMPACT_STATE_DEBUG")
 _DROPPED = ("LONGHAUL_SOCKET", "PI_COMPACT_STATE_DEBUG", "PI_COMPACTOR", "LONGHAUL_SHIM_DEADLINE_MS")
 _AUDITED = frozenset(
     {
@@ -49,7 +54,9 @@ _AUDITED = frozenset(
     }
 )  # fmt: skip
 _LOG_NAME = "compaction-state.jsonl"
-_TEMP_SLUG = "--" + tempfile.gettempdir().strip("/").replace("/", "-") + "-"  # pi's session dir slug prefix
+_MADE_LOG = "made-dirs.log"  # temp dirs test processes made outside the scratch root, one per line
+_TOUCHED_LOG = "touched.log"
+_MAX_READ = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,8 +64,8 @@ class RealPlaces:
     """Where the user's own files are: pi's agent dirs, the Longhaul-owned paths, the homes, the prefixes."""
 
     agent_dirs: tuple[Path, ...]
-    owned: tuple[Path, ...]  # any change below one of these counts
-    homes: tuple[Path, ...]  # only a new or removed top-level entry counts
+    owned: tuple[Path, ...]  # Longhaul's own places: a file there naming a test dir is a test's leftover
+    homes: tuple[Path, ...]
     prefixes: tuple[str, ...]  # the audit hook's: any access below one of these counts
 
 
@@ -94,6 +101,11 @@ def real_places(env: Mapping[str, str], uid: int, *, passwd_home: str | None = N
     )
 
 
+def session_slug(cwd: str) -> str:
+    """pi 0.73.1's session directory name for a working directory (``/tmp/x`` -> ``--tmp-x--``)."""
+    return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
+
+
 def _walk(root: Path) -> Iterator[Path]:
     """``root`` and everything below it, links not followed; nothing when it does not exist."""
     if not os.path.lexists(root):
@@ -105,156 +117,178 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(parent) / name
 
 
-def _stamp(path: Path) -> str:
+def _text(path: Path) -> str:
+    """A symlink's target, or a small regular file's text; '' for anything else."""
     try:
-        info = path.lstat()
+        if path.is_symlink():
+            return os.readlink(path)
+        if path.is_file():
+            with path.open("rb") as handle:
+                return handle.read(_MAX_READ).decode("utf-8", "replace")
     except OSError:
-        return "gone"
-    if stat.S_ISDIR(info.st_mode):
-        return "directory"  # its mtime moves with any entry; the entries themselves are compared
-    return f"{info.st_mode:o}:{info.st_size}:{info.st_mtime_ns}"
+        pass
+    return ""
 
 
-def _temp_records(path: Path) -> int:
-    """Record-log lines whose session worked under the temp dir: a test's, never the user's real work."""
-    count = 0
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return 0
-    for line in lines:
-        try:
-            cwd = json.loads(line).get("session", {}).get("cwd", "")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(cwd, str) and cwd.startswith(tempfile.gettempdir() + "/"):
-            count += 1
-    return count
+def leftovers(places: RealPlaces, test_dirs: Sequence[str]) -> list[str]:
+    """What a test left in the real places: only entries naming one of ``test_dirs``, so nothing the user
+    does during the run (in dirs that are never a test's) can count."""
+    found: list[str] = []
+    if not test_dirs:
+        return found
 
+    pattern = re.compile("(" + "|".join(re.escape(d) for d in test_dirs) + r")(?=$|[/\s\"'])", re.M)
 
-def _loaded_packages(path: Path) -> str:
-    try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        settings = {}
-    except (OSError, ValueError):
-        return "unreadable"
-    if not isinstance(settings, dict):
-        return "not-an-object"
-    return json.dumps([settings.get("packages"), settings.get("extensions")])
+    def names(text: str) -> str | None:
+        match = pattern.search(text)
+        return match.group(1) if match else None
 
-
-def _agent_entries(agent: Path) -> Iterator[tuple[str, str]]:
-    # Judged by content, present or not, so the user's pi creating them is no change.
-    for log in (agent / "logs" / _LOG_NAME, agent / "logs" / f"{_LOG_NAME}.1"):
-        yield str(log), f"{_temp_records(log)} record(s) of a session under the temp dir"
-    yield str(agent / "settings.json"), f"packages and extensions {_loaded_packages(agent / 'settings.json')}"
-    for path in _walk(agent):
-        parts = path.relative_to(agent).parts
-        if parts[:1] in {("auth.json",), ("settings.json",)} or str(path).startswith(
-            str(agent / "logs" / _LOG_NAME)
-        ):
-            continue
-        if parts[:1] == ("sessions",) and len(parts) > 1 and not parts[1].startswith(_TEMP_SLUG):
-            continue
-        if not (len(parts) == 1 and parts[0] in {"logs", "sessions"}):
-            yield str(path), _stamp(path)  # those two change with pi's own use: judged by what is in them
-
-
-def snapshot(places: RealPlaces) -> dict[str, str]:
-    """What the comparison looks at, path by path."""
-    seen: dict[str, str] = {}
-    for root in places.owned:
-        shared = root.name in {"bin", "user"}  # ~/.local/bin, systemd/user: only our entries count there
-        for path in _walk(root):
-            if not shared or "longhaul" in str(path.relative_to(root)):
-                seen[str(path)] = _stamp(path)
+    slugs = [session_slug(d)[:-1] for d in test_dirs]  # "--tmp-x-": the dir itself and anything below it
     for agent in places.agent_dirs:
-        seen.update(_agent_entries(agent))
-    for home in places.homes:
         try:
-            seen[f"{home}/ (entries)"] = " ".join(sorted(os.listdir(home)))
+            sessions = sorted(os.listdir(agent / "sessions"))
         except OSError:
-            seen[f"{home}/ (entries)"] = "unreadable"
-    return seen
-
-
-def compare(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
-    """One line per difference."""
-    lines = [f"created {p}" for p in sorted(after.keys() - before.keys())]
-    lines += [f"removed {p}" for p in sorted(before.keys() - after.keys())]
-    lines += [
-        f"changed {p}: {before[p]} -> {after[p]}"
-        for p in sorted(before)
-        if p in after and before[p] != after[p]
-    ]
-    return lines
+            sessions = []
+        found += [
+            f"a pi session of a test's working directory: {agent / 'sessions' / name}"
+            for name in sessions
+            if any(name.startswith(slug) for slug in slugs)
+        ]
+        for log in (agent / "logs" / _LOG_NAME, agent / "logs" / f"{_LOG_NAME}.1"):
+            lines = [line for line in _text(log).splitlines() if names(line)]
+            if lines:
+                found.append(f"{len(lines)} record(s) of a test's session in {log}")
+        settings = agent / "settings.json"
+        if names(_text(settings)):
+            found.append(f"pi's settings name a test's directory: {settings}")
+    for root in places.owned:
+        shared = root.name in {"bin", "user"}  # ~/.local/bin, systemd/user: only our entries there
+        for path in _walk(root):
+            if shared and "longhaul" not in str(path.relative_to(root)):
+                continue
+            named = names(_text(path))
+            if named:
+                found.append(f"{path} names the test directory {named}")
+    return found
 
 
 class Guard:
-    """One process's guard: the scratch environment, the audit hook and (first process only) the snapshot."""
+    """One process's guard: the scratch environment, the audit hook, and (first process only) the verdict."""
 
     def __init__(self, places: RealPlaces, scratch: Path, *, first: bool) -> None:
         self.places = places
         self.scratch = scratch
         self.first = first
         self.touched: list[str] = []
-        self._scanning = False
-        self.before = self._scan() if first else {}
+        self._busy = False
+        self._homes = {str(home) for home in places.homes}
         sys.addaudithook(self._audit)
 
-    def _scan(self) -> dict[str, str]:
-        self._scanning = True  # the guard's own look at the real places is not a test touching them
-        try:
-            return snapshot(self.places)
-        finally:
-            self._scanning = False
+    def _real(self, path: str) -> bool:
+        return any(path == p or path.startswith(p + "/") for p in self.places.prefixes)
 
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
-        if event not in _AUDITED or self._scanning:
+        if self._busy:
             return
-        for arg in args[:2]:
-            if isinstance(arg, (str, bytes, os.PathLike)):
-                try:
-                    path = os.path.abspath(os.fsdecode(arg))
-                except (TypeError, ValueError):
-                    continue
-                if any(path == p or path.startswith(p + "/") for p in self.places.prefixes):
+        if event in _AUDITED:
+            for arg in args[:2]:
+                path = _as_path(arg)
+                if path is not None and self._real(path):
                     self._report(f"{event} {path}")
+        elif event == "subprocess.Popen":
+            self._check_program(args[1], args[3])
+        elif event == "os.system":
+            self._check_program(["sh", "-c", args[0]], None)
+        elif event == "tempfile.mkdtemp" and isinstance(args[0], str):
+            made = os.path.abspath(args[0])
+            if not made.startswith(str(self.scratch) + "/"):
+                self._log(_MADE_LOG, made)
+
+    def _check_program(self, argv: object, env: Mapping[Any, Any] | None) -> None:
+        """A program a test starts must get a scratch HOME and no real place, in its environment or its
+        arguments (its own path may be anywhere: running a program is not touching its directory)."""
+        words: list[object] = (
+            [argv]
+            if isinstance(argv, (str, bytes, os.PathLike))
+            else list(argv)
+            if isinstance(argv, (list, tuple))
+            else []
+        )
+        shown = " ".join(os.fsdecode(w) for w in words[:3] if isinstance(w, (str, bytes, os.PathLike)))
+        given = {os.fsdecode(k): os.fsdecode(v) for k, v in (os.environ if env is None else env).items()}
+        home = given.get("HOME", "")
+        if not home or home in self._homes:
+            self._report(f"started {shown} with {'no HOME' if not home else 'the real HOME ' + home}")
+        for name in _PLACE_VARIABLES:
+            value = given.get(name, "")
+            if value and self._real(os.path.abspath(value)):
+                self._report(f"started {shown} with {name}={value}")
+        for word in words[1:]:
+            if isinstance(word, (str, bytes, os.PathLike)):
+                text = os.fsdecode(word)
+                for prefix in self.places.prefixes:
+                    if re.search(re.escape(prefix) + r"(?=$|[/\s\"'])", text):
+                        self._report(f"started {shown} naming {prefix}")
+
+    def _log(self, name: str, line: str) -> None:
+        self._busy = True  # the guard's own bookkeeping is not a test touching anything
+        try:
+            with open(self.scratch / name, "a", encoding="utf-8") as log:
+                log.write(line + "\n")
+        finally:
+            self._busy = False
 
     def _report(self, what: str) -> None:
         self.touched.append(what)
-        self._scanning = True
+        self._log(_TOUCHED_LOG, what)
+
+    def test_dirs(self) -> list[str]:
+        """This run's own directories: the scratch root (it is TMPDIR) and the temp dirs test
+        processes made elsewhere (``mkdtemp(dir="/tmp")`` for short socket paths)."""
         try:
-            with open(self.scratch / "touched.log", "a", encoding="utf-8") as log:
-                log.write(what + "\n")
-        finally:
-            self._scanning = False
+            made = (self.scratch / _MADE_LOG).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            made = []
+        return list(dict.fromkeys([str(self.scratch), *made]))
 
     def problems(self) -> list[str]:
-        """At the end of the run (first process): every touch the workers logged, and the comparison."""
+        """At the end of the run (first process): every touch the workers logged, and what programs left."""
+        self._busy = True
         try:
-            touched = (self.scratch / "touched.log").read_text(encoding="utf-8").splitlines()
-        except OSError:
-            touched = []
-        lines = [f"touched by a test: {what}" for what in dict.fromkeys(touched)]
-        return lines + compare(self.before, self._scan())
+            try:
+                touched = (self.scratch / _TOUCHED_LOG).read_text(encoding="utf-8").splitlines()
+            except OSError:
+                touched = []
+            lines = [f"touched by a test: {what}" for what in dict.fromkeys(touched)]
+            return lines + [f"left by a test: {what}" for what in leftovers(self.places, self.test_dirs())]
+        finally:
+            self._busy = False
 
     def remove_scratch(self) -> None:
         if self.first:
+            self._busy = True
             shutil.rmtree(self.scratch, ignore_errors=True)
+            for made in self.test_dirs()[1:]:  # what a test forgot to remove
+                shutil.rmtree(made, ignore_errors=True)
+
+
+def _as_path(arg: object) -> str | None:
+    if not isinstance(arg, (str, bytes, os.PathLike)):
+        return None
+    try:
+        return os.path.abspath(os.fsdecode(arg))
+    except (TypeError, ValueError):
+        return None
 
 
 def install_guard(environ: os._Environ[str] | dict[str, str] = os.environ) -> Guard:
-    """Point this process (and so its children) at the scratch dirs, and start watching the real places.
-
-    An xdist worker gets its own HOME and runtime dir under the run's scratch dir, so two workers never share
-    a default socket path, a record log or a session dir."""
+    """Point this process (and so its children) at the scratch dirs, and start watching the real places."""
     inherited = environ.get(SCRATCH_ENV, "")
     if inherited and Path(inherited).is_dir():
         worker = environ.get("PYTEST_XDIST_WORKER", "")
         if worker:
             _point_at(environ, Path(inherited) / worker)
+        _use_temp_dir(environ, Path(inherited))
         return Guard(real_places(_original(environ), os.getuid()), Path(inherited), first=False)
     places = real_places(environ, os.getuid())
     environ.update(
@@ -266,7 +300,15 @@ def install_guard(environ: os._Environ[str] | dict[str, str] = os.environ) -> Gu
         environ.pop(name, None)
     environ[SCRATCH_ENV] = str(scratch)
     _point_at(environ, scratch)
+    _use_temp_dir(environ, scratch)
     return Guard(places, scratch, first=True)
+
+
+def _use_temp_dir(environ: os._Environ[str] | dict[str, str], temp: Path) -> None:
+    """TMPDIR (and Python's cached temp dir) is the scratch root: temp dirs are made beside the homes."""
+    environ["TMPDIR"] = str(temp)
+    if environ is os.environ:
+        tempfile.tempdir = str(temp)  # gettempdir() caches; anything that asked before must not keep /tmp
 
 
 def _point_at(environ: os._Environ[str] | dict[str, str], root: Path) -> None:
@@ -296,10 +338,19 @@ def _original(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-# ---- the pytest plugin (tests/conftest.py lists this module in pytest_plugins) ----------------------------
+# ---- the pytest plugin (tests/conftest.py lists this module in pytest_plugins) ---------------------------
 
-GUARD = install_guard()  # at import: the conftest imports this module before anything reads HOME
+GUARD = install_guard()  # at import: before any test module, or anything it imports, reads HOME or TMPDIR
 _problems: list[str] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest's own temp dirs (``tmp_path``) in the scratch root too, on a path no longer than pytest's usual
+    one (``/tmp/pytest-of-<user>/pytest-<n>/``), since a test's socket path must fit in 107 bytes. xdist
+    hands each worker a directory below it."""
+    if GUARD.first and config.option.basetemp is None:
+        config.option.basetemp = str(GUARD.scratch / "t")
 
 
 @pytest.fixture(autouse=True)
@@ -307,7 +358,7 @@ def _stays_out_of_the_real_home() -> Iterator[None]:
     """Fail the test that touched the real HOME, agent dir or XDG dirs (the audit hook saw it)."""
     seen = len(GUARD.touched)
     yield
-    touched = GUARD.touched[seen:]
+    touched = list(dict.fromkeys(GUARD.touched[seen:]))
     if touched:
         pytest.fail("touched the real HOME (tests must use the scratch dirs): " + "; ".join(touched[:5]))
 

@@ -1,23 +1,23 @@
-// Runs `node --test` with HOME, PI_CODING_AGENT_DIR and the XDG dirs pointed at a scratch directory, then fails
-// the run if the user's real ones changed anyway.
+// Runs `node --test` with HOME, PI_CODING_AGENT_DIR, the XDG dirs and TMPDIR pointed at a scratch directory,
+// then fails the run if a test left something in the user's real places anyway.
 //
 // Why: the shim appends a `fallback` record to <agent dir>/logs when the daemon is down, and pi's agent dir comes
 // from HOME; `npm test` once put two such records in the user's real log. The child (and every test file node
-// spawns) inherits the scratch environment. Afterwards the real places are compared with how they were before,
-// by the rules of tests/home_guard.py on the Python side: Longhaul's own places (socket dirs, units, the shim
-// copy) must not change at all; inside pi's agent dir, which the user's own pi may be writing meanwhile, only
-// what a test would leave counts (sessions and record-log lines of a working directory under the temp dir, a
-// change to the packages pi loads, any other new or changed file but auth.json).
+// spawns) inherits the scratch environment, so nothing reaches the real places unless a test names them itself.
+// Afterwards, as tests/home_guard.py does on the Python side, only entries that name this run's scratch dir
+// count: a pi session of a working directory there, a record-log line or pi's settings mentioning it, a
+// Longhaul unit, binary or shim file whose text or link names it. The scratch dir's name is random and new, so
+// whatever the user does in their own HOME during the run (pi in a project under /tmp included) never counts.
 //
 // Usage: node testing/isolated.mjs [node --test arguments…]   (package.json's "test" script)
 import { spawnSync } from "node:child_process";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join, relative, sep } from "node:path";
 
 const LOG_NAME = "compaction-state.jsonl";
 const TEMP = tmpdir();
-const TEMP_SLUG = `--${TEMP.replace(/^\/+|\/+$/g, "").split("/").join("-")}-`; // pi's session dir slug prefix
+const MAX_READ = 1024 * 1024;
 // NODE_TEST_CONTEXT too: set inside a test file, it would make the child's `node --test` refuse to run.
 const DROPPED = ["LONGHAUL_SOCKET", "PI_COMPACT_STATE_DEBUG", "PI_COMPACTOR", "LONGHAUL_SHIM_DEADLINE_MS", "NODE_TEST_CONTEXT"];
 
@@ -55,85 +55,61 @@ function* walk(root) {
 	for (const name of names) yield* walk(join(root, name));
 }
 
-function stamp(path) {
+/** pi 0.73.1's session directory name for a working directory (`/tmp/x` -> `--tmp-x--`). */
+export function sessionSlug(cwd) {
+	return `--${cwd.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
+}
+
+function text(path) {
 	try {
 		const info = lstatSync(path);
-		return info.isDirectory() ? "directory" : `${info.mode.toString(8)}:${info.size}:${info.mtimeMs}`;
+		if (info.isSymbolicLink()) return readlinkSync(path);
+		if (info.isFile()) return readFileSync(path).subarray(0, MAX_READ).toString("utf8");
 	} catch {
-		return "gone";
+		// gone or unreadable: names nothing
 	}
+	return "";
 }
 
-function tempRecords(path) {
-	let count = 0;
-	let text = "";
-	try {
-		text = readFileSync(path, "utf8");
-	} catch {
-		return 0;
-	}
-	for (const line of text.split("\n")) {
+function escapeRegExp(text) {
+	return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * What a test left in the real places: only entries naming one of `testDirs` (this run's scratch dir), whose
+ * names are random and new, so nothing the user does in their own HOME during the run can count.
+ */
+export function leftovers(places, testDirs) {
+	const found = [];
+	if (testDirs.length === 0) return found;
+	const pattern = new RegExp(`(${testDirs.map(escapeRegExp).join("|")})(?=$|[/\\s"'])`, "m");
+	const names = (value) => value.match(pattern)?.[1];
+	const slugs = testDirs.map((dir) => sessionSlug(dir).slice(0, -1));
+	for (const agent of places.agents) {
+		let sessions = [];
 		try {
-			const cwd = JSON.parse(line)?.session?.cwd;
-			if (typeof cwd === "string" && cwd.startsWith(`${TEMP}/`)) count++;
+			sessions = readdirSync(join(agent, "sessions")).sort();
 		} catch {
-			// not a record: nothing a test wrote through the shim
+			// no sessions dir
 		}
+		for (const name of sessions) {
+			if (slugs.some((slug) => name.startsWith(slug))) found.push(`a pi session of a test's working directory: ${join(agent, "sessions", name)}`);
+		}
+		for (const log of [join(agent, "logs", LOG_NAME), join(agent, "logs", `${LOG_NAME}.1`)]) {
+			const lines = text(log).split("\n").filter((line) => names(line));
+			if (lines.length > 0) found.push(`${lines.length} record(s) of a test's session in ${log}`);
+		}
+		if (names(text(join(agent, "settings.json")))) found.push(`pi's settings name a test's directory: ${join(agent, "settings.json")}`);
 	}
-	return count;
-}
-
-function loadedPackages(path) {
-	try {
-		const settings = JSON.parse(readFileSync(path, "utf8"));
-		return JSON.stringify([settings?.packages ?? null, settings?.extensions ?? null]);
-	} catch (err) {
-		return err?.code === "ENOENT" ? JSON.stringify([null, null]) : "unreadable";
-	}
-}
-
-/** What the comparison looks at, path by path. */
-export function snapshot(places) {
-	const seen = new Map();
 	for (const root of places.owned) {
 		const shared = root.endsWith(`${sep}bin`) || root.endsWith(`${sep}user`); // only our entries count there
 		for (const path of walk(root)) {
-			if (!shared || relative(root, path).includes("longhaul")) seen.set(path, stamp(path));
+			if (shared && !relative(root, path).includes("longhaul")) continue;
+			const named = names(text(path));
+			if (named) found.push(`${path} names the test directory ${named}`);
 		}
 	}
-	for (const agent of places.agents) {
-		const logs = join(agent, "logs");
-		for (const log of [join(logs, LOG_NAME), join(logs, `${LOG_NAME}.1`)]) {
-			seen.set(log, `${tempRecords(log)} record(s) of a session under the temp dir`);
-		}
-		seen.set(join(agent, "settings.json"), `packages and extensions ${loadedPackages(join(agent, "settings.json"))}`);
-		for (const path of walk(agent)) {
-			const parts = relative(agent, path).split(sep);
-			if (["auth.json", "settings.json"].includes(parts[0]) || path.startsWith(join(logs, LOG_NAME))) continue;
-			if (parts[0] === "sessions" && parts.length > 1 && !parts[1].startsWith(TEMP_SLUG)) continue;
-			if (parts.length === 1 && ["", "logs", "sessions"].includes(parts[0])) continue;
-			seen.set(path, stamp(path));
-		}
-	}
-	for (const home of places.homes) {
-		try {
-			seen.set(`${home}/ (entries)`, readdirSync(home).sort().join(" "));
-		} catch {
-			seen.set(`${home}/ (entries)`, "unreadable");
-		}
-	}
-	return seen;
-}
-
-/** One line per difference. */
-export function compare(before, after) {
-	const lines = [];
-	for (const path of [...after.keys()].sort()) if (!before.has(path)) lines.push(`created ${path}`);
-	for (const path of [...before.keys()].sort()) {
-		if (!after.has(path)) lines.push(`removed ${path}`);
-		else if (before.get(path) !== after.get(path)) lines.push(`changed ${path}: ${before.get(path)} -> ${after.get(path)}`);
-	}
-	return lines;
+	return found;
 }
 
 /** The scratch environment: the real values kept as LONGHAUL_TEST_REAL_* for tests of this guard. */
@@ -155,24 +131,25 @@ function scratchEnv(env, scratch) {
 		XDG_STATE_HOME: join(home, ".local", "state"),
 		XDG_CACHE_HOME: join(home, ".cache"),
 		XDG_RUNTIME_DIR: join(scratch, "run"),
+		TMPDIR: scratch, // every temp dir a test makes is inside the scratch dir, so what names it is a test's
 	});
 }
 
 function main(args) {
 	const places = realPlaces(process.env);
-	const before = snapshot(places);
 	const scratch = mkdtempSync(join(TEMP, "lh-node-tests-"));
 	let status = 1;
+	let problems = [];
 	try {
 		const run = spawnSync(process.execPath, ["--test", ...args], { env: scratchEnv(process.env, scratch), stdio: "inherit" });
 		status = run.status ?? 1;
+		problems = leftovers(places, [scratch]);
 	} finally {
 		rmSync(scratch, { recursive: true, force: true });
 	}
-	const problems = compare(before, snapshot(places));
 	if (problems.length > 0) {
 		console.error("\nthe real HOME was touched (tests must use the scratch dirs):");
-		for (const line of problems) console.error(`  ${line}`);
+		for (const line of problems) console.error(`  left by a test: ${line}`);
 		status = status || 1;
 	}
 	return status;

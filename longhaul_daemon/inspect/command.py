@@ -111,4 +111,5 @@ def run_state(
     if isinstance(out, io.TextIOWrapper):
         out.reconfigure(errors="replace")  # a terminal that cannot show "…" gets "?", never a traceback
     out.write(text)  # `state | head`: the CLI's stdout drops what the gone reader would have got
+    out.flush()
     return EXIT_OK
