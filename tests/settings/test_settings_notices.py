@@ -195,3 +195,24 @@ class _Recorder:
 
     def error(self, event: str, **fields: object) -> None:
         self.events.append((event, fields))
+
+
+async def test_an_unknown_key_is_noticed_with_its_guess_and_logged_as_a_code_only(
+    tmp_path: Path, operational_log: io.StringIO
+) -> None:
+    agent, project = _dirs(tmp_path)
+    (agent / "longhaul.json").write_text('{"sumarizer": "a/b", // a typo\n}', encoding="utf-8")
+    services = Services(socket_path="/s", run_pass=_pass(RouteChoice(used="fake/fake-model")))
+    result = await _compact(services, _params(agent, project))
+    assert result["notice"] == (
+        f'Longhaul: "sumarizer" in {agent}/longhaul.json is not a Longhaul setting '
+        '(did you mean "summarizer"?); it is ignored.'
+    )
+    logged = [json.loads(line) for line in operational_log.getvalue().splitlines()]
+    problems = [
+        (r["requirement"], r["source"], r["problem"]) for r in logged if r["event"] == "config_problem"
+    ]
+    assert problems == [("CONFIG-9", "agent", "unknown-key")]
+    assert "sumarizer" not in operational_log.getvalue()  # the user's key is never logged
+    status = services.status()
+    assert status.config is not None and status.config.problems == [result["notice"][len("Longhaul: ") : -1]]
