@@ -10,7 +10,7 @@ a settings problem (``longhaul.json`` that is not JSON) and a refused summarizer
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -19,55 +19,12 @@ from .diff_script import raw
 from .diff_steps import install
 from .model_server import ModelServer
 from .sandbox import Sandbox
-from .scenario import LONG_WRAP_UP
 from .session_log import compactions, is_longhaul, read_entries
-from .tui import PiScreen, flat, tmux_missing
+from .tui import PiScreen, compact_by_hand, notice_after_compaction
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tui]
 
 KEYLESS = "anthropic/claude-sonnet-4-5"  # a model pi ships; the sandbox has no Anthropic key
-COMPACTED = "Compacted from"  # pi's compaction block, drawn when the compaction has ended
-COMPACTING = "Compacting context"  # pi's loader while it runs
-
-
-@pytest.fixture
-def start_screen(sandbox: Sandbox) -> Iterator[Callable[[], PiScreen]]:
-    """Opens pi in tmux (after the test has written its files); every screen is closed at teardown."""
-    missing = tmux_missing()
-    if missing:
-        pytest.fail(missing, pytrace=False)
-    opened: list[PiScreen] = []
-
-    def start() -> PiScreen:
-        opened.append(PiScreen(sandbox))
-        return opened[-1]
-
-    try:
-        yield start
-    finally:
-        for screen in opened:
-            screen.close()
-
-
-def compact_by_hand(screen: PiScreen, first: str) -> str:
-    """Two turns, then ``/compact``; the screen once pi has drawn the compacted chat."""
-    screen.wait_for_text("fake-model")  # pi's footer: the editor is ready
-    for message in (first, LONG_WRAP_UP):
-        screen.type(message)
-        screen.wait_for_text("ACK: " + message[:60])
-    screen.type("/compact")
-    return screen.wait_until(
-        lambda shown: COMPACTED in shown and COMPACTING not in shown, "the end of the compaction"
-    )
-
-
-def notice_after_compaction(screen: PiScreen, notice: str) -> str:
-    """Wait for ``notice`` on the screen; it must stand below pi's compaction block, i.e. after the redraw."""
-    shown = screen.wait_for_text(notice)
-    text = flat(shown)
-    below = text.rfind(flat(COMPACTED)) < text.find(flat(notice))
-    assert below, f"the notice stands above the compaction block:\n{shown}"
-    return shown
 
 
 def only_compaction(sandbox: Sandbox) -> dict[str, object]:

@@ -18,14 +18,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .sandbox import Sandbox
+from .scenario import LONG_WRAP_UP
 
-__all__ = ["PiScreen", "ScreenError", "flat", "tmux_missing"]
+__all__ = ["PiScreen", "ScreenError", "compact_by_hand", "flat", "notice_after_compaction", "tmux_missing"]
 
 WIDTH = 160
 HEIGHT = 50
 POLL_S = 0.1
 DEFAULT_TIMEOUT_S = 60.0
 SESSION = "pi"
+READY = "fake-model"  # the sandbox model's name in pi's footer: the editor is up
+COMPACTED = "Compacted from"  # pi's compaction block, drawn when the compaction has ended
+COMPACTING = "Compacting context"  # pi's loader while it runs
 
 
 class ScreenError(AssertionError):
@@ -127,3 +131,25 @@ class PiScreen:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def compact_by_hand(screen: PiScreen, first: str) -> str:
+    """Two turns (``first``, then a long one pi keeps), then ``/compact``; the screen once pi has drawn the
+    compacted chat."""
+    screen.wait_for_text(READY)
+    for message in (first, LONG_WRAP_UP):
+        screen.type(message)
+        screen.wait_for_text("ACK: " + message[:60])  # the scripted model's answer (model_server.py)
+    screen.type("/compact")
+    return screen.wait_until(
+        lambda shown: COMPACTED in shown and COMPACTING not in shown, "the end of the compaction"
+    )
+
+
+def notice_after_compaction(screen: PiScreen, notice: str) -> str:
+    """Wait for ``notice``; it must stand below pi's compaction block, so it was drawn after the redraw."""
+    shown = screen.wait_for_text(notice)
+    text = flat(shown)
+    below = text.rfind(flat(COMPACTED)) < text.find(flat(notice))
+    assert below, f"the notice stands above the compaction block:\n{shown}"
+    return shown
