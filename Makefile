@@ -20,7 +20,7 @@ WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
 LONGHAUL_REALMODEL_DIR ?= $(abspath $(VENV))/realmodel
 export LONGHAUL_REALMODEL_DIR
 
-.PHONY: run test install realmodel lint typecheck pytest node-test e2e bench load-bench bench-model clean
+.PHONY: run test install realmodel try lint typecheck pytest node-test e2e bench load-bench bench-model clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,13 @@ load-bench: $(PY_STAMP)
 # pi turn is a real completion on the CPU). Prints the table of docs/performance.md, "Against a real small model".
 bench-model: install
 	$(BIN)/python bench/model_bench.py
+
+# Longhaul offline in one command: the real small model on loopback, a private daemon and interactive pi with
+# the shim, in a scratch agent dir and project; all stopped and removed when pi exits (realmodel/offline_trial.py).
+# TRY_ARGS: --keep (keep sessions and logs), --project DIR (work in DIR), -- PI_ARGUMENTS.
+TRY_ARGS ?=
+try: $(PY_STAMP) $(NODE_STAMP) realmodel
+	$(BIN)/python -m realmodel.offline_trial $(TRY_ARGS)
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .

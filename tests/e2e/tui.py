@@ -57,8 +57,10 @@ class PiScreen:
         shim_dir: Path | None = None,
         env: dict[str, str] | None = None,
         argv: Sequence[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
-        """``argv`` replaces the whole command (default: the sandbox's pi with ``-e`` and its shim)."""
+        """``argv`` replaces the whole command (default: the sandbox's pi with ``-e`` and its shim), run in
+        ``cwd`` (default: the sandbox's project)."""
         self.sandbox = sandbox
         self.socket = sandbox.root / "tmux.sock"
         command = list(argv) if argv is not None else [
@@ -69,7 +71,7 @@ class PiScreen:
         run_env.pop("TMUX", None)
         self._tmux(
             "new-session", "-d", "-s", SESSION, "-x", str(WIDTH), "-y", str(HEIGHT),
-            "-c", str(sandbox.project), *command,
+            "-c", str(cwd or sandbox.project), *command,
             env=run_env,
         )  # fmt: skip
         # Keep the pane after pi exits, so a test can still read what pi printed last.
