@@ -71,7 +71,8 @@ export class Notices {
 	 */
 	release(ctx?: NoticeContext): void {
 		if (this.held.length === 0) return;
-		const due = this.held;
+		// pi -p can run two compactions at once and write one: both hooks may have held the same notice.
+		const due = this.held.filter((n, i, all) => all.findIndex((m) => m.text === n.text) === i);
 		this.held = [];
 		this.defer(() => {
 			for (const n of due) this.show(ctx ?? n.ctx, n.text, n.level);

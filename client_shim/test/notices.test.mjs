@@ -38,6 +38,16 @@ test("a held notice waits for its compaction's end, then shows once on the newes
 	assert.equal(laterCtx.notices.length, 2, "nothing is shown twice");
 });
 
+test("the same notice held twice (two racing compactions in pi -p) is shown once", () => {
+	const { notices, runDeferred } = manual();
+	const ctx = fakeCtx();
+	notices.hold(ctx, "Longhaul: daemon not running (x)", "warning");
+	notices.hold(ctx, "Longhaul: daemon not running (x)", "warning");
+	notices.release(ctx);
+	runDeferred();
+	assert.deepEqual(ctx.notices, [{ message: "Longhaul: daemon not running (x)", level: "warning" }]);
+});
+
 test("a stale ctx never throws out of a notice", () => {
 	const { notices, runDeferred } = manual();
 	const stale = fakeCtx({
