@@ -20,7 +20,7 @@ WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
 LONGHAUL_REALMODEL_DIR ?= $(abspath $(VENV))/realmodel
 export LONGHAUL_REALMODEL_DIR
 
-.PHONY: run test install realmodel lint typecheck pytest node-test e2e bench load-bench bench-model clean
+.PHONY: run test install realmodel try lint typecheck pytest node-test e2e bench load-bench bench-model clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,20 @@ $(NODE_STAMP): client_shim/package.json client_shim/package-lock.json
 	  if [ "$$installed" != "$(PI_VERSION)" ]; then echo "pi $$installed installed, $(PI_VERSION) expected" >&2; exit 1; fi
 	touch $@
 
+# Two more pi releases for tests/e2e/test_e2e_pi_versions.py, each in its own prefix under the venv, installed
+# once: the oldest pi Longhaul supports (client_shim/lib/support.ts), on which the shim must work as on the
+# pinned one, and the newest release older than that, on which it must stand down with one notice.
+PI_OLDEST := 0.69.0
+PI_TOO_OLD := 0.68.1
+OTHER_PI_STAMPS := $(VENV)/pi/$(PI_OLDEST)/.longhaul-installed $(VENV)/pi/$(PI_TOO_OLD)/.longhaul-installed
+
+$(VENV)/pi/%/.longhaul-installed: | $(BIN)/python
+	mkdir -p $(VENV)/pi/$*
+	npm install --prefix $(VENV)/pi/$* --no-audit --no-fund --no-package-lock --loglevel=error @mariozechner/pi-coding-agent@$*
+	@installed=$$(node -p "require('$(abspath $(VENV))/pi/$*/node_modules/@mariozechner/pi-coding-agent/package.json').version"); \
+	  if [ "$$installed" != "$*" ]; then echo "pi $$installed installed in $(VENV)/pi/$*, $* expected" >&2; exit 1; fi
+	touch $@
+
 # Wheels of the runtime dependencies (and of the build's setuptools, and pip for pipx), so the install e2e can
 # `pipx install` a fresh copy offline, as a user would from a clone (tests/e2e/test_e2e_install.py).
 $(WHEEL_STAMP): pyproject.toml | $(PY_STAMP)
@@ -47,7 +61,7 @@ $(WHEEL_STAMP): pyproject.toml | $(PY_STAMP)
 realmodel: $(PY_STAMP)
 	$(BIN)/python realmodel/install.py
 
-install: $(PY_STAMP) $(NODE_STAMP) $(WHEEL_STAMP) realmodel
+install: $(PY_STAMP) $(NODE_STAMP) $(WHEEL_STAMP) $(OTHER_PI_STAMPS) realmodel
 
 run: $(PY_STAMP)
 	$(BIN)/longhaul-daemon serve
@@ -67,6 +81,13 @@ load-bench: $(PY_STAMP)
 # pi turn is a real completion on the CPU). Prints the table of docs/performance.md, "Against a real small model".
 bench-model: install
 	$(BIN)/python bench/model_bench.py
+
+# Longhaul offline in one command: the real small model on loopback, a private daemon and interactive pi with
+# the shim, in a scratch agent dir and project; all stopped and removed when pi exits (realmodel/offline_trial.py).
+# TRY_ARGS: --keep (keep sessions and logs), --project DIR (work in DIR), -- PI_ARGUMENTS.
+TRY_ARGS ?=
+try: $(PY_STAMP) $(NODE_STAMP) realmodel
+	$(BIN)/python -m realmodel.offline_trial $(TRY_ARGS)
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .

@@ -2,10 +2,10 @@
  * `/longhaul-report`: asks the daemon for the digest of this session's log and shows it to the user (REPORT-1,
  * REPORT-4). The digest never goes to the model (no sendMessage). Interactive and RPC modes show it as a UI notice;
  * print mode writes it to pi's real standard output (pi redirects `process.stdout` to stderr in `-p`), and JSON
- * mode to stderr, so the JSON event stream on stdout stays clean.
+ * mode to stderr, so the JSON event stream on stdout stays clean (lib/notices.ts).
  */
-import { writeSync } from "node:fs";
-import type { ExtensionAPI, ExtensionCommandContext } from "@mariozechner/pi-coding-agent";
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import { Notices } from "./notices.ts";
 import { call, socketPath } from "./rpc.ts";
 import { errorText, type SessionFacts, sessionFacts } from "./serialize.ts";
 
@@ -13,14 +13,6 @@ const REPORT_CALL_MS = 10_000;
 
 export const NO_DAEMON_REPORT =
 	"Longhaul report: the daemon did not answer, so no digest was made here. Run `longhaul-daemon report` in a shell: it reads the log directly.";
-
-/** "json" when pi runs with `--mode json`, "print" for `-p`/`--print`, else null (pi 0.73.1 argv forms). */
-export function printMode(argv: readonly string[] = process.argv): "json" | "print" | null {
-	for (let i = 0; i < argv.length; i++) {
-		if ((argv[i] === "--mode" && argv[i + 1] === "json") || argv[i] === "--mode=json") return "json";
-	}
-	return argv.includes("-p") || argv.includes("--print") ? "print" : null;
-}
 
 /** The digest text from the daemon, or the one line saying it could not be made. Never throws. */
 export async function fetchDigest(session: SessionFacts): Promise<string> {
@@ -35,21 +27,7 @@ export async function fetchDigest(session: SessionFacts): Promise<string> {
 	}
 }
 
-/** Show `text` where the user reads it in the current mode; never throws. */
-export function showDigest(ctx: Pick<ExtensionCommandContext, "hasUI" | "ui">, text: string, argv?: readonly string[]): void {
-	try {
-		if (ctx.hasUI) {
-			ctx.ui.notify(text, "info");
-			return;
-		}
-		const mode = printMode(argv);
-		writeSync(mode === "json" ? 2 : 1, `${text}\n`);
-	} catch {
-		// stale ctx or a closed stream: nothing else to do
-	}
-}
-
-export function registerReportCommand(pi: ExtensionAPI): void {
+export function registerReportCommand(pi: ExtensionAPI, notices: Notices = new Notices()): void {
 	pi.registerCommand("longhaul-report", {
 		description: "Show a digest of Longhaul's newest log records, safe to attach to a public issue",
 		handler: async (_args, ctx) => {
@@ -59,7 +37,7 @@ export function registerReportCommand(pi: ExtensionAPI): void {
 			} catch {
 				return;
 			}
-			showDigest(ctx, await fetchDigest(session));
+			notices.show(ctx, await fetchDigest(session), "info", "answer");
 		},
 	});
 }

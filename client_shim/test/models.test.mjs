@@ -127,7 +127,7 @@ async function compactWith(routeReply, registry) {
 	await daemon?.stop(); // one fake daemon at a time: a test may compact more than once
 	daemon = await startDaemon((req, dflt) => (req.method === "route" ? routeReply(req) : dflt(req)));
 	const pi = fakePi();
-	factory(pi);
+	await factory(pi);
 	const ctx = fakeCtx({ modelRegistry: registry });
 	const said = [];
 	const saved = {};

@@ -55,7 +55,7 @@ async function collectRequests() {
 				if (threw) throw new Error("ctx is stale");
 			},
 		});
-		factory(pi);
+		await factory(pi);
 		const ctx = fakeCtx();
 		pi.handlers.session_start({ type: "session_start", reason: "startup" }, ctx);
 		// success + compacted

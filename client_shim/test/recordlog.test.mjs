@@ -12,6 +12,7 @@ import { beforeCompactEvent, deadSocket, fakeCtx, fakePi, loadShim, startDaemon,
 const jiti = createJiti(import.meta.url);
 const recordlog = await jiti.import(new URL("../lib/recordlog.ts", import.meta.url).pathname);
 const reportLib = await jiti.import(new URL("../lib/report.ts", import.meta.url).pathname);
+const noticesLib = await jiti.import(new URL("../lib/notices.ts", import.meta.url).pathname);
 const factory = await loadShim();
 
 let root;
@@ -47,7 +48,7 @@ const records = (path = logPath()) =>
 async function compactWithoutDaemon() {
 	deadSocket();
 	const pi = fakePi();
-	factory(pi);
+	await factory(pi);
 	const ctx = fakeCtx({ cwd });
 	return pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 }
@@ -166,7 +167,7 @@ test("REPORT-1/4: /longhaul-report shows the daemon's digest as a notice, and on
 	);
 	const commands = {};
 	const pi = { ...fakePi(), registerCommand: (name, spec) => (commands[name] = spec) };
-	factory(pi);
+	await factory(pi);
 	assert.ok(commands["longhaul-report"], "the command is registered");
 	const ctx = fakeCtx({ cwd, hasUI: true });
 	await commands["longhaul-report"].handler("", ctx);
@@ -182,9 +183,9 @@ test("REPORT-1/4: /longhaul-report shows the daemon's digest as a notice, and on
 });
 
 test("REPORT-4: print mode detection", () => {
-	assert.equal(reportLib.printMode(["node", "pi", "-p", "x"]), "print");
-	assert.equal(reportLib.printMode(["node", "pi", "--mode", "json", "x"]), "json");
-	assert.equal(reportLib.printMode(["node", "pi", "--mode", "rpc"]), null);
+	assert.equal(noticesLib.printMode(["node", "pi", "-p", "x"]), "print");
+	assert.equal(noticesLib.printMode(["node", "pi", "--mode", "json", "x"]), "json");
+	assert.equal(noticesLib.printMode(["node", "pi", "--mode", "rpc"]), null);
 });
 
 function sessionOf() {

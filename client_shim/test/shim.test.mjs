@@ -28,26 +28,35 @@ afterEach(async () => {
 	daemon = undefined;
 });
 
-function setup(piOpts) {
+async function setup(piOpts) {
 	const pi = fakePi(piOpts);
-	factory(pi);
+	await factory(pi);
 	return { pi, ctx: fakeCtx() };
 }
 
-test("loading connects to nothing and registers the three handlers", async () => {
+/** pi writes its own summary after a fallback and emits session_compact; held notices show one turn later. */
+async function piCompactionEnds(pi, ctx) {
+	pi.handlers.session_compact(
+		{ type: "session_compact", compactionEntry: compactionEntry({ summary: "pi summary", details: {} }), fromExtension: false },
+		ctx,
+	);
+	await sleep(5);
+}
+
+test("loading connects to nothing and registers the four handlers", async () => {
 	daemon = await startDaemon();
 	const pi = fakePi();
-	factory(pi);
+	await factory(pi);
 	await sleep(50);
 	assert.equal(daemon.connections, 0);
-	assert.deepEqual(Object.keys(pi.handlers).sort(), ["session_before_compact", "session_compact", "session_start"]);
+	assert.deepEqual(Object.keys(pi.handlers).sort(), ["agent_start", "session_before_compact", "session_compact", "session_start"]);
 });
 
 test("session_start sends hello lazily with the session facts", async () => {
 	daemon = await startDaemon();
 	process.env.PI_COMPACT_STATE_DEBUG = "1";
 	try {
-		const { pi, ctx } = setup();
+		const { pi, ctx } = await setup();
 		const ret = pi.handlers.session_start({ type: "session_start", reason: "startup" }, ctx);
 		assert.equal(ret, undefined, "handler returns at once; hello is not awaited by pi");
 		await waitFor(() => daemon.byMethod("hello").length === 1);
@@ -81,7 +90,7 @@ test("session_start sends hello lazily with the session facts", async () => {
 
 test("hello with no daemon at all: no throw, nothing rejected", async () => {
 	deadSocket();
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const unhandled = [];
 	const onUnhandled = (e) => unhandled.push(e);
 	process.on("unhandledRejection", onUnhandled);
@@ -96,7 +105,7 @@ test("hello with no daemon at all: no throw, nothing rejected", async () => {
 
 test("compact: fileOps Sets become sorted arrays; the daemon's compaction is returned exactly", async () => {
 	daemon = await startDaemon();
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const ret = await pi.handlers.session_before_compact(beforeCompactEvent({ customInstructions: "focus" }), ctx);
 	assert.deepEqual(ret, { compaction: okCompactResult().compaction });
 	const [req] = daemon.byMethod("compact");
@@ -112,7 +121,7 @@ test("compact: fileOps Sets become sorted arrays; the daemon's compaction is ret
 
 test("compact names the session file and its leaf; a span message an entry holds goes as a reference", async () => {
 	daemon = await startDaemon();
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const event = beforeCompactEvent();
 	const fresh = { role: "custom", customType: "note", content: "built by pi", display: true, timestamp: 2 };
 	event.preparation.messagesToSummarize.push(fresh);
@@ -127,7 +136,7 @@ test("compact names the session file and its leaf; a span message an entry holds
 
 test("compact without a session file (--no-session) sends the entries inline, each message once", async () => {
 	daemon = await startDaemon();
-	const { pi } = setup();
+	const { pi } = await setup();
 	const ctx = fakeCtx();
 	ctx.sessionManager.getSessionFile = () => undefined;
 	const event = beforeCompactEvent();
@@ -144,7 +153,7 @@ test("a refused session file (-32004) sends the same pass again inline, naming t
 			? { jsonrpc: "2.0", id: req.id, error: { code: -32004, message: "Session file refused: symlink", data: { reason: "symlink" } } }
 			: dflt(req),
 	);
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const ret = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 	assert.deepEqual(ret, { compaction: okCompactResult().compaction });
 	const [first, second] = daemon.byMethod("compact");
@@ -155,11 +164,13 @@ test("a refused session file (-32004) sends the same pass again inline, naming t
 	assert.equal(daemon.byMethod("incident").length, 0);
 });
 
-test("daemon absent: undefined, exactly one warning notice, no throw", async () => {
+test("daemon absent: undefined, exactly one warning notice after the compaction, no throw", async () => {
 	const path = deadSocket();
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const ret = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 	assert.equal(ret, undefined);
+	assert.deepEqual(ctx.notices, [], "held while the compaction runs: pi's redraw at its end would wipe it");
+	await piCompactionEnds(pi, ctx);
 	assert.equal(ctx.notices.length, 1);
 	assert.equal(ctx.notices[0].level, "warning");
 	assert.match(ctx.notices[0].message, /^Longhaul: daemon not running \(.*ENOENT.*\); pi's own compaction runs instead$/);
@@ -174,7 +185,7 @@ test("JSON-RPC error: undefined + fallback incident with protocol-error", async 
 	daemon = await startDaemon((req, dflt) =>
 		req.method === "compact" ? { jsonrpc: "2.0", id: req.id, error: { code: -32602, message: "invalid params" } } : dflt(req),
 	);
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
 	await waitFor(() => daemon.byMethod("incident").length === 1);
 	const inc = daemon.byMethod("incident")[0].params;
@@ -182,6 +193,7 @@ test("JSON-RPC error: undefined + fallback incident with protocol-error", async 
 	assert.equal(inc.reason, "protocol-error");
 	assert.equal(inc.errorClass, "RpcError");
 	assert.equal(inc.error, "-32602: invalid params");
+	await piCompactionEnds(pi, ctx);
 	assert.equal(ctx.notices.length, 1);
 });
 
@@ -189,7 +201,7 @@ test("busy error (-32002) falls back with reason busy", async () => {
 	daemon = await startDaemon((req, dflt) =>
 		req.method === "compact" ? { jsonrpc: "2.0", id: req.id, error: { code: -32002, message: "busy" } } : dflt(req),
 	);
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
 	await waitFor(() => daemon.byMethod("incident").length === 1);
 	assert.equal(daemon.byMethod("incident")[0].params.reason, "busy");
@@ -197,10 +209,11 @@ test("busy error (-32002) falls back with reason busy", async () => {
 
 test("malformed reply (not JSON) → protocol-error fallback", async () => {
 	daemon = await startDaemon((req, dflt) => (req.method === "compact" ? "this is not json\n" : dflt(req)));
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
 	await waitFor(() => daemon.byMethod("incident").length === 1);
 	assert.equal(daemon.byMethod("incident")[0].params.reason, "protocol-error");
+	await piCompactionEnds(pi, ctx);
 	assert.match(ctx.notices[0].message, /protocol error/);
 });
 
@@ -208,7 +221,7 @@ test("malformed result shape → protocol-error fallback", async () => {
 	daemon = await startDaemon((req, dflt) =>
 		req.method === "compact" ? { jsonrpc: "2.0", id: req.id, result: { passId: "p", span: 1, compaction: { summary: 3 } } } : dflt(req),
 	);
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
 	await waitFor(() => daemon.byMethod("incident").length === 1);
 	assert.equal(daemon.byMethod("incident")[0].params.reason, "protocol-error");
@@ -217,7 +230,7 @@ test("malformed result shape → protocol-error fallback", async () => {
 test("deadline exceeded: undefined, connection destroyed, timeout incident", async () => {
 	daemon = await startDaemon((req, dflt) => (req.method === "compact" ? undefined : dflt(req)));
 	process.env.LONGHAUL_SHIM_DEADLINE_MS = "150";
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const t0 = Date.now();
 	const ret = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 	assert.equal(ret, undefined);
@@ -227,13 +240,14 @@ test("deadline exceeded: undefined, connection destroyed, timeout incident", asy
 	const inc = daemon.byMethod("incident")[0].params;
 	assert.equal(inc.reason, "timeout");
 	assert.equal(inc.errorClass, "ShimTimeoutError");
+	await piCompactionEnds(pi, ctx);
 	assert.equal(ctx.notices.length, 1);
 	assert.match(ctx.notices[0].message, /did not answer within/);
 });
 
 test("abort signal: {cancel:true} promptly, the daemon sees the connection close, aborted incident", async () => {
 	daemon = await startDaemon((req, dflt) => (req.method === "compact" ? undefined : dflt(req)));
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const ac = new AbortController();
 	const p = pi.handlers.session_before_compact(beforeCompactEvent({ signal: ac.signal }), ctx);
 	await waitFor(() => daemon.byMethod("compact").length === 1);
@@ -252,7 +266,7 @@ test("abort signal: {cancel:true} promptly, the daemon sees the connection close
 
 test("PASS-18: an abort while pi's registry still resolves the key answers {cancel:true} at once, no compact sent", async () => {
 	daemon = await startDaemon();
-	const { pi } = setup();
+	const { pi } = await setup();
 	let lookups = 0;
 	// a `"!cmd"` key whose command hangs: the lookup never settles on its own
 	const ctx = fakeCtx({ modelRegistry: { getApiKeyAndHeaders: () => (lookups++, new Promise(() => {})) } });
@@ -271,7 +285,7 @@ test("PASS-18: an abort while pi's registry still resolves the key answers {canc
 
 test("PASS-18: an abort while the daemon is asked for the route answers {cancel:true}, no compact sent", async () => {
 	daemon = await startDaemon((req, dflt) => (req.method === "route" ? undefined : dflt(req)));
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const ac = new AbortController();
 	const p = pi.handlers.session_before_compact(beforeCompactEvent({ signal: ac.signal }), ctx);
 	await waitFor(() => daemon.byMethod("route").length === 1);
@@ -283,7 +297,7 @@ test("PASS-18: an abort while the daemon is asked for the route answers {cancel:
 
 test("session_compact: span record with compactionId, then the line one turn later; compacted reported", async () => {
 	daemon = await startDaemon();
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const res = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 	const entry = compactionEntry({ summary: res.compaction.summary, details: res.compaction.details });
 	pi.handlers.session_compact({ type: "session_compact", compactionEntry: entry, fromExtension: true }, ctx);
@@ -317,7 +331,7 @@ test("session_compact: span record with compactionId, then the line one turn lat
 
 test("appendEntry throwing 'ctx is stale': incidents reported, nothing thrown", async () => {
 	daemon = await startDaemon();
-	const { pi, ctx } = setup({
+	const { pi, ctx } = await setup({
 		appendEntry: () => {
 			throw new Error("This extension ctx is stale after session replacement or reload.");
 		},
@@ -341,7 +355,7 @@ test("appendEntry throwing 'ctx is stale': incidents reported, nothing thrown", 
 test("stale ctx after the long await: the fallback notice is swallowed", async () => {
 	deadSocket();
 	const pi = fakePi();
-	factory(pi);
+	await factory(pi);
 	const ctx = fakeCtx({
 		ui: {
 			notify: () => {
@@ -355,7 +369,7 @@ test("stale ctx after the long await: the fallback notice is swallowed", async (
 test("stand-down PI_COMPACTOR=pi: no compact request, undefined, still hello and compacted", async () => {
 	daemon = await startDaemon();
 	process.env.PI_COMPACTOR = " Pi ";
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	pi.handlers.session_start({ type: "session_start", reason: "startup" }, ctx);
 	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
 	pi.handlers.session_compact(
@@ -376,7 +390,7 @@ test("stand-down PI_COMPACTOR=pi: no compact request, undefined, still hello and
 test("PI_COMPACTOR=state selects Longhaul", async () => {
 	daemon = await startDaemon();
 	process.env.PI_COMPACTOR = "STATE";
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	assert.ok((await pi.handlers.session_before_compact(beforeCompactEvent(), ctx)).compaction);
 	assert.equal(daemon.byMethod("compact").length, 1);
 });
@@ -387,16 +401,18 @@ test("daemon fallback: undefined, one notice, pi's compaction gets only the fall
 			? { jsonrpc: "2.0", id: req.id, result: { passId: "p-9", span: 3, fallback: "diff-failed" } }
 			: dflt(req),
 	);
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
-	assert.equal(ctx.notices.length, 1);
-	assert.match(ctx.notices[0].message, /fell back \(diff-failed\)/);
+	assert.deepEqual(ctx.notices, []);
 	pi.handlers.session_compact(
 		{ type: "session_compact", compactionEntry: compactionEntry({ summary: "pi summary", details: { readFiles: [] } }), fromExtension: false },
 		ctx,
 	);
 	assert.deepEqual(pi.entries, []);
+	assert.deepEqual(ctx.notices, [], "shown one turn after session_compact, when pi has redrawn its chat");
 	await sleep(5);
+	assert.equal(ctx.notices.length, 1);
+	assert.match(ctx.notices[0].message, /fell back \(diff-failed\)/);
 	assert.equal(pi.entries.length, 1);
 	assert.equal(pi.entries[0].customType, "compaction-state.line");
 	assert.deepEqual(Object.keys(pi.entries[0].data).sort(), ["fallback", "ms", "v"]);
@@ -408,20 +424,49 @@ test("daemon fallback: undefined, one notice, pi's compaction gets only the fall
 	assert.deepEqual([c.fromExtension, c.passId, c.span], [false, "p-9", 3]);
 });
 
-test("daemon notice is shown as info", async () => {
+test("daemon notice is shown as info once Longhaul's compaction has ended", async () => {
 	daemon = await startDaemon((req, dflt) =>
 		req.method === "compact"
 			? { jsonrpc: "2.0", id: req.id, result: { ...okCompactResult(), notice: "Longhaul: span 1 closed narrative-less (model-error)" } }
 			: dflt(req),
 	);
-	const { pi, ctx } = setup();
-	assert.ok((await pi.handlers.session_before_compact(beforeCompactEvent(), ctx)).compaction);
+	const order = [];
+	const { pi, ctx } = await setup({ appendEntry: (customType) => order.push(customType) });
+	const notify = ctx.ui.notify;
+	ctx.ui.notify = (message, level) => {
+		order.push("notice");
+		notify(message, level);
+	};
+	const { compaction } = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
+	assert.deepEqual(ctx.notices, []);
+	pi.handlers.session_compact(
+		{ type: "session_compact", compactionEntry: compactionEntry({ summary: compaction.summary, details: compaction.details }), fromExtension: true },
+		ctx,
+	);
+	await sleep(5);
 	assert.deepEqual(ctx.notices, [{ message: "Longhaul: span 1 closed narrative-less (model-error)", level: "info" }]);
+	// Out before the compaction's line is appended, so an RPC client has the notice once the line is in the file.
+	assert.deepEqual(order.slice(-2), ["notice", "compaction-state.line"]);
+});
+
+test("a notice whose compaction never ended (pi's own summary failed) shows when the next agent run starts", async () => {
+	deadSocket();
+	const { pi, ctx } = await setup();
+	assert.equal(await pi.handlers.session_before_compact(beforeCompactEvent(), ctx), undefined);
+	await sleep(5);
+	assert.deepEqual(ctx.notices, []);
+	pi.handlers.agent_start({ type: "agent_start" }, ctx);
+	await sleep(5);
+	assert.equal(ctx.notices.length, 1);
+	assert.match(ctx.notices[0].message, /^Longhaul: daemon not running/);
+	pi.handlers.agent_start({ type: "agent_start" }, ctx);
+	await sleep(5);
+	assert.equal(ctx.notices.length, 1, "shown once");
 });
 
 test("passId mismatch: not ours (fromExtension false), no span record or line", async () => {
 	daemon = await startDaemon();
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 	const entry = compactionEntry({ summary: "someone else's", details: { passId: "other" } });
 	pi.handlers.session_compact({ type: "session_compact", compactionEntry: entry, fromExtension: true }, ctx);
@@ -444,7 +489,7 @@ test("frames split on \\n only: U+2028/U+2029 inside a string parse fine, replie
 		// split inside the 4-byte emoji and again right after the newline-free U+2028
 		return { chunks: [bytes.subarray(0, rocket + 2), bytes.subarray(rocket + 2, rocket + 3), bytes.subarray(rocket + 3)] };
 	});
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const ret = await pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 	assert.equal(ret.compaction.summary, weird);
 });
@@ -457,7 +502,7 @@ test("a daemon request on the pass connection is answered on it (PASS-22); the p
 		// written 10 ms apart, so the shim answers both while the call is still open
 		return { chunks: [ask, other, dflt(req)].map((m) => Buffer.from(`${JSON.stringify(m)}\n`)) };
 	});
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	assert.ok((await pi.handlers.session_before_compact(beforeCompactEvent(), ctx)).compaction);
 	const answered = daemon.requests.filter((r) => typeof r.id === "string" && r.id.startsWith("d"));
 	assert.deepEqual(answered.find((r) => r.id === "d1").error.data, { kind: "fatal", code: "bad-params" });
@@ -474,7 +519,7 @@ test("two concurrent passes (pi's post-turn/pre-prompt race): the entry is match
 		// answer the first request last
 		return { chunks: [Buffer.from(`${JSON.stringify({ jsonrpc: "2.0", id: req.id, result: r })}\n`)], delay: n === 1 ? 60 : 0 };
 	});
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const a = pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 	const b = pi.handlers.session_before_compact(beforeCompactEvent(), ctx);
 	const [ra, rb] = await Promise.all([a, b]);

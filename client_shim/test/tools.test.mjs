@@ -21,13 +21,13 @@ afterEach(async () => {
 });
 
 /** fakePi plus registerTool (the shared fake has none, so index.ts skips the tools there). */
-function setup({ appendEntry, branch = [] } = {}) {
+async function setup({ appendEntry, branch = [] } = {}) {
 	const pi = fakePi({ appendEntry });
 	pi.tools = {};
 	pi.registerTool = (def) => {
 		pi.tools[def.name] = def;
 	};
-	factory(pi);
+	await factory(pi);
 	const ctx = fakeCtx();
 	ctx.sessionManager.getBranch = () => branch;
 	return { pi, ctx };
@@ -39,7 +39,7 @@ const isErrorFor = (pi, name, res) => pi.handlers.tool_result({ type: "tool_resu
 
 test("loading registers both tools with typebox schemas and the context handler, connecting nothing", async () => {
 	daemon = await startDaemon();
-	const { pi } = setup();
+	const { pi } = await setup();
 	await sleep(30);
 	assert.equal(daemon.connections, 0);
 	assert.deepEqual(Object.keys(pi.tools).sort(), ["longhaul_recall", "longhaul_remember"]);
@@ -58,7 +58,7 @@ test("remember appends exactly the entry the daemon returns and answers with its
 	daemon = await startDaemon((req, dflt) =>
 		req.method === "remember" ? reply(req, { ok: true, text: "Remembered.", customType: "compaction-state.event", data }) : dflt(req),
 	);
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const res = await pi.tools.longhaul_remember.execute("call-1", { text: "use pnpm", kind: "decision" }, undefined, undefined, ctx);
 	assert.equal(text(res), "Remembered.");
 	assert.deepEqual(pi.entries, [{ customType: "compaction-state.event", data }]);
@@ -73,7 +73,7 @@ test("a refused note is an error result with the daemon's words and appends noth
 	daemon = await startDaemon((req, dflt) =>
 		req.method === "remember" ? reply(req, { ok: false, text: "longhaul_remember: the note is empty. Nothing was remembered.", customType: null, data: null }) : dflt(req),
 	);
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const res = await pi.tools.longhaul_remember.execute("c", { text: " " }, undefined, undefined, ctx);
 	assert.match(text(res), /the note is empty/);
 	assert.deepEqual(pi.entries, []);
@@ -83,7 +83,7 @@ test("a refused note is an error result with the daemon's words and appends noth
 
 test("daemon unreachable: both tools return an error result, never throw (TOOLS-8)", async () => {
 	deadSocket();
-	const { pi, ctx } = setup();
+	const { pi, ctx } = await setup();
 	const r1 = await pi.tools.longhaul_remember.execute("c", { text: "x" }, undefined, undefined, ctx);
 	assert.match(text(r1), /^longhaul_remember: the Longhaul daemon is not running .*Nothing was remembered\.$/);
 	assert.deepEqual(isErrorFor(pi, "longhaul_remember", r1), { isError: true });
@@ -103,7 +103,7 @@ test("malformed replies, JSON-RPC errors and a failing appendEntry are error res
 		if (mode === "rpc") return { jsonrpc: "2.0", id: req.id, error: { code: -32602, message: "Invalid params" } };
 		return reply(req, { ok: true, text: "Remembered.", customType: "compaction-state.event", data: { kind: "remember" } });
 	});
-	const { pi, ctx } = setup({
+	const { pi, ctx } = await setup({
 		appendEntry: () => {
 			throw new Error("This extension ctx is stale");
 		},
@@ -125,7 +125,7 @@ test("recall sends the branch, ref and query and returns the daemon's bounded te
 		return reply(req, { ok: true, text: "Span 1: closed whole\nCommands:\n- C1 `echo hi` exit 0", spans: [1] });
 	});
 	const branch = [{ type: "message", id: "a1", parentId: null, message: { role: "user", content: "hi", timestamp: 1 } }];
-	const { pi, ctx } = setup({ branch });
+	const { pi, ctx } = await setup({ branch });
 	const res = await pi.tools.longhaul_recall.execute("c", { ref: "span:1" }, undefined, undefined, ctx);
 	assert.match(text(res), /C1 `echo hi` exit 0/);
 	assert.deepEqual(res.details, { spans: [1] });
@@ -149,7 +149,7 @@ test("recall sends the branch inline when the daemon refuses the session file (-
 		return reply(req, { ok: true, text: "Span 1: closed whole", spans: [1] });
 	});
 	const branch = [{ type: "message", id: "a1", parentId: null, message: { role: "user", content: "hi", timestamp: 1 } }];
-	const { pi, ctx } = setup({ branch });
+	const { pi, ctx } = await setup({ branch });
 	const res = await pi.tools.longhaul_recall.execute("c", { ref: "span:1" }, undefined, undefined, ctx);
 	assert.match(text(res), /Span 1: closed whole/);
 	const [first, second] = daemon.byMethod("recall");
@@ -177,7 +177,7 @@ test("strip: asks the daemon with the kept window and applies its answer to the 
 			? reply(req, { cutoff: "c1", strip: [2], strippedBlocks: 1, strippedChars: 12, contextMessages: 4, logged: true })
 			: dflt(req),
 	);
-	const { pi, ctx } = setup({ branch: branchWith(longhaulCompaction) });
+	const { pi, ctx } = await setup({ branch: branchWith(longhaulCompaction) });
 	const messages = contextMessages();
 	const out = await pi.handlers.context({ type: "context", messages }, ctx);
 	assert.deepEqual(out.messages[2].content, [{ type: "text", text: "ok" }]);
@@ -190,19 +190,19 @@ test("strip: asks the daemon with the kept window and applies its answer to the 
 
 test("strip: no daemon call without a newest Longhaul compaction or without thinking blocks", async () => {
 	daemon = await startDaemon();
-	const pi1 = setup({ branch: branchWith({ ...longhaulCompaction, details: { readFiles: [] } }) }); // pi's own
+	const pi1 = await setup({ branch: branchWith({ ...longhaulCompaction, details: { readFiles: [] } }) }); // pi's own
 	assert.equal(await pi1.pi.handlers.context({ type: "context", messages: contextMessages() }, pi1.ctx), undefined);
-	const pi2 = setup({ branch: branchWith(longhaulCompaction) });
+	const pi2 = await setup({ branch: branchWith(longhaulCompaction) });
 	const plain = [user("kept", 2), { role: "assistant", content: [{ type: "text", text: "ok" }], timestamp: 3 }, user("new", 4)];
 	assert.equal(await pi2.pi.handlers.context({ type: "context", messages: plain }, pi2.ctx), undefined);
-	const pi3 = setup({ branch: [] });
+	const pi3 = await setup({ branch: [] });
 	assert.equal(await pi3.pi.handlers.context({ type: "context", messages: contextMessages() }, pi3.ctx), undefined);
 	assert.equal(daemon.byMethod("strip").length, 0);
 });
 
 test("strip: daemon unreachable, erroring or malformed leaves the context unchanged", async () => {
 	deadSocket();
-	const { pi, ctx } = setup({ branch: branchWith(longhaulCompaction) });
+	const { pi, ctx } = await setup({ branch: branchWith(longhaulCompaction) });
 	assert.equal(await pi.handlers.context({ type: "context", messages: contextMessages() }, ctx), undefined);
 	let answer;
 	daemon = await startDaemon((req, dflt) => (req.method === "strip" ? answer(req) : dflt(req)));

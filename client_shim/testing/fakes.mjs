@@ -35,7 +35,7 @@ export function fakeCtx(overrides = {}) {
 	return {
 		notices,
 		cwd: "/tmp/proj",
-		hasUI: false,
+		hasUI: true, // as in RPC and interactive mode, where notices are UI calls
 		sessionManager: {
 			getCwd: () => "/tmp/proj",
 			getSessionId: () => "0198aaaa-bbbb-7ccc-8ddd-eeeeffff0000",

@@ -55,7 +55,7 @@ EXCERPT_KEYS = frozenset({"excerpts"})  # LOG-14: only with PI_COMPACT_STATE_DEB
 STACK_KEY = "stack"  # LOG-15: only with PI_COMPACT_STATE_DEBUG_STACK=1
 
 # LOG-16: the one constant naming what Longhaul was verified against.
-VERIFIED_PI_VERSIONS = frozenset({"0.73.1"})
+VERIFIED_PI_VERSIONS = frozenset({"0.69.0", "0.73.1"})  # both ends of the supported range (README.md)
 VERIFIED_PI_LINES = frozenset({"0.73"})
 
 EVENTS = frozenset(

@@ -11,6 +11,7 @@ from .fake_git import FakeGit
 from .model_server import ModelServer
 from .pi_driver import PiRpc
 from .sandbox import Sandbox, build_sandbox, missing_prerequisites
+from .tui import PiScreen, tmux_missing
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +69,26 @@ def start_pi(sandbox: Sandbox) -> Iterator[Callable[[], PiRpc]]:
     finally:
         for pi in started:
             pi.close()
+
+
+@pytest.fixture
+def start_screen(sandbox: Sandbox) -> Iterator[Callable[[], PiScreen]]:
+    """A factory for interactive pi in tmux (``sandbox.pi_bin`` with ``-e sandbox.shim_dir``), called once the
+    test has written its files; every screen is closed at teardown. No tmux is a failure: CI installs it."""
+    missing = tmux_missing()
+    if missing:
+        pytest.fail(missing, pytrace=False)
+    opened: list[PiScreen] = []
+
+    def start() -> PiScreen:
+        opened.append(PiScreen(sandbox))
+        return opened[-1]
+
+    try:
+        yield start
+    finally:
+        for screen in opened:
+            screen.close()
 
 
 @pytest.fixture

@@ -439,7 +439,12 @@ def rule_line(rule_id: str, words: str, message: str) -> str:
 
 
 def notices(pi: PiRpc, start: int = 0) -> list[str]:
-    """The UI notices (``ctx.ui.notify``) pi reported over RPC since ``start``."""
+    """The UI notices (``ctx.ui.notify``) pi reported over RPC since ``start``.
+
+    The shim shows a compaction's notices after the compaction has ended, just before it appends the
+    compaction's line; a ``get_state`` round trip first makes sure every line pi wrote before its answer has
+    been read."""
+    pi.get_state()
     return [
         str(e.get("message"))
         for e in pi.events(start)

@@ -69,6 +69,19 @@ def test_no_daemon_print_mode_falls_back_to_pi(sandbox: Sandbox, model_server: M
     assert len(comps) == 1 and _pi_own(comps[0]), f"compaction entries: {comps}\nstderr:\n{run.stderr}"
 
 
+def test_print_mode_shows_the_fallback_notice_once_on_stderr(
+    sandbox: Sandbox, model_server: ModelServer
+) -> None:
+    """``pi -p`` has no screen: a compaction's notice goes to stderr, once; stdout holds only the answer."""
+    socket_path = sandbox.root / "nowhere" / "d.sock"
+    sandbox.extra_pi_env["LONGHAUL_SOCKET"] = str(socket_path)
+    run = run_print(sandbox, f"first: {LONG_WRAP_UP}", "second [[tokens=30000]]", "third")
+    assert run.returncode == 0, f"pi -p exit {run.returncode}\nstderr:\n{run.stderr}"
+    assert run.stdout.strip() == "ACK: third"
+    notice = f"Longhaul: daemon not running (connect ENOENT {socket_path}); pi's own compaction runs instead"
+    assert run.stderr.splitlines().count(notice) == 1, run.stderr
+
+
 def test_daemon_killed_mid_pass_then_restarted(
     sandbox: Sandbox,
     model_server: ModelServer,
