@@ -44,7 +44,8 @@ def test_turns7_an_unknown_ref_or_bad_arguments_is_an_error_result_not_a_failure
         _, error = show(ref)
         assert error, ref
     assert "unknown ref 'u9'" in show("u9")[0]
-    assert "there is no tool" in show("u1", name="bash")[0]
+    unknown = show("u1", name="sk-made-up-tool-name")[0]
+    assert "there is no such tool" in unknown and "made-up" not in unknown  # a made-up name is not echoed
 
 
 def test_turns8_show_is_capped_per_turn_and_the_call_over_the_cap_says_so() -> None:
