@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from rpc_replies import decoded
 
 from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import CompactParams, CompactResult
@@ -104,7 +105,7 @@ def marked_params(agent: Path, project: Path, **env: str) -> dict[str, Any]:
 
 async def call(services: Services, method: str, params: dict[str, Any]) -> Any:
     with anyio.fail_after(30):
-        outcome = await build_methods(services)[method].call(**params)
+        outcome = decoded(await build_methods(services)[method].call(**params))
     assert isinstance(outcome, RpcSuccess | RpcFailure)
     return outcome
 
