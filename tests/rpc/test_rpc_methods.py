@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,9 @@ async def test_compact_counts_each_close_kind_as_itself_and_fallbacks() -> None:
         ("empty", None),
         ("chunk-missing", "labels-tool-loop"),
     ]
-    kinds = iter([*({"closed_as": c, "reason": r} for c, r in closes), {"fallback": "no-model"}])
+    kinds: Iterator[dict[str, str | None]] = iter(
+        [*({"closed_as": c, "reason": r} for c, r in closes), {"fallback": "no-model"}]
+    )
 
     async def fake(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         return result_for(pass_id, **next(kinds))
