@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -321,10 +320,16 @@ async def test_a_cancelled_pass_and_one_cut_off_by_the_methods_net_each_leave_a_
 
     services = Services(socket_path="/s", run_pass=slow)
     method = build_methods(services)["compact"]
+    started = anyio.Event()
+
+    async def hung_up() -> None:
+        started.set()
+        await method.call(**marked_params(agent, project))
+
     async with anyio.create_task_group() as group:
-        group.start_soon(partial(method.call, **marked_params(agent, project)))
-        while services.passes_in_flight == 0:
-            await anyio.sleep(0.01)
+        group.start_soon(hung_up)
+        await started.wait()
+        await anyio.wait_all_tasks_blocked()  # the pass is running: its run_pass sleeps
         group.cancel_scope.cancel()  # the client hung up
     (aborted,) = records(agent)
     assert (aborted["event"], aborted["reason"], aborted["span"]) == ("aborted", "cancelled", 3)

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 WIRE = OPENAI_COMPLETIONS
 SESSION_KEY = "sk-Q7w2Er9Ty4Ui8Op3As6DkV1"
 SUMMARIZER_KEY = "sk-Hh3Jj8Gg2Ff6Dd1SaX0zC5"
-LABELS = {"u1": "rule", "u2": "not a rule"}
+LABELS: dict[str, str | tuple[str, str]] = {"u1": "rule", "u2": "not a rule"}
 
 
 def leaked(text: str) -> list[str]:
