@@ -1,0 +1,448 @@
+"""Turns mode against a hostile model: a real daemon process, real session files, one conversation per case.
+
+Run by ``tests/reliability/test_fuzz_turns.py`` (bounded: one conversation of each kind) and by ``make
+fuzz-turns`` (this file as a script: ``--rounds``, ``--seed``, ``--budget``). Each case is a span (one tool
+output of 430 KB in 16,000 numbered lines, four of 48 KB, or a small one) and a behaviour of the model
+(:mod:`turns_model`): played straight with ``show`` calls, crafted calls of every kind, a ``show`` loop, its
+key echoed into ids and names (with a summarizer route that then refuses with a 401), a 5 MB argument, 300
+calls in one reply, a 429 asking for an hour, a stream that hangs or never ends, errors, garbage. What must
+hold for every case, counted as violations in the :class:`TurnsReport`:
+
+* the reply is a result with a compaction or a fallback, never an error, and comes within the pass budget
+  plus one second (the budget check);
+* ``status``, asked every 20 ms from another connection all through the pass, always answers (the probe;
+  its latencies are figures for docs/reliability.md, never judged);
+* no request the model received, on either route, holds 8 characters in a row of either route's key;
+* the record log holds the pass's record (compaction or fallback);
+* the span closes as the case expects (``whole``, or narrative-less with the case's reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for passes.pi_branch as a script
+
+from daemon_under_test import DaemonUnderTest, status
+from passes.pi_branch import Session
+from turns_model import Ask, Behaviour, Reply, TurnsModel, good_answer, turns_model
+
+__all__ = ["CASES", "TurnsConfig", "TurnsReport", "run_turns_fuzz"]
+
+SESSION_KEY = "sk-turns-Q7w2Er9Ty4Ui8Op3As6Dk"
+SUMMARIZER_KEY = "sk-turns-Hh3Jj8Gg2Ff6Dd1SaX0z"
+BIG_LINES = 16_000  # about 430 KB of output
+SLACK_S = 1.0  # a pass may answer this long after its budget, whatever step runs
+PROBE_EVERY_S = 0.02
+
+
+def big_output(lines: int) -> str:
+    """Numbered log lines, about 27 characters each."""
+    return "".join(f"{n:05d} GET /i/{n} 0.{n % 1000:03d}s\n" for n in range(1, lines + 1))
+
+
+def _span(root: Path, shape: str) -> Session:
+    s = Session(root)
+    s.user("Never add new dependencies without asking me first.")
+    if shape == "big":
+        s.bash("cat access.log", big_output(BIG_LINES))
+        s.user("Line 12000 took 0.000s; look at 00042 too.")
+    elif shape == "four":
+        for part in range(4):
+            s.bash(f"cat part{part}.log", big_output(1_800))
+            s.user(f"Part {part}: 0.0{part}5s is slow.")
+    s.bash("pytest -q", "1 failed", code=1)
+    s.user("Keep going.")
+    return s
+
+
+# --- behaviours: what the model does, given what a request asks ---------------------------------------------
+
+
+def _calls(*calls: tuple[str, str, Any]) -> tuple[tuple[str, str, str], ...]:
+    """Calls with their arguments as sent: JSON text for an object, the text itself for a string."""
+    return tuple((i, n, a if isinstance(a, str) else json.dumps(a)) for i, n, a in calls)
+
+
+def straight(ask: Ask, _rng: random.Random) -> Reply:
+    return good_answer(ask)
+
+
+def shows_big_call(ask: Ask, _rng: random.Random) -> Reply:
+    """Played straight, but the first four sections each open with four ``show`` calls of the big call:
+    sixteen in all."""
+    if (
+        ask.tools_allowed
+        and not ask.after_tools
+        and ask.section in ("narrative", "objective", "labels", "decisions")
+    ):
+        return Reply(calls=_calls(*((f"c{ask.number}{n}", "show", {"ref": "call_1"}) for n in range(4))))
+    return good_answer(ask)
+
+
+CRAFTED_REFS = ("u1", "C1", "E1", "call_1", "../../etc/passwd", "\u0421" + "1", "u1\u202e", "x" * 5000, "")
+
+
+def crafted(ask: Ask, rng: random.Random) -> Reply:
+    """Calls of every odd kind before each answer: refs that do and do not exist, arguments that are not an
+    object or not JSON, tools that do not exist, ids empty or long."""
+    if not ask.tools_allowed or ask.after_tools:
+        return good_answer(ask)
+    odd = [
+        (rng.choice(("", "id\u202e", "i" * 300)), "show", {"ref": rng.choice(CRAFTED_REFS)}),
+        (f"b{ask.number}", rng.choice(("bash", "rm -rf /", "show\u200b", "")), {"command": "ls"}),
+        (f"c{ask.number}", "show", rng.choice(("[1, 2]", "{", "null", '{"ref": 7}'))),
+    ]
+    return Reply(text=rng.choice(("", "Let me look.", "{")), calls=_calls(*odd))
+
+
+def show_loop(ask: Ask, _rng: random.Random) -> Reply:
+    return Reply(calls=_calls((f"c{ask.number}", "show", {"ref": "u1"})))
+
+
+def key_echo(ask: Ask, _rng: random.Random) -> Reply:
+    """Whichever route is asked echoes the key it was sent with into ids, names and arguments; the
+    summarizer then refuses with a 401 quoting it, so the pass moves to the session model."""
+    if ask.key == SUMMARIZER_KEY and ask.after_tools:
+        body = json.dumps(
+            {"error": {"message": f"Incorrect API key provided: {ask.key}", "code": "invalid_key"}}
+        )
+        return Reply(status=401, error_body=body)
+    if ask.tools_allowed and not ask.after_tools:
+        return Reply(
+            text=ask.key, calls=_calls((ask.key, "show", {"ref": ask.key}), (f"x{ask.key}", ask.key, {}))
+        )
+    return good_answer(ask)
+
+
+def huge_argument(ask: Ask, _rng: random.Random) -> Reply:
+    if ask.number == 1:
+        return Reply(
+            calls=_calls(("big", "show", {"ref": "u1", "pad": "\u202e" * 1_000_000 + "x" * 4_000_000}))
+        )
+    return good_answer(ask)
+
+
+def many_calls(ask: Ask, _rng: random.Random) -> Reply:
+    if ask.number == 1:
+        return Reply(calls=_calls(*((f"c{n}", "show", {"ref": f"u{n % 4 + 1}"}) for n in range(300))))
+    return good_answer(ask)
+
+
+def rate_limited(ask: Ask, _rng: random.Random) -> Reply:
+    body = json.dumps({"error": {"type": "rate_limit_error", "message": "come back later"}})
+    return Reply(status=429, error_body=body, headers=(("retry-after", "3600"),))
+
+
+def hangs(ask: Ask, _rng: random.Random) -> Reply:
+    return Reply(hang=True)
+
+
+def endless(ask: Ask, _rng: random.Random) -> Reply:
+    return Reply(endless=True)
+
+
+def errors(ask: Ask, rng: random.Random) -> Reply:
+    if rng.random() < 0.5:
+        return Reply(status=rng.choice((400, 404, 422)), error_body='{"error": {"message": "no"}}')
+    return good_answer(ask)
+
+
+def garbage(ask: Ask, rng: random.Random) -> Reply:
+    return Reply(text=rng.choice(("not json \u202e", "{" * 500, '{"narrative": 5}', "```json\n[]\n```")))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One conversation: the span's shape, the model's behaviour, and how the span must close (a close
+    kind and, for one that is not whole, its reason; None: any close)."""
+
+    name: str
+    shape: str
+    behaviour: Behaviour
+    closes: tuple[str, str | None] | None
+    summarizer: bool = False
+
+
+CASES: tuple[Case, ...] = (
+    Case("straight-big", "big", shows_big_call, ("whole", None)),
+    Case("straight-four", "four", straight, ("whole", None)),
+    Case("crafted-calls", "small", crafted, ("whole", None)),
+    Case("show-loop", "small", show_loop, ("narrative-less", "tool-loop")),
+    Case("key-echo", "small", key_echo, ("whole", None), summarizer=True),
+    Case("huge-argument", "small", huge_argument, ("whole", None)),
+    Case("many-calls", "small", many_calls, ("whole", None)),
+    Case("rate-limited", "small", rate_limited, ("narrative-less", "rate-limited")),
+    Case("hanging-stream", "small", hangs, ("narrative-less", "turn-timeout")),
+    Case("endless-stream", "small", endless, ("narrative-less", "model-error")),
+    Case("errors", "small", errors, None),
+    Case("garbage", "small", garbage, ("narrative-less", "unparsable-answer")),
+)
+
+
+@dataclass(frozen=True)
+class TurnsConfig:
+    rounds: int = 1  # every case this many times
+    seed: int = 20261205
+    budget_s: float = 8.0  # the daemon's --pass-budget
+    cases: tuple[str, ...] = ()  # names to run; empty: all
+
+
+@dataclass
+class TurnsReport:
+    seed: int
+    conversations: int = 0
+    closes: Counter[str] = field(default_factory=Counter)  # "<close>:<reason>" per case run
+    model_requests: int = 0
+    seconds_over_budget: list[float] = field(default_factory=list)  # answer time minus the budget, per run
+    status_probes: int = 0
+    status_unanswered: int = 0
+    status_ms: list[float] = field(default_factory=list)
+    status_max_ms: dict[str, float] = field(default_factory=dict)  # the slowest probe, per case
+    violations: list[str] = field(default_factory=list)
+    crashed: bool = False
+    seconds: float = 0.0
+
+    def as_json(self) -> str:
+        fields = {k: dict(v) if isinstance(v, Counter) else v for k, v in vars(self).items()}
+        fields["status_ms"] = _percentiles(self.status_ms)
+        return json.dumps(fields, sort_keys=True)
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    ordered = sorted(values)
+
+    def at(share: float) -> float:
+        return round(ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))], 2)
+
+    return {
+        "p50": at(0.5),
+        "p99": at(0.99),
+        "max": round(ordered[-1], 2),
+        "mean": round(statistics.mean(ordered), 2),
+    }
+
+
+def leaked(text: str) -> list[str]:
+    return [
+        k[i : i + 8] for k in (SESSION_KEY, SUMMARIZER_KEY) for i in range(len(k) - 7) if k[i : i + 8] in text
+    ]
+
+
+class _Prober:
+    """``status`` from a thread of its own, every :data:`PROBE_EVERY_S`, each on a fresh connection."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = socket_path
+        self.latencies_ms: list[float] = []
+        self.unanswered = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _Prober:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            started = time.perf_counter()
+            try:
+                status(self.socket_path, timeout=5.0)
+                self.latencies_ms.append((time.perf_counter() - started) * 1000)
+            except (OSError, ValueError):
+                self.unanswered += 1
+            self._done.wait(PROBE_EVERY_S)
+
+
+def _compact(socket_path: Path, params: dict[str, Any], wait_s: float) -> dict[str, Any]:
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "compact", "params": params}).encode() + b"\n"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(wait_s)
+        sock.connect(str(socket_path))
+        sock.sendall(request)
+        buffer = b""
+        while b"\n" not in buffer:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                raise ValueError("the daemon closed the connection without a reply")
+            buffer += chunk
+    reply: dict[str, Any] = json.loads(buffer.split(b"\n", 1)[0])
+    return reply
+
+
+def _params(work: Path, case: Case, model: TurnsModel, number: int) -> dict[str, Any]:
+    root = work / "sessions" / f"{number:04d}-{case.name}"
+    root.mkdir(parents=True)
+    span = _span(root, case.shape)
+    path = span.write(root / "session.jsonl", session_id=f"s{number}")
+    params = span.file_params(len(span.entries) - 1, path).model_dump(mode="json")
+    agent = work / "agent"
+    settings: dict[str, Any] = {"narrativeMode": "turns"}
+    if case.summarizer:
+        settings["summarizer"] = "cheap/s"
+    (agent / "longhaul.json").write_text(json.dumps(settings))
+    facts = {"provider": "fake", "id": "m", "api": "openai-completions", "baseUrl": model.base_url}
+    params["session"] |= {
+        "agentDir": str(agent),
+        "sessionId": f"s{number}",
+        "model": {**facts, "maxTokens": 16_384},
+    }
+    params["credentials"] = {"apiKey": SESSION_KEY, "headers": {}}
+    if case.summarizer:
+        params["summarizer"] = {
+            "spec": "cheap/s",
+            "model": {**facts, "provider": "cheap", "id": "s", "maxTokens": 16_384},
+            "credentials": {"apiKey": SUMMARIZER_KEY, "headers": {}},
+        }
+    return params
+
+
+def _records(work: Path) -> list[dict[str, Any]]:
+    path = work / "agent" / "logs" / "compaction-state.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _one(
+    daemon: DaemonUnderTest,
+    model: TurnsModel,
+    work: Path,
+    case: Case,
+    config: TurnsConfig,
+    number: int,
+    report: TurnsReport,
+) -> None:
+    params = _params(work, case, model, number)
+    model.play(case.behaviour, config.seed + number)
+
+    def fail(text: str) -> None:
+        report.violations.append(f"{case.name} #{number}: {text}")
+
+    with _Prober(daemon.socket_path) as prober:
+        started = time.monotonic()
+        try:
+            reply = _compact(daemon.socket_path, params, config.budget_s + 30)
+        except (OSError, ValueError) as exc:
+            fail(f"no reply ({type(exc).__name__})")
+            return
+        elapsed = time.monotonic() - started
+    report.conversations += 1
+    report.model_requests += len(model.kept)
+    report.status_probes += len(prober.latencies_ms) + prober.unanswered
+    report.status_unanswered += prober.unanswered
+    report.status_ms += prober.latencies_ms
+    slowest = max(prober.latencies_ms, default=0.0)
+    report.status_max_ms[case.name] = round(max(slowest, report.status_max_ms.get(case.name, 0.0)), 1)
+    report.seconds_over_budget.append(round(elapsed - config.budget_s, 3))
+    if prober.unanswered:
+        fail(f"{prober.unanswered} status probes went unanswered")
+    if elapsed > config.budget_s + SLACK_S:
+        fail(f"answered {elapsed:.2f} s after it began, past its budget of {config.budget_s:g} s")
+    for kept in model.kept:
+        if leaked(kept.body):
+            fail(f"a request sent with one route's key holds pieces of a key: {leaked(kept.body)[:3]}")
+            break
+    result = reply.get("result")
+    if not isinstance(result, dict):
+        fail(f"an error reply: {json.dumps(reply)[:200]}")
+        return
+    record = result.get("after", {}) or {}
+    span = record.get("spanRecord") or {}
+    closed = (
+        f"{span.get('closedAs')}:{span.get('reason')}"
+        if result.get("compaction")
+        else f"fallback:{result.get('fallback')}"
+    )
+    report.closes[f"{case.name} {closed}"] += 1
+    if case.closes is not None and (span.get("closedAs"), span.get("reason")) != case.closes:
+        fail(f"closed {closed}, expected {case.closes[0]}:{case.closes[1]}")
+    if not any(
+        r.get("passId") == result.get("passId") and r["event"] in ("compaction", "fallback")
+        for r in _records(work)
+    ):
+        fail("no record of the pass in the record log")
+    if leaked(json.dumps(result)):
+        fail("the reply holds pieces of a key")
+
+
+def run_turns_fuzz(work: Path, config: TurnsConfig) -> TurnsReport:
+    """Every chosen case ``config.rounds`` times against one daemon; the report says what held."""
+    report = TurnsReport(seed=config.seed)
+    (work / "agent").mkdir(parents=True, exist_ok=True)
+    cases = [c for c in CASES if not config.cases or c.name in config.cases]
+    started = time.monotonic()
+    (work / "daemon").mkdir()
+    daemon = DaemonUnderTest(work / "daemon", "--pass-budget", str(config.budget_s))
+    daemon.start()
+    try:
+        with turns_model() as model:
+            for round_ in range(config.rounds):
+                for index, case in enumerate(cases):
+                    _one(daemon, model, work, case, config, round_ * len(cases) + index, report)
+                    if not daemon.running():
+                        report.crashed = True
+                        report.violations.append(
+                            f"the daemon exited during {case.name}:\n{daemon.log_tail()}"
+                        )
+                        return report
+    finally:
+        daemon.stop()
+        report.seconds = round(time.monotonic() - started, 1)
+    return report
+
+
+def summary(report: TurnsReport) -> str:
+    over = report.seconds_over_budget
+    return "\n".join(
+        [
+            f"turns fuzz, seed {report.seed}: {report.conversations} conversations, "
+            f"{report.model_requests} model requests, {report.seconds} s",
+            f"status: {report.status_probes} probes, {report.status_unanswered} unanswered, "
+            f"latency ms {_percentiles(report.status_ms)}",
+            f"answered at most {max(over) if over else 0:+.2f} s past the budget",
+            f"slowest status probe per case, ms: {report.status_max_ms}",
+            *(f"  {name}: {count}" for name, count in sorted(report.closes.items())),
+            f"violations: {len(report.violations)}",
+            *(f"  {text}" for text in report.violations[:20]),
+        ]
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="turns mode against a hostile model, through a real daemon")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=TurnsConfig.seed)
+    parser.add_argument(
+        "--budget", type=float, default=TurnsConfig.budget_s, help="the daemon's --pass-budget"
+    )
+    parser.add_argument("--case", action="append", default=[], help="run only this case; repeatable")
+    parser.add_argument("--json", type=Path, help="also write the report as JSON here")
+    args = parser.parse_args()
+    config = TurnsConfig(rounds=args.rounds, seed=args.seed, budget_s=args.budget, cases=tuple(args.case))
+    with tempfile.TemporaryDirectory(prefix="lh-turns-") as scratch:
+        report = run_turns_fuzz(Path(scratch), config)
+    print(summary(report))
+    if args.json is not None:
+        args.json.write_text(report.as_json())
+    return 1 if report.violations or report.crashed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
