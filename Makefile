@@ -58,6 +58,7 @@ BENCH_WORK ?= $(VENV)/bench-work
 bench: $(PY_STAMP)
 	$(BIN)/python bench/pass_bench.py
 	$(BIN)/python bench/daemon_bench.py --work $(BENCH_WORK)
+	$(BIN)/python bench/turns_bench.py --work $(BENCH_WORK)
 
 # 64 concurrent passes on a real daemon against a scripted 1 s model: wall time, passes/s, status latency.
 load-bench: $(PY_STAMP)
