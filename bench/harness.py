@@ -206,7 +206,7 @@ def _section_answer(request: dict[str, Any], section: str) -> dict[str, Any]:
     properties = (_schema(request).get("schema") or {}).get("properties") or {}
     offered = (((properties.get("labels") or {}).get("items") or {}).get("properties") or {}).get("msg") or {}
     open_errors = ((properties.get("openErrors") or {}).get("items") or {}).get("enum") or []
-    return {
+    answers: dict[str, dict[str, Any]] = {
         "narrative": {"narrative": "Read the access log and ran the tests.", "excuses": []},
         "objective": {"objective": None},
         "labels": {
@@ -214,7 +214,8 @@ def _section_answer(request: dict[str, Any], section: str) -> dict[str, Any]:
         },
         "decisions": {"decisions": [], "deadEnds": [], "openErrors": open_errors, "fixed": [], "excuses": []},
         "now": {"now": "Keep the tests green.", "excuses": []},
-    }.get(section, {})
+    }
+    return answers.get(section, {})
 
 
 def _show_call(call_id: str, index: int, ref: str) -> dict[str, Any]:

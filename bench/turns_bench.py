@@ -89,9 +89,14 @@ def _session(path: Path, span: Span) -> tuple[list[str], str]:
 
 
 def _params(scratch: Scratch, path: Path, span_ids: list[str], leaf: str, base_url: str) -> dict[str, Any]:
-    model = {"provider": "bench", "id": "bench-model", "api": "openai-completions", "baseUrl": base_url}
+    model: dict[str, Any] = {"provider": "bench", "id": "bench-model", "api": "openai-completions"}
+    model["baseUrl"] = base_url
     model |= {"reasoning": False, "contextWindow": 128_000, "maxTokens": 16_384}
-    session = {"cwd": str(scratch.cwd), "sessionId": "turns-bench", "agentDir": str(scratch.agent)}
+    session: dict[str, Any] = {
+        "cwd": str(scratch.cwd),
+        "sessionId": "turns-bench",
+        "agentDir": str(scratch.agent),
+    }
     session |= {
         "sessionFile": str(path),
         "piVersion": "0.73.1",
