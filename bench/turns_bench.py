@@ -52,7 +52,7 @@ SPANS = (
 
 
 def _output(lines: int) -> str:
-    return "".join(f"{n:05d} GET /i/{n} 0.{n % 1000:03d}s\n" for n in range(1, lines + 1))
+    return "".join(f"{n:05d} GET /api/{n} 0.{n % 1000:03d}s\n" for n in range(1, lines + 1))
 
 
 def _session(path: Path, span: Span) -> tuple[list[str], str]:

@@ -23,7 +23,7 @@ Decisions taken here (the proposals unless said otherwise):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -154,16 +154,19 @@ def merge_values(
     return [value for _, value in ranked[:keep]], max(len(ranked) - keep, 0)
 
 
-def value_tokens(text: str) -> Iterator[tuple[str, int]]:
+def value_tokens(text: str, among: Container[str] | None = None) -> Iterator[tuple[str, int]]:
     """VALUE-7 (FACTS-3): every value token of ``text`` (already CRLF-normalized) with where it starts, in
-    order, repeats included; one pass over the text.
+    order, repeats included; one pass over the text. With ``among`` (value tokens only), just those.
 
     A token is a whole run of letters and digits joined by single dots, so no letter or digit flanks it
     where it is found: :func:`find_value` keeps every token of a text in that text (VALUE-4).
     """
     for match in _LEARNED.finditer(text):
         token = match.group(0)
-        if len(token) >= MIN_LEARNED and any(map(str.isdigit, token)):
+        if among is not None:
+            if token in among:
+                yield token, match.start()
+        elif len(token) >= MIN_LEARNED and any(map(str.isdigit, token)):
             yield token, match.start()
 
 

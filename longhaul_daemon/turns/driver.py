@@ -17,7 +17,10 @@ last repair turn, is asked there (TURNS-11). No question follows a turn that thr
 Budgets (TURNS-15): every call of a turn shares a budget of ``turn_seconds`` (2 minutes in the daemon) that
 never runs past the pass's deadline. A turn that runs over is abandoned and the conversation goes on with the
 next section; once the pass's budget is spent, the sections not reached carry from the previous state
-(:mod:`longhaul_daemon.turns.result`). A span that offers no message to label makes no labels call. Model
+(:mod:`longhaul_daemon.turns.result`). A span that offers no message to label makes no labels call. A
+section that does not finish names why: ``turn-timeout``, ``budget-exhausted``, ``rate-limited`` (a 429 asked
+for a wait past the budget), ``context-full``, ``model-error``, ``tool-loop`` (every turn only called tools),
+``unparsable-answer``, or ``nothing-kept`` (an answer whose every field failed its checks). Model
 errors end a section, never the pass; :class:`~longhaul_daemon.turns.conversation.TurnsUnavailable` (the
 route cannot carry the tool, or the Digest cannot fit) leaves, so the pass can run the Diff instead.
 """

@@ -12,8 +12,9 @@ turn that printed it (VALUE-3), so it still verifies against that turn (VALUE-2)
 :data:`MAX_LEARNED` of a span are kept. A value that only an earlier summary held is never learned: a
 summary is not tool output.
 
-Every message is read once, start to end: the cost grows with the span's length, not with the number of
-tokens times the length of an output (a 16,000-line log holds some 50,000 tokens). Pure; nothing raises.
+Every message is read once, start to end, and tool output only for the tokens the user or the assistant
+wrote: the cost grows with the span's length, not with the number of tokens times the length of an output
+(a 16,000-line log holds some 60,000 tokens). Pure; nothing raises.
 """
 
 from __future__ import annotations
@@ -73,7 +74,15 @@ class _Printed:
 
 def learned_values(span: Sequence[SpanMessage]) -> tuple[ValueCandidate, ...]:
     """VALUE-7: the values ``span`` taught by tool output (the module docstring's rule), oldest first."""
-    seen: set[str] = set()  # every token already met in the span, wherever
+    # Only a token the user or the assistant wrote can be used again, so only those are looked for in tool
+    # output: a 16,000-line log holds tens of thousands of tokens, and almost none of them matter.
+    said = frozenset(
+        token
+        for item in span
+        if item.parsed.role in ("user", "assistant")
+        for token, _ in value_tokens(normalize_newlines(item.parsed.text))
+    )
+    seen: set[str] = set()  # every token of ``said`` already met in the span, wherever
     printed: dict[str, _Printed] = {}  # token first met in tool output -> where
     used: dict[str, None] = {}  # printed tokens used again, in the order they were used
     turn: str | None = None
@@ -84,7 +93,7 @@ def learned_values(span: Sequence[SpanMessage]) -> tuple[ValueCandidate, ...]:
         output = _outputs(item)
         if output is not None:
             text = normalize_newlines(output[0])
-            for token, at in value_tokens(text):
+            for token, at in value_tokens(text, said):
                 if token not in seen and turn is not None:
                     printed[token] = _Printed(text, at, output[1], turn)
                 seen.add(token)

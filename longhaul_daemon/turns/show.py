@@ -104,6 +104,20 @@ def _cut(text: str, limit: int) -> str:
     return text[:head] + marker + text[len(text) - (keep - head) :]
 
 
+_CLEAN_WHOLE = 4  # an item up to this many times the limit is cleaned whole before it is cut
+
+
+def _shown(text: str, limit: int) -> str:
+    """``text`` cleaned and cut to ``limit``; a long one (a 430 KB log) is cleaned at its edges only, since
+    cleaning never lengthens text, so showing it costs what its edges cost, not what the whole costs."""
+    if len(text) <= _CLEAN_WHOLE * limit:
+        return _cut(clean(text), limit)
+    marker = f"\n[… {len(text)} characters in all, cut …]\n"
+    keep = max(0, limit - len(marker))
+    head, tail = clean(text[: keep // 2]), clean(text[len(text) - (keep - keep // 2) :])
+    return head + marker + tail
+
+
 def _error(call: ToolCall, text: str) -> ToolResult:
     return ToolResult(call.id, call.name, text, is_error=True)
 
@@ -126,4 +140,4 @@ def run_show(call: ToolCall, index: ShowIndex, *, used: int, room_chars: int) ->
         return _error(call, f"unknown ref {shown!r}: give a u<n>, C<n>, E<n> or tool-call id from the digest")
     if room_chars < MIN_ROOM:
         return _error(call, "no room is left in this conversation for more results; answer now")
-    return ToolResult(call.id, call.name, _cut(clean(found), min(RESULT_CHARS, room_chars)))
+    return ToolResult(call.id, call.name, _shown(found, min(RESULT_CHARS, room_chars)))

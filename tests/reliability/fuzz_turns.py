@@ -50,7 +50,7 @@ PROBE_EVERY_S = 0.02
 
 def big_output(lines: int) -> str:
     """Numbered log lines, about 27 characters each."""
-    return "".join(f"{n:05d} GET /i/{n} 0.{n % 1000:03d}s\n" for n in range(1, lines + 1))
+    return "".join(f"{n:05d} GET /api/{n} 0.{n % 1000:03d}s\n" for n in range(1, lines + 1))
 
 
 def _span(root: Path, shape: str) -> Session:
