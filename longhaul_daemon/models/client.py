@@ -271,9 +271,10 @@ async def _complete(
         _emit(trace, on_trace)
         raise
     # before the Diff reads or cuts it, and before a call's id, name or arguments are sent anywhere again;
-    # a reply far larger than any prompt is scanned in a thread
+    # a reply far larger than any prompt, or one with calls (whose arguments may be anything), in a thread
     scrub = partial(scrubbed_reply, result, redactor)
-    result = await THREADS.run(scrub) if len(result.text) >= INLINE_BYTES else scrub()
+    big = len(result.text) >= INLINE_BYTES or bool(result.tool_calls)
+    result = await THREADS.run(scrub) if big else scrub()
     trace.attempts = attempts
     trace.usage = result.usage
     trace.request_id = result.request_id
