@@ -396,7 +396,8 @@ class Scratch:
         self.socket.parent.chmod(0o700)  # the daemon refuses a socket directory others can enter
         (self.agent / "longhaul.json").write_text(json.dumps(settings))
 
-    def start_daemon(self) -> subprocess.Popen[bytes]:
+    def start_daemon(self, *serve: str) -> subprocess.Popen[bytes]:
+        """``longhaul-daemon serve`` in this world, with ``serve``'s extra flags."""
         home = self.root / "home"
         env = os.environ | {"HOME": str(home), "XDG_RUNTIME_DIR": str(self.socket.parent)}
         env |= {"XDG_STATE_HOME": str(home / ".local/state"), "XDG_CONFIG_HOME": str(home / ".config")}
@@ -404,7 +405,7 @@ class Scratch:
         env.pop("LONGHAUL_SOCKET", None)
         with (self.root / "daemon.log").open("ab") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "longhaul_daemon", "serve", "--socket", str(self.socket)],
+                [sys.executable, "-m", "longhaul_daemon", "serve", "--socket", str(self.socket), *serve],
                 env=env,
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,
