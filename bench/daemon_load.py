@@ -2,11 +2,11 @@
 
 ``python bench/daemon_load.py`` starts a private daemon (see :mod:`harness`) with the per-provider
 concurrency limit set (``serve --concurrency``), writes one ~170 KB pi session file per pass, and after one
-warm-up pass sends ``--passes`` concurrent ``compact`` requests (a connection each, naming the session file as the
-shim does; ``--inline`` sends the branch as the shim does without one) while a poller times ``status``. It
-prints wall time, passes/s, daemon CPU, ``status`` p50/p99, how the passes closed and the most model calls in
-flight. ``--profile FILE`` records the daemon with py-spy (``pip install py-spy``). Numbers to compare between
-changes; no test asserts a time.
+warm-up pass sends ``--passes`` concurrent ``compact`` requests (a connection each, naming the session file
+as the shim does; ``--inline`` sends the branch as the shim does without one) while a poller times
+``status``. It prints wall time, passes/s, daemon CPU, ``status`` p50/p99, how the passes closed and the
+most model calls in flight. ``--profile FILE`` records the daemon with py-spy (``pip install py-spy``).
+Numbers to compare between changes; no test asserts a time.
 """
 
 from __future__ import annotations
