@@ -317,7 +317,9 @@ async def _exchange(
         state = provider.new_stream(call)
         try:
             async for event in events:
-                piece = state.feed(event)
+                # an event far larger than a delta (a hostile 10 MB argument) is decoded off the loop
+                big = len(event.data) >= INLINE_BYTES
+                piece = await THREADS.run(partial(state.feed, event)) if big else state.feed(event)
                 if scanner is None or stop_at is None or not piece:
                     continue
                 seen += len(piece)
