@@ -1,7 +1,8 @@
 """``status`` asked again and again from a process of its own, so nothing the asking process does (serving a
 model's 5 MB reply, parsing a big request) shows up as the daemon's latency.
 
-``python status_probe.py SOCKET EVERY_S``: prints ``ready`` once the first ``status`` is answered, then probes
+``python status_probe.py SOCKET EVERY_S``: prints ``ready`` once the first ``status`` is answered (or went
+unanswered for 10 s), then probes
 every ``EVERY_S`` seconds on a fresh connection until stdin closes, and prints one JSON line:
 ``{"latenciesMs": [...], "unanswered": N}``. :class:`StatusProbe` runs it as a context manager.
 """
@@ -52,10 +53,13 @@ def _probe(socket_path: Path, every_s: float) -> None:
         done.set()
 
     threading.Thread(target=until_stdin_closes, daemon=True).start()
-    status(socket_path, timeout=10.0)
-    print("ready", flush=True)
     latencies: list[float] = []
     unanswered = 0
+    try:
+        status(socket_path, timeout=10.0)
+    except (OSError, ValueError):
+        unanswered += 1  # a daemon that cannot answer now is what the probe is for: counted, not fatal
+    print("ready", flush=True)
     while not done.is_set():
         started = time.perf_counter()
         try:
