@@ -1,12 +1,9 @@
 """Turns mode against a hostile model: a real daemon process, real session files, one conversation per case.
 
 Run by ``tests/reliability/test_fuzz_turns.py`` (bounded: one conversation of each kind) and by ``make
-fuzz-turns`` (this file as a script: ``--rounds``, ``--seed``, ``--budget``). Each case is a span (one tool
-output of 430 KB in 16,000 numbered lines, four of 48 KB, or a small one) and a behaviour of the model
-(:mod:`turns_model`): played straight with ``show`` calls, crafted calls of every kind, a ``show`` loop, its
-key echoed into ids and names (with a summarizer route that then refuses with a 401), a 5 MB argument, 300
-calls in one reply, a 429 asking for an hour, a stream that hangs or never ends, errors, garbage. What must
-hold for every case, counted as violations in the :class:`TurnsReport`:
+fuzz-turns`` (this file as a script: ``--rounds``, ``--seed``, ``--budget``, ``--case``). The cases, a span
+and a part the model plays in it, are in :mod:`turns_cases`. What must hold for every case, counted as
+violations in the :class:`TurnsReport`:
 
 * the reply is a result with a compaction or a fallback, never an error, and comes within the pass budget
   plus one second (the budget check);
@@ -21,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import socket
 import statistics
 import sys
@@ -32,171 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for passes.pi_branch as a script
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for turns_cases as a script
 
 from daemon_under_test import DaemonUnderTest
-from passes.pi_branch import Session
 from status_probe import StatusProbe
-from turns_model import Ask, Behaviour, Reply, TurnsModel, good_answer, turns_model
+from turns_cases import CASES, SESSION_KEY, SUMMARIZER_KEY, Case, span_of
+from turns_model import TurnsModel, turns_model
 
 __all__ = ["CASES", "TurnsConfig", "TurnsReport", "run_turns_fuzz"]
 
-SESSION_KEY = "sk-turns-Q7w2Er9Ty4Ui8Op3As6Dk"
-SUMMARIZER_KEY = "sk-turns-Hh3Jj8Gg2Ff6Dd1SaX0z"
-BIG_LINES = 16_000  # about 430 KB of output
 SLACK_S = 1.0  # a pass may answer this long after its budget, whatever step runs
 PROBE_EVERY_S = 0.02
-
-
-def big_output(lines: int) -> str:
-    """Numbered log lines, about 27 characters each."""
-    return "".join(f"{n:05d} GET /api/{n} 0.{n % 1000:03d}s\n" for n in range(1, lines + 1))
-
-
-def _span(root: Path, shape: str) -> Session:
-    s = Session(root)
-    s.user("Never add new dependencies without asking me first.")
-    if shape == "big":
-        s.bash("cat access.log", big_output(BIG_LINES))
-        s.user("Line 12000 took 0.000s; look at 00042 too.")
-    elif shape == "four":
-        for part in range(4):
-            s.bash(f"cat part{part}.log", big_output(1_800))
-            s.user(f"Part {part}: 0.0{part}5s is slow.")
-    s.bash("pytest -q", "1 failed", code=1)
-    s.user("Keep going.")
-    return s
-
-
-# --- behaviours: what the model does, given what a request asks ---------------------------------------------
-
-
-def _calls(*calls: tuple[str, str, Any]) -> tuple[tuple[str, str, str], ...]:
-    """Calls with their arguments as sent: JSON text for an object, the text itself for a string."""
-    return tuple((i, n, a if isinstance(a, str) else json.dumps(a)) for i, n, a in calls)
-
-
-def straight(ask: Ask, _rng: random.Random) -> Reply:
-    return good_answer(ask)
-
-
-def shows_big_call(ask: Ask, _rng: random.Random) -> Reply:
-    """Played straight, but the first four sections each open with four ``show`` calls of the big call:
-    sixteen in all."""
-    if (
-        ask.tools_allowed
-        and not ask.after_tools
-        and ask.section in ("narrative", "objective", "labels", "decisions")
-    ):
-        return Reply(calls=_calls(*((f"c{ask.number}{n}", "show", {"ref": "call_1"}) for n in range(4))))
-    return good_answer(ask)
-
-
-CRAFTED_REFS = ("u1", "C1", "E1", "call_1", "../../etc/passwd", "\u0421" + "1", "u1\u202e", "x" * 5000, "")
-
-
-def crafted(ask: Ask, rng: random.Random) -> Reply:
-    """Calls of every odd kind before each answer: refs that do and do not exist, arguments that are not an
-    object or not JSON, tools that do not exist, ids empty or long."""
-    if not ask.tools_allowed or ask.after_tools:
-        return good_answer(ask)
-    odd = [
-        (rng.choice(("", "id\u202e", "i" * 300)), "show", {"ref": rng.choice(CRAFTED_REFS)}),
-        (f"b{ask.number}", rng.choice(("bash", "rm -rf /", "show\u200b", "")), {"command": "ls"}),
-        (f"c{ask.number}", "show", rng.choice(("[1, 2]", "{", "null", '{"ref": 7}'))),
-    ]
-    return Reply(text=rng.choice(("", "Let me look.", "{")), calls=_calls(*odd))
-
-
-def show_loop(ask: Ask, _rng: random.Random) -> Reply:
-    return Reply(calls=_calls((f"c{ask.number}", "show", {"ref": "u1"})))
-
-
-def key_echo(ask: Ask, _rng: random.Random) -> Reply:
-    """Whichever route is asked echoes the key it was sent with into ids, names and arguments; the
-    summarizer then refuses with a 401 quoting it, so the pass moves to the session model."""
-    if ask.key == SUMMARIZER_KEY and ask.after_tools:
-        body = json.dumps(
-            {"error": {"message": f"Incorrect API key provided: {ask.key}", "code": "invalid_key"}}
-        )
-        return Reply(status=401, error_body=body)
-    if ask.tools_allowed and not ask.after_tools:
-        return Reply(
-            text=ask.key, calls=_calls((ask.key, "show", {"ref": ask.key}), (f"x{ask.key}", ask.key, {}))
-        )
-    return good_answer(ask)
-
-
-def huge_argument(ask: Ask, _rng: random.Random) -> Reply:
-    if ask.number == 1:
-        return Reply(
-            calls=_calls(("big", "show", {"ref": "u1", "pad": "\u202e" * 1_000_000 + "x" * 4_000_000}))
-        )
-    return good_answer(ask)
-
-
-def many_calls(ask: Ask, _rng: random.Random) -> Reply:
-    if ask.number == 1:
-        return Reply(calls=_calls(*((f"c{n}", "show", {"ref": f"u{n % 4 + 1}"}) for n in range(300))))
-    return good_answer(ask)
-
-
-def rate_limited(ask: Ask, _rng: random.Random) -> Reply:
-    body = json.dumps({"error": {"type": "rate_limit_error", "message": "come back later"}})
-    return Reply(status=429, error_body=body, headers=(("retry-after", "3600"),))
-
-
-def hangs(ask: Ask, _rng: random.Random) -> Reply:
-    return Reply(hang=True)
-
-
-def endless(ask: Ask, _rng: random.Random) -> Reply:
-    return Reply(endless=True)
-
-
-def errors(ask: Ask, rng: random.Random) -> Reply:
-    if rng.random() < 0.5:
-        return Reply(status=rng.choice((400, 404, 422)), error_body='{"error": {"message": "no"}}')
-    return good_answer(ask)
-
-
-def garbage(ask: Ask, rng: random.Random) -> Reply:
-    return Reply(text=rng.choice(("not json \u202e", "{" * 500, '{"narrative": 5}', "```json\n[]\n```")))
-
-
-@dataclass(frozen=True)
-class Case:
-    """One conversation: the span's shape, the model's behaviour, and how the span must close (a close
-    kind and the reasons it may give, None for a whole close; None: any close)."""
-
-    name: str
-    shape: str
-    behaviour: Behaviour
-    closes: tuple[str, frozenset[str | None]] | None
-    summarizer: bool = False
-
-
-WHOLE: tuple[str, frozenset[str | None]] = ("whole", frozenset({None}))
-
-
-def narrative_less(*reasons: str) -> tuple[str, frozenset[str | None]]:
-    return "narrative-less", frozenset(reasons)
-
-
-CASES: tuple[Case, ...] = (
-    Case("straight-big", "big", shows_big_call, WHOLE),
-    Case("straight-four", "four", straight, WHOLE),
-    Case("crafted-calls", "small", crafted, WHOLE),
-    Case("show-loop", "small", show_loop, narrative_less("tool-loop")),
-    Case("key-echo", "small", key_echo, WHOLE, summarizer=True),
-    Case("huge-argument", "small", huge_argument, WHOLE),
-    Case("many-calls", "small", many_calls, WHOLE),
-    Case("rate-limited", "small", rate_limited, narrative_less("rate-limited")),
-    Case("hanging-stream", "small", hangs, narrative_less("turn-timeout")),
-    Case("endless-stream", "small", endless, narrative_less("model-error")),
-    Case("errors", "small", errors, None),
-    Case("garbage", "small", garbage, narrative_less("unparsable-answer", "nothing-kept")),
-)
 
 
 @dataclass(frozen=True)
@@ -269,7 +111,7 @@ def _compact(socket_path: Path, params: dict[str, Any], wait_s: float) -> dict[s
 def _params(work: Path, case: Case, model: TurnsModel, number: int) -> dict[str, Any]:
     root = work / "sessions" / f"{number:04d}-{case.name}"
     root.mkdir(parents=True)
-    span = _span(root, case.shape)
+    span = span_of(root, case.shape)
     path = span.write(root / "session.jsonl", session_id=f"s{number}")
     params = span.file_params(len(span.entries) - 1, path).model_dump(mode="json")
     agent = work / "agent"
