@@ -72,6 +72,7 @@ BENCH_WORK ?= $(VENV)/bench-work
 bench: $(PY_STAMP)
 	$(BIN)/python bench/pass_bench.py
 	$(BIN)/python bench/daemon_bench.py --work $(BENCH_WORK)
+	$(BIN)/python bench/turns_bench.py --work $(BENCH_WORK)
 
 # 64 concurrent passes on a real daemon against a scripted 1 s model: wall time, passes/s, status latency.
 load-bench: $(PY_STAMP)
@@ -120,10 +121,16 @@ bench-compare: install
 # the doc quotes. fuzz: a real daemon, 20,000 mutated frames, 200 connections at once, 50 slow-loris clients
 # (FUZZ_ARGS: --seed N, --frames N, --dump DIR for the frames behind a failure). soak: 100 SIGKILLs of the
 # daemon mid-pass through a real pi, each followed by a restart and a compaction that must carry the state.
-.PHONY: fuzz soak
+.PHONY: fuzz fuzz-turns soak
 FUZZ_ARGS ?=
 fuzz: $(PY_STAMP)
 	$(BIN)/python tests/reliability/fuzz_socket.py $(FUZZ_ARGS)
+	$(BIN)/python tests/reliability/fuzz_turns.py $(FUZZ_TURNS_ARGS)
+# fuzz-turns: turns mode against a hostile model, every case of tests/reliability/fuzz_turns.py 10 times
+# (FUZZ_TURNS_ARGS: --rounds N, --seed N, --budget S, --case NAME)
+FUZZ_TURNS_ARGS ?=
+fuzz-turns: $(PY_STAMP)
+	$(BIN)/python tests/reliability/fuzz_turns.py $(FUZZ_TURNS_ARGS)
 SOAK_ITERATIONS ?= 100
 soak: $(PY_STAMP) $(NODE_STAMP)
 	LONGHAUL_SOAK_ITERATIONS=$(SOAK_ITERATIONS) $(BIN)/pytest -p no:cacheprovider -s -q tests/e2e/test_e2e_kill_loop.py

@@ -1,12 +1,12 @@
 """Many concurrent small passes on a real daemon, so the cost of serving them shows as wall time and latency.
 
-``python bench/daemon_load.py`` starts a private daemon (see :mod:`harness`) with a ``longhaul.json`` that
-sets the per-provider concurrency limit, writes one ~170 KB pi session file per pass, and after one warm-up
-pass sends ``--passes`` concurrent ``compact`` requests (a connection each, naming the session file as the
-shim does; ``--inline`` sends the branch as the shim does without one) while a poller times ``status``. It
-prints wall time, passes/s, daemon CPU, ``status`` p50/p99, how the passes closed and the most model calls in
-flight. ``--profile FILE`` records the daemon with py-spy (``pip install py-spy``). Numbers to compare between
-changes; no test asserts a time.
+``python bench/daemon_load.py`` starts a private daemon (see :mod:`harness`) with the per-provider
+concurrency limit set (``serve --concurrency``), writes one ~170 KB pi session file per pass, and after one
+warm-up pass sends ``--passes`` concurrent ``compact`` requests (a connection each, naming the session file
+as the shim does; ``--inline`` sends the branch as the shim does without one) while a poller times
+``status``. It prints wall time, passes/s, daemon CPU, ``status`` p50/p99, how the passes closed and the
+most model calls in flight. ``--profile FILE`` records the daemon with py-spy (``pip install py-spy``).
+Numbers to compare between changes; no test asserts a time.
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ def run_load(args: argparse.Namespace) -> LoadResult:
     """One burst in a fresh scratch world; the scratch is removed unless ``args.keep``."""
     scratch = Scratch.at(Path(tempfile.mkdtemp(prefix="lh-bench-")))
     try:
-        scratch.prepare({"concurrency": {"default": args.limit}})
-        daemon = scratch.start_daemon()
+        scratch.prepare({})
+        daemon = scratch.start_daemon("--concurrency", f"default={args.limit}")
         try:
             return asyncio.run(_burst(scratch, daemon, args))
         finally:
@@ -135,7 +135,7 @@ def run_load(args: argparse.Namespace) -> LoadResult:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--passes", type=int, default=64, help="concurrent compact requests (default 64)")
-    p.add_argument("--limit", type=int, default=64, help="per-provider concurrency in longhaul.json")
+    p.add_argument("--limit", type=int, default=64, help="per-provider concurrency (serve --concurrency)")
     p.add_argument("--delay", type=float, default=1.0, help="seconds the model waits before answering")
     p.add_argument("--session-kb", type=int, default=170, help="size of each session file (default 170)")
     p.add_argument("--inline", action="store_true", help="send the branch inline (no session file)")

@@ -84,9 +84,15 @@ def frame(method: str, params: object, request_id: int) -> bytes:
 
 @dataclass
 class ModelStub:
-    """An OpenAI-compatible chat-completions server with keep-alive; every answer waits ``delay_s``."""
+    """An OpenAI-compatible chat-completions server with keep-alive; every answer waits ``delay_s``.
+
+    A turns-mode request (its schema named ``<section>_section``) gets that section's answer; the first
+    ``shows`` of them that may call a tool (four at a time, never for Now) get ``show`` calls of
+    ``show_ref`` instead, as a model reading one item again and again."""
 
     delay_s: float
+    shows: int = 0
+    show_ref: str = "call_1"
     calls: int = 0
     in_flight: int = 0
     most_in_flight: int = 0
@@ -145,17 +151,20 @@ class ModelStub:
         finally:
             self.in_flight -= 1
         request = json.loads(raw)
-        prompt = "\n".join(str(m.get("content")) for m in request.get("messages", []))
-        asked = _ASKED.findall(prompt)
-        ids = _USER_ID.findall(asked[-1]) if asked else []
-        labels = [{"msg": uid, "label": "not a rule"} for uid in ids]
-        answer = {"labels": labels, "decisions": [], "deadEnds": [], "narrative": "Ran the tests."}
-        answer["now"] = "Keep the tests green."
+        section = _section(request)
         base = {"id": f"chatcmpl-{self.calls}", "object": "chat.completion.chunk", "model": "bench-model"}
-        delta = {"role": "assistant", "content": json.dumps(answer)}
+        finish = "stop"
+        if section is None:
+            delta: dict[str, Any] = {"role": "assistant", "content": json.dumps(_diff_answer(request))}
+        elif self._show_now(request, section):
+            self.shows -= 4
+            calls = [_show_call(f"s{self.calls}_{n}", n, self.show_ref) for n in range(4)]
+            delta, finish = {"role": "assistant", "content": "", "tool_calls": calls}, "tool_calls"
+        else:
+            delta = {"role": "assistant", "content": json.dumps(_section_answer(request, section))}
         chunks = [
             {**base, "choices": [{"index": 0, "delta": delta}]},
-            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
             {**base, "choices": [], "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": 80}},
         ]
         events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
@@ -165,20 +174,74 @@ class ModelStub:
         )
         return head.encode() + events
 
+    def _show_now(self, request: dict[str, Any], section: str) -> bool:
+        messages = request.get("messages") or [{}]
+        opens_turn = messages[-1].get("role") != "tool" and request.get("tool_choice") != "none"
+        return self.shows > 0 and opens_turn and section != "now"
+
+
+def _diff_answer(request: dict[str, Any]) -> dict[str, Any]:
+    """The Diff's answer: every message it asks about labelled ``not a rule``."""
+    prompt = "\n".join(str(m.get("content")) for m in request.get("messages", []))
+    asked = _ASKED.findall(prompt)
+    ids = _USER_ID.findall(asked[-1]) if asked else []
+    labels = [{"msg": uid, "label": "not a rule"} for uid in ids]
+    answer = {"labels": labels, "decisions": [], "deadEnds": [], "narrative": "Ran the tests."}
+    return answer | {"now": "Keep the tests green."}
+
+
+def _schema(request: dict[str, Any]) -> dict[str, Any]:
+    found = (request.get("response_format") or {}).get("json_schema") or {}
+    return found if isinstance(found, dict) else {}
+
+
+def _section(request: dict[str, Any]) -> str | None:
+    """The turns-mode section a request asks for, from its structured-output schema's name."""
+    name = str(_schema(request).get("name") or "")
+    return name.removesuffix("_section") if name.endswith("_section") else None
+
+
+def _section_answer(request: dict[str, Any], section: str) -> dict[str, Any]:
+    """A passing answer of ``section``: every offered message labelled ``not a rule``, open errors listed."""
+    properties = (_schema(request).get("schema") or {}).get("properties") or {}
+    offered = (((properties.get("labels") or {}).get("items") or {}).get("properties") or {}).get("msg") or {}
+    open_errors = ((properties.get("openErrors") or {}).get("items") or {}).get("enum") or []
+    answers: dict[str, dict[str, Any]] = {
+        "narrative": {"narrative": "Read the access log and ran the tests.", "excuses": []},
+        "objective": {"objective": None},
+        "labels": {
+            "labels": [{"msg": m, "label": "not a rule", "words": None} for m in offered.get("enum", [])]
+        },
+        "decisions": {"decisions": [], "deadEnds": [], "openErrors": open_errors, "fixed": [], "excuses": []},
+        "now": {"now": "Keep the tests green.", "excuses": []},
+    }
+    return answers.get(section, {})
+
+
+def _show_call(call_id: str, index: int, ref: str) -> dict[str, Any]:
+    arguments = json.dumps({"ref": ref})
+    return {
+        "index": index,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "show", "arguments": arguments},
+    }
+
 
 class ModelProcess:
     """A :class:`ModelStub` in a process of its own, so its work (reading a 3 MB prompt, writing a 1 MB
     answer) never holds up the process that times the daemon. Use as a context manager."""
 
-    def __init__(self, delay_s: float) -> None:
+    def __init__(self, delay_s: float, shows: int = 0) -> None:
         self.delay_s = delay_s
+        self.shows = shows
         self.calls = 0
         self.most_in_flight = 0
         self._process: subprocess.Popen[str] | None = None
         self.base_url = ""
 
     def __enter__(self) -> ModelProcess:
-        command = [sys.executable, str(Path(__file__)), "model-stub", str(self.delay_s)]
+        command = [sys.executable, str(Path(__file__)), "model-stub", str(self.delay_s), str(self.shows)]
         self._process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert self._process.stdout is not None
         self.base_url = self._process.stdout.readline().strip()
@@ -195,9 +258,9 @@ class ModelProcess:
         self.calls, self.most_in_flight = counts.get("calls", 0), counts.get("mostInFlight", 0)
 
 
-async def _serve_stub(delay_s: float) -> None:
+async def _serve_stub(delay_s: float, shows: int) -> None:
     """The child side of :class:`ModelProcess`: print the base URL, serve until SIGTERM, print the counts."""
-    stub = ModelStub(delay_s=delay_s)
+    stub = ModelStub(delay_s=delay_s, shows=shows)
     await stub.start()
     print(stub.base_url, flush=True)  # noqa: T201
     stopped = asyncio.Event()
@@ -333,7 +396,8 @@ class Scratch:
         self.socket.parent.chmod(0o700)  # the daemon refuses a socket directory others can enter
         (self.agent / "longhaul.json").write_text(json.dumps(settings))
 
-    def start_daemon(self) -> subprocess.Popen[bytes]:
+    def start_daemon(self, *serve: str) -> subprocess.Popen[bytes]:
+        """``longhaul-daemon serve`` in this world, with ``serve``'s extra flags."""
         home = self.root / "home"
         env = os.environ | {"HOME": str(home), "XDG_RUNTIME_DIR": str(self.socket.parent)}
         env |= {"XDG_STATE_HOME": str(home / ".local/state"), "XDG_CONFIG_HOME": str(home / ".config")}
@@ -341,7 +405,7 @@ class Scratch:
         env.pop("LONGHAUL_SOCKET", None)
         with (self.root / "daemon.log").open("ab") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "longhaul_daemon", "serve", "--socket", str(self.socket)],
+                [sys.executable, "-m", "longhaul_daemon", "serve", "--socket", str(self.socket), *serve],
                 env=env,
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,
@@ -381,6 +445,6 @@ def reset_peak_rss(pid: int) -> None:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["model-stub"]:
-    asyncio.run(_serve_stub(float(sys.argv[2])))
+    asyncio.run(_serve_stub(float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 0))
 if __name__ == "__main__" and sys.argv[1:2] == ["status-poller"]:
     asyncio.run(_poll_until_term(Path(sys.argv[2]), float(sys.argv[3])))

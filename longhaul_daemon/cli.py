@@ -23,6 +23,7 @@ from longhaul_daemon.config import (
     DEFAULT_MAX_FRAME,
     DEFAULT_PASS_BUDGET_S,
     DEFAULT_STALL_TIMEOUT_S,
+    MAX_CONCURRENCY,
 )
 from longhaul_daemon.errors import StartupError
 from longhaul_daemon.evaluation.args import EVALUATION_COMMANDS, add_evaluation_parsers
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from longhaul_daemon.server.lifecycle import ServeOptions
 
 VIA_PI_ENV = "LONGHAUL_VIA_PI_APIS"
+CONCURRENCY_ENV = "LONGHAUL_CONCURRENCY"
+_MAX_PROVIDER_KEY = 512  # a provider name, or provider@baseUrl
 
 __all__ = ["build_parser", "main"]
 
@@ -137,6 +140,32 @@ def via_pi_apis(flags: Sequence[str] | None, env: Mapping[str, str]) -> frozense
         raise StartupError(f"${VIA_PI_ENV}: {exc}") from None
 
 
+def _concurrency_entry(text: str) -> tuple[str, int]:
+    """One ``KEY=N`` limit: a provider name, ``provider@baseUrl`` or ``default``, and 1 to 256 calls."""
+    key, equals, count = text.strip().rpartition("=")
+    if not equals or not key or len(key) > _MAX_PROVIDER_KEY or key != key.strip() or " " in key:
+        raise argparse.ArgumentTypeError(f"not KEY=N: {text!r}")
+    try:
+        limit = int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of calls: {text!r}") from None
+    if not 1 <= limit <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"calls at once must be 1 to {MAX_CONCURRENCY}: {text!r}")
+    return key, limit
+
+
+def concurrency_limits(flags: Sequence[tuple[str, int]] | None, env: Mapping[str, str]) -> dict[str, int]:
+    """The daemon-wide provider limits: the ``--concurrency`` flags if given, else ``$LONGHAUL_CONCURRENCY``
+    (``KEY=N`` entries, commas between); a later entry for a key wins."""
+    if flags:
+        return dict(flags)
+    entries = [part for part in env.get(CONCURRENCY_ENV, "").split(",") if part.strip()]
+    try:
+        return dict(_concurrency_entry(entry) for entry in entries)
+    except argparse.ArgumentTypeError as exc:
+        raise StartupError(f"${CONCURRENCY_ENV}: {exc}") from None
+
+
 def _add_socket_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--socket",
@@ -220,6 +249,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Apis the daemon does not speak always go through pi",
     )
 
+    serve.add_argument(
+        "--concurrency",
+        action="append",
+        type=_concurrency_entry,
+        metavar="KEY=N",
+        help="at most N model calls at once to a provider, across every session: KEY is a provider name, "
+        f"provider@baseUrl or default (the others); repeatable (default: ${CONCURRENCY_ENV}, a comma list; "
+        "else 4 per provider)",
+    )
+
     status = commands.add_parser("status", help="show the running daemon's status (exit 3 when none runs)")
     _add_socket_flag(status)
     status.add_argument("--json", action="store_true", help="print the status as JSON")
@@ -242,6 +281,7 @@ def _serve(args: argparse.Namespace) -> int:
     explicit = bool(args.socket) or bool(os.environ.get(SOCKET_ENV))
     try:
         through_pi = via_pi_apis(args.via_pi, os.environ)
+        limits = concurrency_limits(args.concurrency, os.environ)
     except StartupError as exc:
         sys.stderr.write(f"longhaul-daemon: {exc}\n")
         return EXIT_STARTUP_FAILED
@@ -256,6 +296,7 @@ def _serve(args: argparse.Namespace) -> int:
         idle_timeout_s=args.idle_timeout,
         stall_timeout_s=args.stall_timeout,
         via_pi_apis=through_pi,
+        concurrency=limits,
     )
     tune_for_serving()
     try:

@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_STALL_TIMEOUT_S",
     "MAX_BATCH",
     "MAX_CLOSED_ERRORS",
+    "MAX_CONCURRENCY",
     "MAX_IN_FLIGHT_PER_CONNECTION",
     "MAX_STATE_COMMANDS",
     "Compactor",
@@ -29,6 +30,9 @@ Compactor = Literal["longhaul", "pi"]
 
 DEFAULT_PASS_BUDGET_S: Final = 300.0
 """Time budget of one pass, in seconds; a pass that overruns it answers with fallback ``timeout``."""
+
+MAX_CONCURRENCY: Final = 256
+"""Calls at once to one provider, at most (``serve --concurrency``); more is a typo, not a plan."""
 
 DEFAULT_GRACE_S: Final = 10.0
 """How long SIGTERM waits for in-flight requests before cancelling them, in seconds."""

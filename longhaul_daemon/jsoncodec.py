@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical", "dumps", "loads"]
+__all__ = ["Encoded", "canonical", "dumps", "loads"]
 
 
 def _no_constant(name: str) -> Any:
@@ -43,14 +43,39 @@ def loads(data: bytes | bytearray | str) -> Any:
 def dumps(value: object) -> bytes:
     """Compact JSON, UTF-8, newlines inside strings escaped: always one line.
 
-    orjson writes a non-finite float as ``null``. What orjson refuses (a lone surrogate, an integer past 64
-    bits, a non-string key) goes through the stdlib with every non-ASCII character escaped, so it still
-    becomes valid UTF-8 JSON.
+    orjson writes a non-finite float as ``null``; an :class:`Encoded` value is embedded as it is. What orjson
+    refuses (a lone surrogate, an integer past 64 bits, a non-string key) goes through the stdlib with every
+    non-ASCII character escaped, so it still becomes valid UTF-8 JSON.
     """
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, default=_embedded)
     except TypeError:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+        return json.dumps(
+            value, separators=(",", ":"), ensure_ascii=True, allow_nan=False, default=_decoded
+        ).encode()
+
+
+class Encoded:
+    """A value already encoded as JSON text (a big result, encoded off the loop): :func:`dumps` embeds it."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def _embedded(value: object) -> object:
+    if isinstance(value, Encoded):
+        return orjson.Fragment(value.data)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _decoded(value: object) -> object:
+    """For the stdlib path, which cannot embed encoded text: the value again (rare: a lone surrogate in the
+    envelope); anything else is refused as the stdlib refuses it."""
+    if isinstance(value, Encoded):
+        return loads(value.data)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def canonical(value: object) -> bytes | None:

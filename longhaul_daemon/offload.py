@@ -3,7 +3,12 @@
 A big span's planning, prompts, verification and Close take long enough to stall ``status`` and other
 sessions, so they run in a worker thread. A small span's take less than the thread hop itself costs, and
 with many small passes at once the hops are most of the daemon's work; those run on the loop.
-:class:`Offload` is decided once per pass from what the pass reads and used by every step.
+:class:`Offload` is decided once per pass from what the pass reads and used by every step; a step over a
+model's reply, whose size the transcript does not bound, asks again for that reply (:meth:`Offload.sized`).
+
+A step in a thread does not hold the pass: when the pass's budget runs out or its client goes, the pass is
+cancelled at once and answers, and the thread finishes its step for nobody. Every step is linear in its
+input, so what it goes on computing is bounded.
 """
 
 from __future__ import annotations
@@ -38,12 +43,17 @@ class Offload:
         sent inline has no such size, so it takes the thread."""
         return cls.for_bytes((branch_stats or {}).get("wholeBytes"))
 
+    def sized(self, chars: int) -> Offload:
+        """This offload, or a thread for a step over ``chars`` characters of model output: a reply may be
+        far larger than the span it answers."""
+        return self if self.threads or chars < INLINE_BYTES else THREADS
+
     async def run(self, work: Callable[[], T]) -> T:
-        """``work()``, in a worker thread or here. Cancellation waits for a thread that already started: the
-        work is bounded by the pass, and abandoning it would leave a thread computing for nobody."""
+        """``work()``, in a worker thread or here. A cancelled pass does not wait for a thread that already
+        started: the pass's budget, not the step, decides when it answers."""
         if not self.threads:
             return work()
-        return await anyio.to_thread.run_sync(work)
+        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
 
 
 THREADS = Offload()  # the default: every step in a worker thread

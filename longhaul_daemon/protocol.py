@@ -333,6 +333,9 @@ class PassCounts(_Result):
     empty: int = 0
     fallback: int = 0
     aborted: int = 0
+    # why passes did less than close whole: the reason code of a narrative-less or chunk-missing close, of a
+    # fallback, or of an abort (``cancelled``), with how many passes gave it
+    reasons: dict[str, int] = Field(default_factory=dict)
 
 
 class RouteHealth(_Result):

@@ -9,8 +9,10 @@ it most resembles, since it is far more often a typo (:func:`unknown_key_problem
 ``//`` comments and trailing commas, as pi's ``models.json`` may (:mod:`longhaul_daemon.pi_json`). Nothing
 here reads the daemon's own environment: the paths come from the session facts the shim sent (CONFIG-10).
 
-``concurrency`` is the one nested key: the project's entries override the agent file's one provider at a
-time, so a project can narrow one provider without restating the rest.
+These settings are the pass's: each pass reads its own project's files and nothing it reads reaches
+another session. A limit every session shares, the calls at once to one provider, is the daemon's own
+setting (``longhaul-daemon serve --concurrency``); a ``concurrency`` key here applies to nothing, and the
+file's problems say so (``daemon-wide-concurrency``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ __all__ = [
     "DEFAULT_NARRATIVE_MODE",
     "DEFAULT_RETRY_NOTE_CHARS",
     "KNOWN_KEYS",
-    "MAX_CONCURRENCY",
     "SETTINGS_FILE",
     "NarrativeMode",
     "Settings",
@@ -42,9 +43,7 @@ __all__ = [
 SETTINGS_FILE: Final = "longhaul.json"
 DEFAULT_NARRATIVE_MODE: Final = "diff"
 DEFAULT_RETRY_NOTE_CHARS: Final = 2000
-MAX_CONCURRENCY: Final = 256  # calls at once to one provider; more is a typo, not a plan
 _MAX_FILE_BYTES: Final = 1024 * 1024  # a settings file is tiny; a huge one is a mistake, not a config
-_MAX_PROVIDER_KEY: Final = 512  # a provider name, or provider@baseUrl
 _SPEC = re.compile(r"^[^/\s]+/\S+$")  # provider/modelId; the model id may itself hold slashes
 
 NarrativeMode = Literal["diff", "turns"]
@@ -58,7 +57,8 @@ class SettingsProblem:
     """One thing that could not be used, as a code safe for the log: the file's role, never its path."""
 
     source: Literal["agent", "project"]
-    code: str  # unreadable | not-json | not-object | too-large | not-regular | bad-<key> | unknown-key
+    # unreadable | not-json | not-object | too-large | not-regular | bad-<key> | daemon-wide-<key> | unknown-key
+    code: str
     path: str = field(default="", compare=False)  # for the user's notice and status; never logged
     key: str = field(default="", compare=False)  # unknown-key: the key as shown to the user; never logged
     guess: str | None = field(default=None, compare=False)  # unknown-key: the known key it resembles
@@ -71,8 +71,6 @@ class Settings:
     summarizer: str | None = None  # CONFIG-8: "provider/modelId"; None means the session's own model
     narrativeMode: NarrativeMode = DEFAULT_NARRATIVE_MODE  # CONFIG-6
     retryNoteChars: int = DEFAULT_RETRY_NOTE_CHARS  # CONFIG-7
-    # Per-provider concurrency: ("default" | provider | provider@baseUrl, calls at once), sorted by key.
-    concurrency: tuple[tuple[str, int], ...] = ()
     problems: tuple[SettingsProblem, ...] = field(default=())
     summarizer_file: str | None = field(default=None, compare=False)  # the file that set ``summarizer``
 
@@ -135,36 +133,9 @@ def _apply(
         else:
             into["retryNoteChars"] = DEFAULT_RETRY_NOTE_CHARS  # CONFIG-7: an invalid value means the default
             problems.append(SettingsProblem(source, "bad-retryNoteChars", str(path)))
-    if "concurrency" in values and not _apply_concurrency(values["concurrency"], into):
-        problems.append(SettingsProblem(source, "bad-concurrency", str(path)))
+    if "concurrency" in values:  # the daemon's own setting now: this file cannot narrow other sessions
+        problems.append(SettingsProblem(source, "daemon-wide-concurrency", str(path)))
     return problems
-
-
-def _apply_concurrency(value: Any, into: dict[str, Any]) -> bool:
-    """Merge one file's ``concurrency`` object entry by entry; False when any part of it was unusable.
-
-    An entry is a provider key and a whole number of calls from 1 to :data:`MAX_CONCURRENCY`; ``null``
-    drops an entry an earlier file set, and ``"concurrency": null`` drops them all. A bad entry is skipped
-    and the good ones still apply.
-    """
-    if value is None:
-        into["concurrency"] = ()
-        return True
-    if not isinstance(value, dict):
-        return False
-    merged: dict[str, int] = dict(into.get("concurrency", ()))
-    usable = True
-    for key, limit in value.items():
-        if not (0 < len(key) <= _MAX_PROVIDER_KEY) or key != key.strip():
-            usable = False
-        elif limit is None:
-            merged.pop(key, None)
-        elif isinstance(limit, int) and not isinstance(limit, bool) and 1 <= limit <= MAX_CONCURRENCY:
-            merged[key] = limit
-        else:
-            usable = False
-    into["concurrency"] = tuple(sorted(merged.items()))
-    return usable
 
 
 def unknown_key_problems(

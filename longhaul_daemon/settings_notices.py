@@ -20,7 +20,7 @@ import structlog
 from longhaul_daemon.log.fields import model_spec_field
 from longhaul_daemon.protocol import CompactParams, CompactResult, ConfigStatus, RouteChoice
 from longhaul_daemon.secrets.redaction import current as current_redactor
-from longhaul_daemon.settings import DEFAULT_RETRY_NOTE_CHARS, Settings, SettingsProblem, load_settings
+from longhaul_daemon.settings import DEFAULT_RETRY_NOTE_CHARS, Settings, SettingsProblem
 
 __all__ = ["ConfigIssue", "ConfigWatch", "route_issue", "settings_issues"]
 
@@ -38,6 +38,12 @@ _KEY_PROBLEMS: Final = {
         "CONFIG-7",
         '"retryNoteChars" in {path} is not a positive whole number',
         str(DEFAULT_RETRY_NOTE_CHARS),
+    ),
+}
+_DAEMON_WIDE: Final = {
+    "daemon-wide-concurrency": (
+        '"concurrency" in {path} no longer applies: provider limits are shared by every session, so they '
+        "are set for the daemon (longhaul-daemon serve --concurrency KEY=N); remove the key"
     ),
 }
 _ROUTE_PROBLEMS: Final = {
@@ -70,6 +76,9 @@ def _issue(problem: SettingsProblem) -> ConfigIssue:
         guess = f' (did you mean "{problem.guess}"?)' if problem.guess else ""
         text = f"{problem.key} in {path} is not a Longhaul setting{guess}; it is ignored"
         return ConfigIssue("CONFIG-9", problem.source, problem.code, text)
+    if problem.code in _DAEMON_WIDE:
+        text = _DAEMON_WIDE[problem.code].format(path=path)
+        return ConfigIssue("CONFIG-5", problem.source, problem.code, text)
     if problem.code in _KEY_PROBLEMS:
         requirement, what, instead = _KEY_PROBLEMS[problem.code]
         text = f"{what.format(path=path)}; {instead} applies until it is fixed"
@@ -111,20 +120,27 @@ class ConfigWatch:
         self._last: ConfigStatus | None = None
 
     def after_pass(
-        self, params: CompactParams, result: CompactResult, log: structlog.typing.FilteringBoundLogger
+        self,
+        params: CompactParams,
+        result: CompactResult,
+        log: structlog.typing.FilteringBoundLogger,
+        settings: Settings,
     ) -> CompactResult:
-        """Log this pass's problems, remember them for status, and add the unseen ones to the notice."""
+        """Log this pass's problems (``settings``: the ``longhaul.json`` the pass ran with), remember them for
+        status, and add the unseen ones to the notice."""
         try:
-            return self._after_pass(params, result, log)
+            return self._after_pass(params, result, log, settings)
         except Exception as exc:  # reporting a problem must never turn a good pass into a fallback
             log.error("config_report_failed", error_class=type(exc).__name__)
             return result
 
     def _after_pass(
-        self, params: CompactParams, result: CompactResult, log: structlog.typing.FilteringBoundLogger
+        self,
+        params: CompactParams,
+        result: CompactResult,
+        log: structlog.typing.FilteringBoundLogger,
+        settings: Settings,
     ) -> CompactResult:
-        # Read again rather than carried out of the pass: two tiny files, and the pass's code stays as it is.
-        settings = load_settings(params.session.agentDir, params.session.cwd)
         route = result.diagnostics.route
         issues = settings_issues(settings)
         routed = route_issue(settings, route)

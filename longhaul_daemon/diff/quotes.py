@@ -81,7 +81,7 @@ def normalize_newlines(text: str) -> str:
 
     A run of CRs before an LF goes too, so normalizing twice changes nothing.
     """
-    return _CRLF.sub("\n", text)
+    return _CRLF.sub("\n", text) if "\r" in text else text
 
 
 def _is_letter(ch: str) -> bool:

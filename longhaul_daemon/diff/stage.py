@@ -45,7 +45,7 @@ from longhaul_daemon.diff.prompt import Prompt, question_prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.diff.schema import answer_schema, question_schema
 from longhaul_daemon.diff.verify import evaluate
-from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
+from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RateLimited
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult
 from longhaul_daemon.models.structured import OutputSchema
@@ -115,6 +115,8 @@ class _ChunkRun:
 
 
 def _failure_code(error: ModelCallError) -> str:
+    if isinstance(error, RateLimited):
+        return "rate-limited"  # the provider's 429 asked for a wait past the budget
     return "budget-exhausted" if isinstance(error, BudgetExceeded) else "model-error"
 
 

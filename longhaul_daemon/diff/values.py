@@ -23,7 +23,7 @@ Decisions taken here (the proposals unless said otherwise):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,6 +41,7 @@ __all__ = [
     "find_value",
     "learn_values",
     "merge_values",
+    "value_tokens",
 ]
 
 MAX_VALUES = 20  # VALUE-8
@@ -153,11 +154,22 @@ def merge_values(
     return [value for _, value in ranked[:keep]], max(len(ranked) - keep, 0)
 
 
+def value_tokens(text: str, among: Container[str] | None = None) -> Iterator[tuple[str, int]]:
+    """VALUE-7 (FACTS-3): every value token of ``text`` (already CRLF-normalized) with where it starts, in
+    order, repeats included; one pass over the text. With ``among`` (value tokens only), just those.
+
+    A token is a whole run of letters and digits joined by single dots, so no letter or digit flanks it
+    where it is found: :func:`find_value` keeps every token of a text in that text (VALUE-4).
+    """
+    for match in _LEARNED.finditer(text):
+        token = match.group(0)
+        if among is not None:
+            if token in among:
+                yield token, match.start()
+        elif len(token) >= MIN_LEARNED and any(map(str.isdigit, token)):
+            yield token, match.start()
+
+
 def learn_values(text: str) -> tuple[str, ...]:
     """VALUE-7 (FACTS-3): the value tokens of tool output, each once, in order of first appearance."""
-    out: dict[str, None] = {}
-    for match in _LEARNED.finditer(normalize_newlines(text)):
-        token = match.group(0)
-        if len(token) >= MIN_LEARNED and any(ch.isdigit() for ch in token):
-            out.setdefault(token, None)
-    return tuple(out)
+    return tuple(dict.fromkeys(token for token, _ in value_tokens(normalize_newlines(text))))

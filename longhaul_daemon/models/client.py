@@ -4,7 +4,9 @@ The pass calls this and nothing below it. It never logs or raises text from the 
 provider's error message, and the API key travels only inside the request object. A call the daemon cannot or
 is told not to make itself goes to the shim as ``model.complete`` (:mod:`.via_pi`), under the same policy.
 A request with an output schema is sent structured where the route allows it (:mod:`.structured`), and a
-stream can be ended at the first whole JSON object the caller wants (:mod:`.json_scan`).
+stream can be ended at the first whole JSON object the caller wants (:mod:`.json_scan`). Requests leave and
+replies arrive with every credential of the pass taken out (:mod:`.scrubbing`), on both routes, through pi
+too; :func:`wire_chars` says how large a request is as it goes on the wire.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal
 
 import anyio
 import orjson
 import structlog
 
+from longhaul_daemon import jsoncodec
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
 from longhaul_daemon.models.http import HttpClient, PreparedCall, post_json, stream_sse
@@ -27,12 +31,14 @@ from longhaul_daemon.models.providers import PROVIDERS, Provider
 from longhaul_daemon.models.request import ModelRequest
 from longhaul_daemon.models.result import CallTrace, CompletionResult
 from longhaul_daemon.models.retry import MAX_ATTEMPTS, run_with_retries
+from longhaul_daemon.models.scrubbing import scrubbed_reply, scrubbed_request
 from longhaul_daemon.models.structured import StructuredMemory, is_schema_refusal
-from longhaul_daemon.models.via_pi import PiPeer, exchange_via_pi, recorded_reasoning
+from longhaul_daemon.models.via_pi import PiPeer, complete_params, exchange_via_pi, recorded_reasoning
+from longhaul_daemon.offload import INLINE_BYTES, THREADS
 from longhaul_daemon.secrets.redaction import Redactor
 from longhaul_daemon.secrets.redaction import current as current_redactor
 
-__all__ = ["complete", "goes_through_pi", "provider_for"]
+__all__ = ["complete", "goes_through_pi", "provider_for", "wire_chars"]
 
 
 def _log() -> Any:
@@ -56,6 +62,27 @@ def provider_for(api: str | None) -> Provider:
 def goes_through_pi(api: str | None, *, peer: PiPeer | None, via_pi_apis: Collection[str] = ()) -> bool:
     """Whether a call on ``api`` goes to the shim: only with a peer, and when told to or the daemon cannot."""
     return peer is not None and (api in via_pi_apis or (api or "") not in PROVIDERS)
+
+
+def wire_chars(request: ModelRequest, *, peer: PiPeer | None, via_pi_apis: Collection[str] = ()) -> int:
+    """The characters ``request`` puts on the wire: the JSON body its provider sends (or the
+    ``model.complete`` params through pi), framing, escapes, tools and schema included. Only the body: the
+    headers carry the key, and no model reads them."""
+    target = request.target
+    body: Any
+    if peer is not None and goes_through_pi(target.api, peer=peer, via_pi_apis=via_pi_apis):
+        body = complete_params(request)
+    else:
+        try:
+            body = provider_for(target.api).prepare(request)[0].body
+        except ModelCallError:  # an api nobody can call: what pi would be sent is the closest measure
+            body = complete_params(request)
+    return len(jsoncodec.dumps(body).decode("utf-8", "surrogatepass"))
+
+
+def _redactor_for(request: ModelRequest) -> Redactor:
+    """The pass's redactor (both routes' credentials) joined with the called model's own."""
+    return current_redactor().union(Redactor(request.target.secrets()))
 
 
 @dataclass(frozen=True)
@@ -132,6 +159,8 @@ async def complete(
     same call without it; the refusal is remembered unless that call gets a 400 or 422 too
     (:mod:`.structured`). Each of the two calls has its own trace.
     """
+    # every text of the request, whoever wrote it (transcript, model, error text), before it leaves
+    request = scrubbed_request(request, _redactor_for(request))
     target = request.target
     key = (target.api, target.base_url, target.model_id)
     if structured is not None and request.schema_to_send is not None and structured.refuses(*key):
@@ -211,7 +240,7 @@ async def _complete(
 
     # The pass's redactor (both models' credentials) and this target's own, so neither the answer nor an
     # error's code or request id carries a credential or a long piece of one into the Diff, a trace or a log.
-    redactor = current_redactor().union(Redactor(target.secrets()))
+    redactor = _redactor_for(request)
 
     def on_failure(number: int, error: ModelCallError) -> None:
         error.redact(redactor)
@@ -241,11 +270,11 @@ async def _complete(
         _finish(trace, started, budget, other="Cancelled" if cancelled else type(other).__name__)
         _emit(trace, on_trace)
         raise
-    if result.request_id is not None and redactor.finds(result.request_id):
-        result = replace(result, request_id="redacted")
-    calls = tuple(replace(c, arguments=redactor.value(dict(c.arguments))) for c in result.tool_calls)
-    # before the Diff reads or cuts it, and before a tool echoes an argument back
-    result = replace(result, text=redactor.text(result.text), tool_calls=calls)
+    # before the Diff reads or cuts it, and before a call's id, name or arguments are sent anywhere again;
+    # a reply far larger than any prompt, or one with calls (whose arguments may be anything), in a thread
+    scrub = partial(scrubbed_reply, result, redactor)
+    big = len(result.text) >= INLINE_BYTES or bool(result.tool_calls)
+    result = await THREADS.run(scrub) if big else scrub()
     trace.attempts = attempts
     trace.usage = result.usage
     trace.request_id = result.request_id
@@ -288,7 +317,9 @@ async def _exchange(
         state = provider.new_stream(call)
         try:
             async for event in events:
-                piece = state.feed(event)
+                # an event far larger than a delta (a hostile 10 MB argument) is decoded off the loop
+                big = len(event.data) >= INLINE_BYTES
+                piece = await THREADS.run(partial(state.feed, event)) if big else state.feed(event)
                 if scanner is None or stop_at is None or not piece:
                     continue
                 seen += len(piece)

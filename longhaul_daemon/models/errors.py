@@ -10,6 +10,7 @@ The tree::
     │   ├── ReplyTooLarge           the reply passed MAX_REPLY_BYTES; the connection was closed unread
     │   └── UnsupportedApi          the daemon does not speak this ``api``; a router may ask the shim
     └── BudgetExceeded              the pass deadline passed, or the next wait would pass it
+        └── RateLimited             a 429 asked for a wait the budget cannot give (``retry-after: 3600``)
 
 A reply cut at the output limit is not an error: it is a result with ``stopReason == "length"``, because
 FAIL-7 needs the partial text to decide whether anything usable came back.
@@ -32,6 +33,7 @@ __all__ = [
     "FatalError",
     "ModelCallError",
     "QuotaExceeded",
+    "RateLimited",
     "ReplyTooLarge",
     "RetryableError",
     "StreamError",
@@ -147,6 +149,17 @@ class BudgetExceeded(ModelCallError):
     """The pass deadline passed during the call, or the next retry wait would pass it."""
 
     label: ClassVar[str] = "model call budget exceeded"
+
+
+class RateLimited(BudgetExceeded):
+    """The provider answered 429 and the wait it asked for (or the backoff) would end past the deadline.
+
+    A budget failure, since waiting would have run the pass out of time, but the provider's, not the
+    pass's: the reason codes say ``rate-limited``, and a summarizer that says so hands over to the session
+    model like any failed route.
+    """
+
+    label: ClassVar[str] = "model call rate limited past the budget"
 
 
 def _safe_code(value: str | None) -> str | None:

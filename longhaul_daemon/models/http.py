@@ -121,16 +121,19 @@ class SseParser:
     """
 
     def __init__(self) -> None:
-        self._buffer = ""
+        self._pending: list[str] = []  # the pieces of a line begun and not yet ended, joined once it ends
         self._event: str | None = None
         self._data: list[str] = []
 
     def feed(self, text: str) -> list[SseEvent]:
-        if "\n" not in text:  # most chunks of a long line: append, and scan only the new text next time
-            self._buffer += text
+        if "\n" not in text:  # most chunks of a long line: kept as they are, scanned once, copied once
+            if text:
+                self._pending.append(text)
             return []
-        lines = (self._buffer + text).split("\n")
-        self._buffer = lines.pop()
+        self._pending.append(text)
+        lines = "".join(self._pending).split("\n")
+        rest = lines.pop()
+        self._pending = [rest] if rest else []
         events: list[SseEvent] = []
         for line in lines:
             event = self._line(line[:-1] if line.endswith("\r") else line)
@@ -140,7 +143,7 @@ class SseParser:
 
     def finish(self) -> list[SseEvent]:
         """At end of stream: an unterminated last line still counts, and a pending event is dispatched."""
-        events = self.feed("\n") if self._buffer else []
+        events = self.feed("\n") if self._pending else []
         pending = self._line("")
         return [*events, pending] if pending is not None else events
 

@@ -2,11 +2,12 @@
 
 One ``anyio.CapacityLimiter`` per provider key (the provider name plus its base URL, see
 ``ModelTarget.limit_key``), created on first use and shared by every pass of the daemon. How many calls each
-may run is configured in ``longhaul.json`` (``"concurrency"``, read again at every pass): an entry for the
-exact key wins, then one for the provider name, then ``"default"``, then :data:`DEFAULT_LIMIT`. A new
-configuration resizes the limiters already made: a wider limit lets waiting calls in at once, a narrower one
-lets calls already running finish and holds new ones until the count is under it. Waiting for a slot happens
-inside the call's budget scope, so it is bounded by the deadline too.
+may run is the daemon's own setting, since the limit is shared by every session (``longhaul-daemon serve
+--concurrency KEY=N``, or ``$LONGHAUL_CONCURRENCY``): an entry for the exact key wins, then one for the
+provider name, then ``"default"``, then :data:`DEFAULT_LIMIT`. :meth:`ProviderLimits.configure` resizes
+the limiters already made: a wider limit lets waiting calls in at once, a narrower one lets calls already
+running finish and holds new ones until the count is under it. Waiting for a slot happens inside the
+call's budget scope, so it is bounded by the deadline too.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ class ProviderLimits:
         self.configure({DEFAULT_KEY: default, **(per_provider or {})})
 
     def configure(self, limits: Mapping[str, int]) -> None:
-        """Apply ``longhaul.json``'s ``concurrency`` entries; keys left out fall back to the default.
+        """Apply ``concurrency`` entries (key -> calls at once); keys left out fall back to the default.
 
-        The values come validated from :mod:`longhaul_daemon.settings`; a value below 1 is a bug, not a
-        setting, so it raises instead of being skipped.
+        The values come validated from the command line; a value below 1 is a bug, not a setting, so it
+        raises instead of being skipped.
         """
         if any(value < 1 for value in limits.values()):
             raise ValueError("concurrency limits must be at least 1")

@@ -2,7 +2,8 @@
 
 The SDKs retry 408/409/429/≥500 and transport errors, honour ``x-should-retry`` and the server's
 ``retry-after(-ms)``, and back off ``min(0.5·2^n, 8)·(1−0.25·rand)``. We add: quota 429s are fatal, and a
-wait that would end past the pass deadline is not started (``BudgetExceeded``), so the caller can fall back.
+wait that would end past the pass deadline is not started (``BudgetExceeded``, or ``RateLimited`` when a 429
+asked for it), so the caller can fall back.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from longhaul_daemon.models.errors import (
     FatalError,
     ModelCallError,
     QuotaExceeded,
+    RateLimited,
     RetryableError,
 )
 
@@ -160,7 +162,8 @@ async def run_with_retries(
                 raise
             wait = error.retry_after if error.retry_after is not None else backoff(number - 1, rand())
             if not budget.fits(wait):
-                exceeded = BudgetExceeded(status=error.status, code=error.code, request_id=error.request_id)
+                kind = RateLimited if error.status == 429 else BudgetExceeded
+                exceeded = kind(status=error.status, code=error.code, request_id=error.request_id)
                 exceeded.attempts = number
                 raise exceeded from error
             await sleep(wait)

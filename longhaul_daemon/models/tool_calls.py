@@ -3,9 +3,10 @@
 Turns mode gives the model one read-only tool (``show``); the four wire formats carry tools, calls and
 results each in their own shape, and the provider modules translate from and to the form here. A call's
 arguments are model output, so they are decoded leniently (:func:`decode_arguments`): anything that is not a
-JSON object becomes an empty object, and the tool answers with an error result rather than the daemon
-raising. ``signature`` keeps the opaque token Gemini attaches to a call (``thoughtSignature``), which must be
-sent back with that call in the next request; no other provider has one.
+JSON object (or one larger than any offered tool takes) becomes an empty object, and the tool answers with
+an error result rather than the daemon raising. ``signature`` keeps the opaque token Gemini attaches to a
+call (``thoughtSignature``), which must be sent back with that call in the next request; no other provider
+has one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 __all__ = [
+    "MAX_ARGUMENT_CHARS",
     "ToolCall",
     "ToolChoice",
     "ToolResult",
@@ -29,6 +31,7 @@ __all__ = [
 ToolChoice = Literal["auto", "none"]  # "none": the tools stay declared, but the model must answer now
 
 _MAX_ID = 200  # a call id is echoed back to the provider; a longer one is replaced, never trusted
+MAX_ARGUMENT_CHARS = 64 * 1024  # a call's arguments as JSON text; the show tool's are a few dozen
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,12 @@ class ToolResult:
 
 
 def decode_arguments(raw: object) -> dict[str, Any]:
-    """A call's arguments as an object: a JSON object as text or already decoded; anything else ``{}``."""
+    """A call's arguments as an object: a JSON object as text or already decoded; anything else ``{}``, and
+    so is a text over :data:`MAX_ARGUMENT_CHARS` (no tool offered takes more; decoding megabytes of it would
+    only hold the daemon up)."""
     if isinstance(raw, dict):
         return dict(raw)
-    if not isinstance(raw, str) or not raw.strip():
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_ARGUMENT_CHARS:
         return {}
     try:
         value = json.loads(raw)

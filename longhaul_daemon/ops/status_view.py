@@ -254,6 +254,11 @@ def format_status(status: StatusResult) -> str:
             f"chunk missing {passes.chunkMissing}, empty {passes.empty}, "
             f"fallback {passes.fallback}, aborted {passes.aborted}",
         ),
+        *(
+            [("reasons", ", ".join(f"{_printable(k)} {n}" for k, n in sorted(passes.reasons.items())))]
+            if passes.reasons
+            else []
+        ),
         ("in flight", str(status.inFlight)),
         ("sessions", str(status.sessionsSeen)),
         ("files", f"{status.sessionFiles} indexed, {status.sessionFilesWarmed} warmed after hello"),

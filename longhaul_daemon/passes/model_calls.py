@@ -24,10 +24,10 @@ from longhaul_daemon.diff.schema import ANSWER_SCHEMA
 from longhaul_daemon.diff.stage import DiffResult
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.client import complete
-from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError
+from longhaul_daemon.models.client import complete, wire_chars
+from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, RateLimited
 from longhaul_daemon.models.http import HttpClient
-from longhaul_daemon.models.request import Message, ModelRequest
+from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.routing import RouteCandidate, RoutePlan
 from longhaul_daemon.models.structured import OutputSchema, is_schema_refusal
@@ -172,6 +172,8 @@ class PassModel:
             )
             try:
                 return await self._complete(request, self._budget)
+            except RateLimited as error:  # the provider will not take calls in time: like a failed route
+                self._next_route(candidate, error)
             except BudgetExceeded:
                 raise
             except ModelCallError as error:
@@ -201,6 +203,59 @@ class PassModel:
     def turn_budget(self, need: int) -> int:
         return first_budget(need, self._max_tokens())
 
+    def _turn_request(
+        self,
+        target: ModelTarget,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema,
+        tools: tuple[ToolSpec, ...],
+        tool_choice: ToolChoice,
+        stop_at: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> ModelRequest:
+        cap = target.max_tokens
+        return ModelRequest(
+            target=target,
+            system=system,
+            messages=tuple(messages),
+            max_output_tokens=min(max_output_tokens, cap) if cap else max_output_tokens,
+            reasoning="off",
+            kind=kind,
+            output_schema=schema,
+            stop_at_object=stop_at,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
+
+    def request_chars(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        schema: OutputSchema,
+        tools: tuple[ToolSpec, ...],
+        tool_choice: ToolChoice,
+        max_output_tokens: int,
+    ) -> int:
+        """The characters a turn's call would put on the wire to the model now called (0: none left)."""
+        candidate = self.current
+        if candidate is None or not messages:
+            return 0
+        request = self._turn_request(
+            candidate.target,
+            system,
+            messages,
+            kind="size",
+            max_output_tokens=max_output_tokens,
+            schema=schema,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
+        return wire_chars(request, peer=self._peer, via_pi_apis=self._access.via_pi_apis)
+
     async def converse(
         self,
         system: str,
@@ -229,21 +284,21 @@ class PassModel:
             key = (target.api, target.base_url, target.model_id)
             if tools and self._access.tools_refused.refuses(*key):
                 raise TurnsUnavailable("tools-refused")
-            cap = target.max_tokens
-            request = ModelRequest(
-                target=target,
-                system=system,
-                messages=tuple(messages),
-                max_output_tokens=min(max_output_tokens, cap) if cap else max_output_tokens,
-                reasoning="off",
+            request = self._turn_request(
+                target,
+                system,
+                messages,
                 kind=kind,
-                output_schema=schema,
-                stop_at_object=stop_at,
+                max_output_tokens=max_output_tokens,
+                schema=schema,
                 tools=tools,
                 tool_choice=tool_choice,
+                stop_at=stop_at,
             )
             try:
                 return await self._complete(request, budget)
+            except RateLimited as error:
+                self._next_route(candidate, error)
             except BudgetExceeded:
                 raise
             except FatalError as error:

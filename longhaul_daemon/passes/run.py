@@ -32,7 +32,7 @@ from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
 from longhaul_daemon.models.via_pi import current_peer
-from longhaul_daemon.offload import Offload
+from longhaul_daemon.offload import THREADS, Offload
 from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
 from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, PassModel, unusable_routes
@@ -272,12 +272,15 @@ async def run_pass(
     ``longhaul.json`` when the caller read it already; read here otherwise.
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
-    # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
-    # for an inline branch, so it always takes the thread)
-    offload = Offload.for_read(branch_stats if branch is not None else None)
-    budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
     if settings is None:
         settings = load_settings(params.session.agentDir, params.session.cwd)  # CONFIG-5: re-read every pass
+    # PASS-21: big passes do their CPU work in a worker thread; small ones on the loop (read size unknown
+    # for an inline branch, so it always takes the thread). Turns mode always takes the thread: it does more
+    # per byte (the Digest, every tool output read for values), and a hop is nothing beside its five calls.
+    offload = Offload.for_read(branch_stats if branch is not None else None)
+    if settings.narrativeMode == "turns":
+        offload = THREADS
+    budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
 
     async def decide(world_taken: Callable[[], Awaitable[World]]) -> _Decided:
         prepared = await offload.run(

@@ -119,29 +119,38 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
 async def _run_busy_compact(
     services: Services, params: CompactParams, pass_id: str, log: structlog.typing.FilteringBoundLogger
 ) -> CompactResult:
-    """The pass itself, its session marked busy: read the branch, run, count, record."""
+    """The pass itself, its session marked busy: read the branch, run, count, record.
+
+    However it ends (closed, timed out, failed, cancelled), the pass leaves its record in the record log. The
+    budget ends it on time whatever step runs: the pure steps run in threads a cancelled pass does not wait
+    for, so the reply below is sent within moments of the deadline.
+    """
     started = time.monotonic()
-    if params.branchEntries is not None:
-        branch: Sequence[dict[str, Any]] | None = None
-        branch_stats: dict[str, Any] = {"source": "inline", "refused": params.sessionFileRefused}
-        users = None
-    else:
-        assert params.leafId is not None  # CompactParams checks that a branch source is given
-        read = await services.read_branch(params.session, params.leafId, span_refs(params.preparation))
-        branch, branch_stats, users = read.entries, read.stats(), read.user_ids
+    progress = PassProgress()  # PASS-16: a pass cut off after its Fold falls back under its span number
+    try:
+        if params.branchEntries is not None:
+            branch: Sequence[dict[str, Any]] | None = None
+            branch_stats: dict[str, Any] = {"source": "inline", "refused": params.sessionFileRefused}
+            users = None
+        else:
+            assert params.leafId is not None  # CompactParams checks that a branch source is given
+            read = await services.read_branch(params.session, params.leafId, span_refs(params.preparation))
+            branch, branch_stats, users = read.entries, read.stats(), read.user_ids
+    except anyio.get_cancelled_exc_class():
+        await _record_cancelled(services, params, pass_id, progress, started, log)
+        raise
     services.passes_in_flight += 1
     log.info("pass_started", reason=params.reason, branch_entries=len(branch or params.branchEntries or []))
     left_s = max(0.0, services.pass_budget_s - (time.monotonic() - started))  # reading the file counts too
-    progress = PassProgress()  # PASS-16: a pass cut off after its Fold falls back under its span number
     try:
-        # CONFIG-5: read once per pass and handed on; each read costs the loop a few syscalls, and in a burst
-        # every syscall lets worker threads take the interpreter lock from it (issue 10)
+        # CONFIG-5: read once per pass and handed on to the pass and to the problems it reports afterwards
         settings = load_settings(params.session.agentDir, params.session.cwd)
-        problems = services.apply_settings(params, settings)
+        problems = services.settings_problems(settings)
         if problems:
             log.info("settings_problems", problems=problems)
+        result: CompactResult | None = None
         with anyio.move_on_after(left_s):
-            result = await services.run_pass(
+            ran = await services.run_pass(
                 params,
                 pass_id=pass_id,
                 branch=branch,
@@ -152,29 +161,58 @@ async def _run_busy_compact(
                 users=users,
                 settings=settings,
             )
-            result = services.config_watch.after_pass(params, result, log)  # CONFIG-6..9: no silent problem
+            # CONFIG-6..9: no silent problem
+            ran = services.config_watch.after_pass(params, ran, log, settings)
             # before it is counted, recorded or sent; a big pass's state is big, so off the loop like its CPU
             offload = Offload.for_read(branch_stats)
-            result = await offload.run(partial(redacted_result, result, current_redactor()))
-            services.count_result(result)
-            log.info("pass_finished", span=result.span, fallback=result.fallback)
-            services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))
-            return result
-        services.pass_counts.fallback += 1
-        log.warning("pass_timeout", budget_s=services.pass_budget_s)
-        services.recorder.pass_fallback(params, pass_id, "timeout", None, span=progress.span)
-        return CompactResult(passId=pass_id, span=progress.span or 0, fallback="timeout")
+            result = await offload.run(partial(redacted_result, ran, current_redactor()))
+        if result is None:
+            services.pass_counts.fallback += 1
+            services.count_reason("timeout")
+            log.warning("pass_timeout", budget_s=services.pass_budget_s)
+            await services.recorder.pass_fallback(params, pass_id, "timeout", None, span=progress.span)
+            return CompactResult(passId=pass_id, span=progress.span or 0, fallback="timeout")
+        services.count_result(result)
+        log.info("pass_finished", span=result.span, fallback=result.fallback)
+        await services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))
+        return result
     except anyio.get_cancelled_exc_class():
-        services.pass_counts.aborted += 1
-        log.info("pass_aborted")
+        await _record_cancelled(services, params, pass_id, progress, started, log)
         raise
     except Exception as exc:
         services.pass_counts.fallback += 1
+        services.count_reason("pass-error")
         log.error("pass_error", error_class=type(exc).__name__)
-        services.recorder.pass_fallback(params, pass_id, "pass-error", exc, span=progress.span)
+        await services.recorder.pass_fallback(params, pass_id, "pass-error", exc, span=progress.span)
         return CompactResult(passId=pass_id, span=progress.span or 0, fallback="pass-error")
     finally:
         services.passes_in_flight -= 1
+
+
+async def _record_cancelled(
+    services: Services,
+    params: CompactParams,
+    pass_id: str,
+    progress: PassProgress,
+    started: float,
+    log: structlog.typing.FilteringBoundLogger,
+) -> None:
+    """A pass cancelled before it answered: counted, logged and recorded, shielded from the cancellation.
+
+    Past its budget (the method's own deadline net cut it off) it is a ``timeout`` fallback, as the
+    pass's own budget would have made it; otherwise its client went away or the daemon is stopping.
+    """
+    with anyio.CancelScope(shield=True):
+        if time.monotonic() - started >= services.pass_budget_s:
+            services.pass_counts.fallback += 1
+            services.count_reason("timeout")
+            log.warning("pass_timeout", budget_s=services.pass_budget_s)
+            await services.recorder.pass_fallback(params, pass_id, "timeout", None, span=progress.span)
+            return
+        services.pass_counts.aborted += 1
+        services.count_reason("cancelled")
+        log.info("pass_aborted")
+        await services.recorder.pass_aborted(params, pass_id, span=progress.span)
 
 
 def build_methods(services: Services) -> dict[str, RpcMethod]:
@@ -184,7 +222,7 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
     async def hello(params: HelloParams) -> HelloResult:
         services.sessions_seen.add(params.session.sessionId)
         compactor = choose_compactor(params.session.env.PI_COMPACTOR)
-        services.recorder.hello(params)
+        await services.recorder.hello(params)
         if compactor == "longhaul" and params.session.sessionFile is not None:
             # a resumed session's first pass then finds its file indexed, however long the file is
             services.warmer.submit(params.session.sessionFile, params.session.sessionId)
@@ -202,7 +240,9 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
             summarizer=load_settings(params.session.agentDir, params.session.cwd).summarizer,  # CONFIG-8
         )
 
-    @rpc("compact", CompactParams, deadline_s=services.pass_budget_s + _SAFETY_MARGIN_S)
+    deadline_s = services.pass_budget_s + _SAFETY_MARGIN_S
+
+    @rpc("compact", CompactParams, deadline_s=deadline_s, encode_in_thread=True)
     async def compact(params: CompactParams) -> CompactResult:
         return await _run_compact(services, params)
 
@@ -219,7 +259,7 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
             summary_chars=params.summaryChars,
             tokens_before=params.tokensBefore,
         )
-        services.recorder.compacted(params)
+        await services.recorder.compacted(params)
         return OkResult()
 
     @rpc("compact_failed", CompactFailedParams)
@@ -232,7 +272,7 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
             span=params.span,
             reason=reason_field(params.reason),
         )
-        services.recorder.compact_failed(params)
+        await services.recorder.compact_failed(params)
         return OkResult()
 
     @rpc("incident", IncidentParams)
@@ -248,7 +288,7 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
             "error_chars": None if params.error is None else len(params.error),
         }
         _log.warning("incident", **details)
-        services.recorder.incident(params)
+        await services.recorder.incident(params)
         return OkResult()
 
     @rpc("report", ReportParams)

@@ -3,19 +3,24 @@
 Ids and reason codes the shim sends are written in their real shapes only (:mod:`longhaul_daemon.log.fields`):
 a pass id that is not 12 hex digits, or a reason that is not ASCII ``[a-z0-9-]``, is written as its length.
 
-The methods call one function per event; each builds its fields from the request and the reply and hands them
-to :func:`~longhaul_daemon.log.records.write_record`, which never raises. The ``compaction`` record is
-computed from the pass's ``CompactParams`` and ``CompactResult`` alone, so the pass knows nothing about
-logging. A fallback the daemon decided (timeout, pass error) is recorded here with its error class; the shim
-then sends a ``fallback`` incident for the same pass id, which is not written twice.
+The methods await one function per event; each builds its fields from the request and the reply and hands
+them to :func:`~longhaul_daemon.log.records.write_record`, which never raises, in a worker thread: a record
+is a handful of syscalls (open the directory and the file, check them, write, close) that the event loop,
+answering every other session, has no time for. The record is on disk before the method answers. The
+``compaction`` record is computed from the pass's ``CompactParams`` and ``CompactResult`` alone, so the pass
+knows nothing about logging. A fallback the daemon decided (timeout, pass error) is recorded here with its
+error class, and so is a pass cancelled before it answered (``aborted``); the shim then sends a ``fallback``
+or ``aborted`` incident for the same pass id, which is not written twice.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import structlog
 
@@ -182,10 +187,11 @@ class Recorder:
         self._recorded_fallbacks: deque[str] = deque(maxlen=_REMEMBERED_PASSES)
 
     @staticmethod
-    def _write(session: SessionFacts, event: str, fields: Mapping[str, object]) -> None:
-        write_record(session, event, fields)
+    async def _write(session: SessionFacts, event: str, fields: Callable[[], Mapping[str, object]]) -> None:
+        """Build ``fields()`` and write the record in a worker thread; a cancelled caller does not wait."""
+        await anyio.to_thread.run_sync(lambda: write_record(session, event, fields()), abandon_on_cancel=True)
 
-    def hello(self, params: HelloParams) -> None:
+    async def hello(self, params: HelloParams) -> None:
         """LOG-16, written in stand-down sessions too (LOG-24).
 
         CONFIG-3: a ``PI_COMPACTOR`` value that names neither Longhaul nor pi is the user's own text, so only
@@ -201,18 +207,26 @@ class Recorder:
         }
         if value is not None and not names_a_compactor(value):
             fields["compactorValueChars"] = len(value)
-        self._write(params.session, "extension-loaded", fields)
+        await self._write(params.session, "extension-loaded", lambda: fields)
 
-    def pass_finished(self, params: CompactParams, result: CompactResult, duration_ms: int) -> None:
+    async def pass_finished(self, params: CompactParams, result: CompactResult, duration_ms: int) -> None:
         """LOG-17 for a compaction; a fallback the pass itself returned becomes a ``fallback`` record."""
         if choose_compactor(params.session.env.PI_COMPACTOR) == "pi":
             return  # LOG-24: never a compaction record when Longhaul stands down
         if result.compaction is not None:
-            self._write(params.session, "compaction", compaction_fields(params, result, duration_ms))
+            fields = partial(compaction_fields, params, result, duration_ms)
+            await self._write(params.session, "compaction", fields)
         elif result.fallback is not None:
-            self.pass_fallback(params, result.passId, result.fallback, None, span=result.span or None)
+            await self.pass_fallback(params, result.passId, result.fallback, None, span=result.span or None)
 
-    def pass_fallback(
+    async def pass_aborted(self, params: CompactParams, pass_id: str, *, span: int | None) -> None:
+        """A pass cancelled before it answered (its client went, or the daemon stopped): LOG-22's
+        ``aborted``, with ``reason: cancelled``, so the record log says how every pass ended."""
+        fields: dict[str, object] = {"reason": "cancelled", "passId": pass_id, "span": span}
+        self._recorded_fallbacks.append(pass_id)
+        await self._write(params.session, "aborted", lambda: fields)
+
+    async def pass_fallback(
         self,
         params: CompactParams,
         pass_id: str,
@@ -226,14 +240,14 @@ class Recorder:
         fields: dict[str, object] = {"reason": reason, "passId": pass_id, "span": span}
         fields.update(error_fields(exc) if exc is not None else {"errorClass": None, "error": None})
         self._recorded_fallbacks.append(pass_id)
-        self._write(params.session, "fallback", fields)
+        await self._write(params.session, "fallback", lambda: fields)
 
-    def compacted(self, params: CompactedParams) -> None:
+    async def compacted(self, params: CompactedParams) -> None:
         """LOG-19 (and LOG-24: stand-down sessions too)."""
-        self._write(
+        await self._write(
             params.session,
             "compacted",
-            {
+            lambda: {
                 "fromExtension": params.fromExtension,
                 "reason": reason_field(params.reason),
                 "passId": pass_id_field(params.passId),
@@ -243,22 +257,22 @@ class Recorder:
             },
         )
 
-    def compact_failed(self, params: CompactFailedParams) -> None:
+    async def compact_failed(self, params: CompactFailedParams) -> None:
         """LOG-20."""
-        self._write(
+        await self._write(
             params.session,
             "compact-failed",
-            {
+            lambda: {
                 "reason": reason_field(params.reason),
                 "passId": pass_id_field(params.passId),
                 "span": params.span,
             },
         )
 
-    def incident(self, params: IncidentParams) -> None:
-        """LOG-22/LOG-23 from the shim; a fallback the daemon already recorded is not written twice."""
+    async def incident(self, params: IncidentParams) -> None:
+        """LOG-22/LOG-23 from the shim; the daemon's own fallback or abort record is not written twice."""
         if (
-            params.kind == "fallback"
+            params.kind in ("fallback", "aborted")
             and params.passId is not None
             and params.passId in self._recorded_fallbacks
         ):
@@ -270,7 +284,7 @@ class Recorder:
         if params.kind in ("span-record-failed", "aborted", "fallback"):
             fields["span"] = params.span
         fields.update(error_fields(error_class=params.errorClass, error=params.error))
-        self._write(params.session, params.kind, fields)
+        await self._write(params.session, params.kind, lambda: fields)
 
 
 async def report_for_session(session: SessionFacts) -> ReportResult:

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from longhaul_daemon import jsoncodec
 from longhaul_daemon.errors import INTERNAL_ERROR, INVALID_PARAMS, DeadlineExceeded, DomainError
 
 __all__ = [
@@ -156,14 +158,19 @@ def _echoes_input(msg: str, value: object) -> bool:
 
 
 def rpc(
-    name: str, params_model: type[ParamsT], *, deadline_s: float = METHOD_DEADLINE_S
+    name: str,
+    params_model: type[ParamsT],
+    *,
+    deadline_s: float = METHOD_DEADLINE_S,
+    encode_in_thread: bool = False,
 ) -> Callable[[Callable[[ParamsT], Awaitable[BaseModel]]], RpcMethod]:
     """Wrap ``handler(params) -> result`` as the JSON-RPC method ``name``.
 
     By-name params only; they are validated by ``params_model``. Every method has a deadline, ``deadline_s``
     (-32001 when it runs over): no request holds a connection slot for ever. A :class:`DomainError` becomes
     its code and message; any other exception becomes -32603 with an error id. The result is dumped in JSON
-    mode.
+    mode; with ``encode_in_thread`` (``compact``, whose result holds a whole state) it is dumped and encoded
+    in a worker thread and joins the reply as encoded JSON, so the loop only writes it out.
     """
 
     def register(handler: Callable[[ParamsT], Awaitable[BaseModel]]) -> RpcMethod:
@@ -181,6 +188,9 @@ def rpc(
                 return RpcFailure(INVALID_PARAMS, "Invalid params", described)
             try:
                 result = await _run_with_deadline(handler, params, deadline_s)
+                if encode_in_thread:
+                    encoded = await anyio.to_thread.run_sync(_encoded, result, abandon_on_cancel=True)
+                    return RpcSuccess(encoded)
                 return RpcSuccess(result.model_dump(mode="json"))
             except DomainError as exc:
                 _log.info("rpc_domain_error", method=name, code=exc.code)
@@ -191,6 +201,11 @@ def rpc(
         return RpcMethod(name=name, call=call, deadline_s=deadline_s)
 
     return register
+
+
+def _encoded(result: BaseModel) -> jsoncodec.Encoded:
+    """``result`` as JSON text that :func:`~longhaul_daemon.jsoncodec.dumps` embeds in the reply as it is."""
+    return jsoncodec.Encoded(jsoncodec.dumps(result.model_dump(mode="json")))
 
 
 async def _run_with_deadline(

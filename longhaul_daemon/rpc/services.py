@@ -8,7 +8,6 @@ HTTP client, and the pass itself as a seam the tests replace. The methods (:mod:
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,6 @@ from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.structured import StructuredMemory
-from longhaul_daemon.offload import INLINE_BYTES
 from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
@@ -35,12 +33,14 @@ from longhaul_daemon.protocol import (
 )
 from longhaul_daemon.rpc.recording import Recorder
 from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles, SessionWarmer
-from longhaul_daemon.settings import Settings, load_settings
+from longhaul_daemon.settings import Settings
 from longhaul_daemon.settings_notices import ConfigWatch
 
 __all__ = ["RunPass", "Services"]
 
 _log = structlog.get_logger("longhaul.methods")
+
+_MAX_REASONS = 64  # distinct reason codes status counts; the daemon's own codes are far fewer
 
 RunPass = Callable[..., Awaitable[CompactResult]]
 """``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress, users,
@@ -53,17 +53,6 @@ async def _default_run_pass(params: CompactParams, **context: Any) -> CompactRes
     from longhaul_daemon.passes.run import run_pass
 
     return await run_pass(params, **context)
-
-
-def _small_file(path: str) -> bool:
-    """Whether ``path`` is a regular file under :data:`INLINE_BYTES`, whose reading costs less than a thread
-    hop: a burst of small passes otherwise spends the loop on handing reads to threads (issue 10). Any doubt
-    (missing, a link, a bad path) says no; the reader in the thread then refuses it as it always did."""
-    try:
-        info = os.stat(path, follow_symlinks=False)
-    except (OSError, ValueError):
-        return False
-    return stat.S_ISREG(info.st_mode) and info.st_size < INLINE_BYTES
 
 
 @dataclass
@@ -96,8 +85,9 @@ class Services:
     async def read_branch(
         self, session: SessionFacts, leaf_id: str, span_ids: Sequence[str] = (), *, whole: bool = True
     ) -> BranchRead:
-        """The branch from pi's session file, read in a worker thread unless the file is small (PASS-21);
-        raises ``SessionFileRefused``."""
+        """The branch from pi's session file, read in a worker thread (PASS-21), however small: a read takes
+        the file's index lock, which the warmer's thread holds while it indexes; a caller that goes away does
+        not wait for it. Raises ``SessionFileRefused``."""
         path = session.sessionFile
         if path is None:
             raise SessionFileRefused("missing")
@@ -108,9 +98,7 @@ class Services:
             )
 
         try:
-            if _small_file(path):
-                return read()
-            return await anyio.to_thread.run_sync(read)
+            return await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
         except SessionFileRefused as refused:
             _log.info("session_file_refused", session_id=session.sessionId, reason=refused.reason)
             raise
@@ -127,13 +115,10 @@ class Services:
             client=self.http_client,
         )
 
-    def apply_settings(self, params: CompactParams, settings: Settings | None = None) -> list[str]:
-        """Apply this pass's ``longhaul.json`` (``settings``, or read here) for its daemon-wide part, the
-        per-provider concurrency, and return its problems as ``source:code`` (CONFIG-9: never the file's path
-        or content)."""
-        if settings is None:
-            settings = load_settings(params.session.agentDir, params.session.cwd)
-        self.provider_limits.configure(dict(settings.concurrency))
+    @staticmethod
+    def settings_problems(settings: Settings) -> list[str]:
+        """The problems of a pass's ``longhaul.json`` as ``source:code`` (CONFIG-9: never the file's path or
+        content). Nothing in it changes the daemon: the provider limits are set when it starts."""
         return [f"{problem.source}:{problem.code}" for problem in settings.problems]
 
     def status(self) -> StatusResult:
@@ -154,15 +139,26 @@ class Services:
             config=self.config_watch.status(),
         )
 
+    def count_reason(self, reason: object) -> None:
+        """One more pass that did less than close whole for ``reason`` (a code the daemon wrote)."""
+        reasons = self.pass_counts.reasons
+        if isinstance(reason, str) and (reason in reasons or len(reasons) < _MAX_REASONS):
+            reasons[reason] = reasons.get(reason, 0) + 1
+
     def count_result(self, result: CompactResult) -> None:
-        """Count a finished pass by its close (whole, narrative-less, chunk missing, empty) or fallback."""
-        closed_as = result.after.spanRecord.get("closedAs") if result.after is not None else None
+        """Count a finished pass by its close (whole, narrative-less, chunk missing, empty) or fallback, and
+        the reason of a close that was not whole."""
+        record = result.after.spanRecord if result.after is not None else {}
+        closed_as = record.get("closedAs")
         if result.fallback is not None or result.compaction is None:
             self.pass_counts.fallback += 1
+            self.count_reason(result.fallback)
         elif closed_as == "narrative-less":
             self.pass_counts.narrativeLess += 1
+            self.count_reason(record.get("reason"))
         elif closed_as == "chunk-missing":
             self.pass_counts.chunkMissing += 1
+            self.count_reason(record.get("reason"))
         elif closed_as == "empty":
             self.pass_counts.empty += 1
         else:

@@ -18,8 +18,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import MutableMapping
-from dataclasses import dataclass
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -42,6 +42,7 @@ from longhaul_daemon.config import (
 )
 from longhaul_daemon.log.fields import shape_log_fields
 from longhaul_daemon.models.http import make_shared_client
+from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.rpc import Dispatcher, RunPass, Services, build_methods
 from longhaul_daemon.rpc.registry import internal_error
 from longhaul_daemon.secrets.redaction import redact_log_event
@@ -89,6 +90,7 @@ class ServeOptions:
     stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S
     handle_signals: bool = True
     via_pi_apis: frozenset[str] = frozenset()  # model apis the daemon sends through pi (PASS-22)
+    concurrency: Mapping[str, int] = field(default_factory=dict)  # calls at once per provider key
     worker_threads: int = WORKER_THREADS
 
 
@@ -117,6 +119,7 @@ async def run_daemon(
             socket_activated=opened.activated,
             pass_budget_s=options.pass_budget_s,
             via_pi_apis=options.via_pi_apis,
+            provider_limits=ProviderLimits(per_provider=options.concurrency),
         )
         if run_pass is not None:
             services.run_pass = run_pass

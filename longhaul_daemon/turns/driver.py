@@ -17,7 +17,10 @@ last repair turn, is asked there (TURNS-11). No question follows a turn that thr
 Budgets (TURNS-15): every call of a turn shares a budget of ``turn_seconds`` (2 minutes in the daemon) that
 never runs past the pass's deadline. A turn that runs over is abandoned and the conversation goes on with the
 next section; once the pass's budget is spent, the sections not reached carry from the previous state
-(:mod:`longhaul_daemon.turns.result`). A span that offers no message to label makes no labels call. Model
+(:mod:`longhaul_daemon.turns.result`). A span that offers no message to label makes no labels call. A
+section that does not finish names why: ``turn-timeout``, ``budget-exhausted``, ``rate-limited`` (a 429 asked
+for a wait past the budget), ``context-full``, ``model-error``, ``tool-loop`` (every turn only called tools),
+``unparsable-answer``, or ``nothing-kept`` (an answer whose every field failed its checks). Model
 errors end a section, never the pass; :class:`~longhaul_daemon.turns.conversation.TurnsUnavailable` (the
 route cannot carry the tool, or the Digest cannot fit) leaves, so the pass can run the Diff instead.
 """
@@ -33,7 +36,7 @@ from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.diff.schema import BOUNDS, DraftAnswer, ParsedAnswer
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError
+from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RateLimited
 from longhaul_daemon.turns.asks import SYSTEM_PROMPT, ask, repair_note
 from longhaul_daemon.turns.conversation import (
     ContextFull,
@@ -129,6 +132,13 @@ def _instructions(inputs: TurnsInputs, digest: Digest) -> str:
     return fold_text("\n".join([SYSTEM_PROMPT, _DATA.sub(" ", digest.text), *asks]))
 
 
+def _digest(inputs: TurnsInputs, room: int) -> tuple[Digest, str] | None:
+    """The Digest within ``room`` characters and the folded instructions the gate compares prose with, or
+    None when no Digest fits; pure, so it runs in a thread."""
+    digest = build_digest(inputs.digest, inputs.view, room)
+    return None if digest is None else (digest, _instructions(inputs, digest))
+
+
 def _fewer(kept: Verdict | None, new: Verdict) -> Verdict:
     """The answer with fewer problems, the newer winning ties; one that parsed beats one that did not."""
     if kept is None or not kept.parsed:
@@ -177,6 +187,8 @@ class _Sections:
         )
         try:
             return await conversation.turn(section, text, kind=kind, max_output_tokens=tokens, schema=schema)
+        except RateLimited:
+            return "rate-limited"  # the provider asked for a wait past the budget (a 429's retry-after)
         except BudgetExceeded:
             return "budget-exhausted" if conversation.budget.remaining() <= 0 else "turn-timeout"
         except ContextFull:
@@ -187,10 +199,11 @@ class _Sections:
     async def _check(self, section: Section, reply: TurnReply) -> Verdict | LabelsVerdict:
         if reply.answer is None:
             self.conversation.model.note_unusable()
+        # an answer is as large as the reply it came in, which the span does not bound
+        offload = self.inputs.offload.sized(len(reply.result.text) if reply.result is not None else 0)
         if section == "labels":
-            check = partial(gate_labels, reply.answer, reply.form, self.inputs.labels)
-            return await self.inputs.offload.run(check)
-        return gate(section, reply.answer, reply.form, self.inputs.gate)
+            return await offload.run(partial(gate_labels, reply.answer, reply.form, self.inputs.labels))
+        return await offload.run(partial(gate, section, reply.answer, reply.form, self.inputs.gate))
 
     async def run(self, section: Section) -> SectionOutcome:
         if section == "labels" and not self.inputs.labels.label_ids:
@@ -203,11 +216,13 @@ class _Sections:
         kept: Verdict | LabelsVerdict | None = None
         text, kind, repairs, failure = self._ask(section), str(section), 0, None
         previous: object = None
+        looped = True  # until a turn of this section ends other than in a tool loop
         while True:
             reply = await self._turn(section, text, kind, tokens)
             if isinstance(reply, str):
                 failure = reply
                 break
+            looped = looped and reply.tool_loop
             said = _gist(reply)
             if repairs and said == previous:
                 break  # the repair turn brought the same reply back: the model will not change it
@@ -225,15 +240,19 @@ class _Sections:
             cut_off = reply.result is not None and reply.result.cut_off and reply.answer is None
             if cut_off and section not in _PROSE:
                 tokens = self.conversation.model.raised_budget(tokens) or tokens  # FAIL-7
+        if failure is None and looped and kept is not None:
+            failure = "tool-loop"  # every turn of the section only called tools: no answer to read
         if isinstance(kept, LabelsVerdict):
-            return await self._settle_labels(kept, repairs, threw=failure is not None)
+            return await self._settle_labels(kept, repairs, failure)
         return _outcome(section, kept, repairs, failure)
 
-    async def _settle_labels(self, kept: LabelsVerdict, repairs: int, *, threw: bool) -> SectionOutcome:
+    async def _settle_labels(self, kept: LabelsVerdict, repairs: int, failure: str | None) -> SectionOutcome:
         ctx = self.inputs.labels
         if not kept.parsed.parsed:
-            return SectionOutcome("labels", "unfinished", "unparsable-answer", labels=None, repairs=repairs)
+            why = failure or "unparsable-answer"
+            return SectionOutcome("labels", "unfinished", why, labels=None, repairs=repairs)
         settled = await self.inputs.offload.run(partial(settle_labels, kept, ctx))
+        threw = failure is not None and failure != "tool-loop"
         if settled.questions and not threw:
             settled = await self._question_turn(settled)
         if settled.evaluation.unlabeled:  # FAIL-4, TURNS-16: the labels section did not finish
@@ -255,7 +274,8 @@ class _Sections:
         )
         if isinstance(reply, str) or reply.result is None:
             return settled
-        additions = read_question_reply(reply.result.text, asked)
+        text = reply.result.text
+        additions = await self.inputs.offload.sized(len(text)).run(partial(read_question_reply, text, asked))
         if not additions:
             return settled
         answered = with_additions(settled.parsed, additions)
@@ -269,6 +289,8 @@ def _outcome(section: Section, kept: Verdict | None, repairs: int, failure: str 
         return SectionOutcome(
             section, "unfinished", failure or "unparsable-answer", verdict=kept, repairs=repairs
         )
+    if kept.integrity and kept.accepted.holds_nothing:  # every field it gave was wrong: nothing to accept
+        return SectionOutcome(section, "unfinished", "nothing-kept", verdict=kept, repairs=repairs)
     if kept.problems:
         return SectionOutcome(section, "accepted-with-drops", verdict=kept, repairs=repairs)
     return SectionOutcome(section, "repaired" if repairs else "accepted", verdict=kept, repairs=repairs)
@@ -284,10 +306,11 @@ async def run_turns(
     tokens = {s: model.turn_budget(section_tokens(s, lengths)) for s in SECTIONS}
     room = model.input_tokens(max(tokens.values())) * CHARS_PER_TOKEN
     digest_room = int(room * DIGEST_SHARE) - len(SYSTEM_PROMPT)
-    digest = await inputs.offload.run(partial(build_digest, inputs.digest, inputs.view, digest_room))
-    if digest is None:
+    built = await inputs.offload.run(partial(_digest, inputs, digest_room))
+    if built is None:
         raise TurnsUnavailable("digest-too-large")
-    inputs = replace(inputs, gate=replace(inputs.gate, instructions=_instructions(inputs, digest)))
+    digest, instructions = built
+    inputs = replace(inputs, gate=replace(inputs.gate, instructions=instructions))
     conversation = Conversation(
         model,
         system=SYSTEM_PROMPT,
@@ -295,6 +318,7 @@ async def run_turns(
         budget=budget,
         turn_seconds=turn_seconds,
         room_chars=room,
+        offload=inputs.offload,
     )
     sections = _Sections(inputs, conversation, digest, tokens)
     outcomes: dict[Section, SectionOutcome] = {}
@@ -303,10 +327,12 @@ async def run_turns(
             outcomes[section] = SectionOutcome(section, "unreached", "budget-exhausted")
             continue
         outcomes[section] = await sections.run(section)
-    return close_turns(
+    close = partial(
+        close_turns,
         outcomes,
         inputs.span,
         shows=conversation.shows,
         digest_edge=digest.edge,
         digest_left_out=digest.left_out,
     )
+    return await inputs.offload.run(close)  # values are learned from the span's whole tool output

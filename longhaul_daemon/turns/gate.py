@@ -90,6 +90,12 @@ class Accepted:
     now: str | None = None
     dropped: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
+    @property
+    def holds_nothing(self) -> bool:
+        """Whether nothing of the answer would be kept: no prose, no item, no list entry."""
+        lists = (self.decisions, self.dead_ends, self.open_errors, self.fixed)
+        return not (self.narrative or self.objective or self.now or any(lists))
+
 
 @dataclass(frozen=True)
 class Verdict:

@@ -6,8 +6,9 @@ Digest. TURNS-8, our decisions (the proposals): at most :data:`SHOW_CAP` calls a
 :data:`RESULT_CHARS` characters, a longer one keeping its head and tail with the cut marked; a result is
 also cut to the room the conversation has left, and when too little is left the call is refused. An
 unknown ref, a call over the cap, arguments that are not ``{"ref": "..."}``, or a call of another tool
-name get an error result saying so, and the turn goes on. Transcript text in a result is cleaned as the
-Digest's is; nothing from a result ever reaches the State. Pure; nothing raises on model output.
+name get an error result saying so (never repeating the made-up tool's name), and the turn goes on.
+Transcript text in a result is cleaned as the Digest's is; nothing from a result ever reaches the State.
+Pure; nothing raises on model output.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from longhaul_daemon.models.tool_calls import ToolCall, ToolResult, ToolSpec
 from longhaul_daemon.state.model import Command, ErrorEntry
 from longhaul_daemon.turns.span_view import SpanView, ToolUse
 
-__all__ = ["MIN_ROOM", "RESULT_CHARS", "SHOW_CAP", "SHOW_TOOL", "ShowIndex", "run_show"]
+__all__ = ["MAX_REF", "MIN_ROOM", "RESULT_CHARS", "SHOW_CAP", "SHOW_TOOL", "ShowIndex", "run_show"]
 
 SHOW_CAP = 4  # TURNS-8: calls per turn
 RESULT_CHARS = 4000  # TURNS-8: characters per result
 MIN_ROOM = 200  # below this many characters of room left, a call is refused rather than cut to nothing
-_MAX_REF = 40
+MAX_REF = 40  # characters of a ref the tool reads; a longer one is unknown
 
 SHOW_TOOL = ToolSpec(
     name="show",
@@ -103,6 +104,20 @@ def _cut(text: str, limit: int) -> str:
     return text[:head] + marker + text[len(text) - (keep - head) :]
 
 
+_CLEAN_WHOLE = 4  # an item up to this many times the limit is cleaned whole before it is cut
+
+
+def _shown(text: str, limit: int) -> str:
+    """``text`` cleaned and cut to ``limit``; a long one (a 430 KB log) is cleaned at its edges only, since
+    cleaning never lengthens text, so showing it costs what its edges cost, not what the whole costs."""
+    if len(text) <= _CLEAN_WHOLE * limit:
+        return _cut(clean(text), limit)
+    marker = f"\n[… {len(text)} characters in all, cut …]\n"
+    keep = max(0, limit - len(marker))
+    head, tail = clean(text[: keep // 2]), clean(text[len(text) - (keep - keep // 2) :])
+    return head + marker + tail
+
+
 def _error(call: ToolCall, text: str) -> ToolResult:
     return ToolResult(call.id, call.name, text, is_error=True)
 
@@ -111,17 +126,18 @@ def run_show(call: ToolCall, index: ShowIndex, *, used: int, room_chars: int) ->
     """The result of one call; ``used`` is how many calls this turn already made, ``room_chars`` how many
     characters the conversation can still take."""
     if call.name != SHOW_TOOL.name:
-        return _error(call, f"there is no tool {call.name[:_MAX_REF]!r}; the only tool is show(ref)")
+        # a made-up name is not echoed: the model wrote it, and it may carry anything
+        return _error(call, "there is no such tool; the only tool is show(ref)")
     if used >= SHOW_CAP:
         return _error(call, f"show is limited to {SHOW_CAP} calls a turn; answer with what you have")
     ref = call.arguments.get("ref")
     if not isinstance(ref, str) or not ref.strip():
         return _error(call, 'show takes {"ref": "<id>"}: a u<n>, C<n>, E<n> or tool-call id')
     ref = ref.strip()
-    found = index.lookup(ref) if len(ref) <= _MAX_REF else None
+    found = index.lookup(ref) if len(ref) <= MAX_REF else None
     if found is None:
-        shown = clean(ref[:_MAX_REF])
+        shown = clean(ref[:MAX_REF])
         return _error(call, f"unknown ref {shown!r}: give a u<n>, C<n>, E<n> or tool-call id from the digest")
     if room_chars < MIN_ROOM:
         return _error(call, "no room is left in this conversation for more results; answer now")
-    return ToolResult(call.id, call.name, _cut(clean(found), min(RESULT_CHARS, room_chars)))
+    return ToolResult(call.id, call.name, _shown(found, min(RESULT_CHARS, room_chars)))

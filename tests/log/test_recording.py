@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from rpc_replies import decoded
 
+from longhaul_daemon.offload import Offload
 from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import CompactParams, CompactResult
 from longhaul_daemon.rpc.methods import Services, build_methods
@@ -104,7 +107,7 @@ def marked_params(agent: Path, project: Path, **env: str) -> dict[str, Any]:
 
 async def call(services: Services, method: str, params: dict[str, Any]) -> Any:
     with anyio.fail_after(30):
-        outcome = await build_methods(services)[method].call(**params)
+        outcome = decoded(await build_methods(services)[method].call(**params))
     assert isinstance(outcome, RpcSuccess | RpcFailure)
     return outcome
 
@@ -274,6 +277,78 @@ async def test_fail14_timeout_is_a_fallback_record(agent: Path, project: Path) -
     (record,) = records(agent)
     assert (record["event"], record["reason"], record["errorClass"]) == ("fallback", "timeout", None)
     assert record["span"] is None and outcome.result["span"] == 0  # PASS-16: cut off before its Fold
+
+
+@pytest.mark.anyio
+async def test_a_step_in_a_thread_past_the_budget_does_not_hold_the_answer(
+    agent: Path, project: Path
+) -> None:
+    """The budget ends the pass whatever step runs: a pure step in a worker thread that outlives it is left
+    to finish for nobody, and the pass answers ``timeout`` (with its record) while the step still runs."""
+    finished = threading.Event()
+
+    def stuck_step() -> None:
+        finished.wait(30)
+
+    async def stuck(_params: CompactParams, *, progress: PassProgress, **_: object) -> CompactResult:
+        progress.span = 2
+        await Offload().run(stuck_step)
+        raise AssertionError("the step ended first")
+
+    services = Services(socket_path="/s", run_pass=stuck, pass_budget_s=0.2)
+    try:
+        outcome = await call(services, "compact", marked_params(agent, project))
+        assert not finished.is_set()  # answered while the step was still running
+    finally:
+        finished.set()
+    assert isinstance(outcome, RpcSuccess) and outcome.result["fallback"] == "timeout"
+    (record,) = records(agent)
+    assert (record["event"], record["reason"], record["span"]) == ("fallback", "timeout", 2)
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_pass_and_one_cut_off_by_the_methods_net_each_leave_a_record(
+    agent: Path, project: Path
+) -> None:
+    """A pass whose client went away is recorded ``aborted`` (the shim's own incident for it is not written
+    again); one cut off by the method's deadline net, past its budget, is a ``timeout`` fallback."""
+
+    async def slow(_params: CompactParams, *, progress: PassProgress, **_: object) -> CompactResult:
+        progress.span = 3
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    services = Services(socket_path="/s", run_pass=slow)
+    method = build_methods(services)["compact"]
+    started = anyio.Event()
+
+    async def hung_up() -> None:
+        started.set()
+        await method.call(**marked_params(agent, project))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(hung_up)
+        await started.wait()
+        await anyio.wait_all_tasks_blocked()  # the pass is running: its run_pass sleeps
+        group.cancel_scope.cancel()  # the client hung up
+    (aborted,) = records(agent)
+    assert (aborted["event"], aborted["reason"], aborted["span"]) == ("aborted", "cancelled", 3)
+    incident = {"session": marked_params(agent, project)["session"], "kind": "aborted", "reason": "signal"}
+    await call(services, "incident", {**incident, "passId": aborted["passId"]})
+    assert len(records(agent)) == 1 and services.pass_counts.aborted == 1
+
+    async def deaf(_params: CompactParams, *, progress: PassProgress, **_: object) -> CompactResult:
+        progress.span = 3
+        with anyio.CancelScope(shield=True):  # a step the pass's own budget cannot reach
+            await anyio.sleep(0.3)
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    services = Services(socket_path="/s", run_pass=deaf, pass_budget_s=0.05)
+    with anyio.move_on_after(0.1):  # as the registry's net does, past the budget
+        await build_methods(services)["compact"].call(**marked_params(agent, project))
+    record = records(agent)[-1]
+    assert (record["event"], record["reason"], record["span"]) == ("fallback", "timeout", 3)
 
 
 @pytest.mark.anyio

@@ -20,7 +20,13 @@ from longhaul_daemon.models import Budget, CallTrace, Message, complete, make_cl
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import ModelRequest
 from longhaul_daemon.models.structured import OutputSchema, StructuredMemory, gemini_schema, strict_schema
-from longhaul_daemon.models.tool_calls import ToolCall, ToolResult, ToolSpec, decode_arguments
+from longhaul_daemon.models.tool_calls import (
+    MAX_ARGUMENT_CHARS,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    decode_arguments,
+)
 
 from .scripted import scripted_server
 from .tool_wires import Call, tool_reply
@@ -246,3 +252,5 @@ def test_arguments_that_are_not_a_json_object_decode_to_an_empty_object() -> Non
     assert decode_arguments({"ref": "C2"}) == {"ref": "C2"}
     for hostile in ('["u1"]', "not json", "", None, 7, '{"ref": '):
         assert decode_arguments(hostile) == {}
+    # arguments larger than any offered tool takes are not decoded at all (a 5 MB one held the loop)
+    assert decode_arguments(json.dumps({"ref": "u1", "pad": "x" * MAX_ARGUMENT_CHARS})) == {}

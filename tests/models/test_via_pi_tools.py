@@ -6,7 +6,9 @@ scripted peer stands in for it and records what the daemon sent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -25,6 +27,7 @@ from longhaul_daemon.models import (
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.tool_calls import ToolCall, ToolResult, ToolSpec
 from longhaul_daemon.models.via_pi import TOOLS_NOT_CARRIED
+from longhaul_daemon.secrets.redaction import MARK, Redactor, bound
 
 pytestmark = pytest.mark.anyio
 
@@ -105,3 +108,23 @@ async def test_a_shim_that_did_not_carry_the_tools_is_refused_by_name(client: Ht
     assert caught.value.code == TOOLS_NOT_CARRIED
     plain = await complete(ask(tools=()), budget=Budget.after(10), client=client, peer=peer)
     assert plain.text == "{}" and "tools" not in peer.params[-1]
+
+
+async def test_through_pi_both_routes_keys_leave_neither_the_request_nor_the_reply(
+    client: HttpClient,
+) -> None:
+    """A call made by pi is scrubbed like one the daemon makes: the other route's key (bound for the pass)
+    and pi's own are taken out of what the shim is sent and of the calls it hands back."""
+    other = "sk-summarizer-Hh3Jj8Gg2Ff6"
+    echoed = {"id": other, "name": f"x{other}", "arguments": {"ref": other}}
+    reply = {"text": other, "stopReason": "toolUse", "toolCalls": [echoed], "toolsCarried": True}
+    peer = Peer(reply)
+    request = ask()
+    leaky = (Message("user", f"the key is {other}"), *request.messages[1:])
+    with bound(Redactor([other])), anyio.fail_after(10):
+        result = await complete(
+            replace(request, messages=leaky), budget=Budget.after(10), client=client, peer=peer
+        )
+    assert other[:12] not in json.dumps(peer.params) and MARK in json.dumps(peer.params)
+    [call] = result.tool_calls
+    assert (call.id, call.name, dict(call.arguments), result.text) == (MARK, f"x{MARK}", {"ref": MARK}, MARK)

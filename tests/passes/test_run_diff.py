@@ -319,3 +319,17 @@ async def test_pass2_the_diff_follows_fold_and_ledger_runs_beside_the_world_and_
     assert all(ended[step] < started["run_diff"] for step in ("fold", "apply_ledger"))
     assert started["run_diff"] < ended["take_world"]
     assert max(ended["run_diff"], ended["take_world"]) < started["close_span"]
+
+
+async def test_a_429_asking_for_an_hour_closes_the_span_rate_limited_at_once(
+    session: Session, server: ScriptedServer
+) -> None:
+    """The provider refuses and asks for a wait the budget cannot give: the call gives up at once and the
+    span says so (``rate-limited``), rather than ``budget-exhausted`` after waiting out the clock."""
+    limited = json_reply({"error": {"type": "rate_limit_error"}}, status=429, headers={"retry-after": "3600"})
+    server.script.append(limited)
+    params = with_model(session.params(len(session.entries) - 1), server)
+    result = await run_pass(params, pass_id="p1")
+    assert len(server.requests) == 1
+    assert state_of(result).workLog[-1].reason == "rate-limited"
+    assert result.diagnostics is not None and result.diagnostics.narrative["errors"] == ["RateLimited"]

@@ -72,7 +72,8 @@ async def test_turns10_an_item_still_failing_after_two_repair_turns_is_dropped_a
     assert state.workLog[-1].closedAs == "whole" and state.workLog[-1].text == NO_NARRATIVE  # dropped
     assert state.rules[0].message == "u1" and state.now == GOOD["now"]["now"]  # the rest is accepted
     assert result.diagnostics is not None
-    assert result.diagnostics.narrative["sections"]["narrative"] == "accepted-with-drops"
+    # every field the section gave was wrong: it says so, rather than "accepted" with nothing in it
+    assert result.diagnostics.narrative["sections"]["narrative"] == "unfinished:nothing-kept"
 
 
 async def test_turns10_turns16_a_message_still_unlabeled_after_the_repairs_carries_the_span_whole(
@@ -203,4 +204,4 @@ async def test_a_repair_turn_that_brings_back_the_same_answer_ends_the_repairs(
     state = state_of(result)
     assert state.objective is None and state.workLog[-1].closedAs == "whole"  # the echo was dropped
     assert result.diagnostics is not None
-    assert result.diagnostics.narrative["sections"]["objective"] == "accepted-with-drops"
+    assert result.diagnostics.narrative["sections"]["objective"] == "unfinished:nothing-kept"

@@ -234,7 +234,9 @@ async def test_turns7_through_pi_model_complete_the_tool_and_its_results_travel(
     assert state.workLog[-1].closedAs == "whole" and state.rules[0].message == "u1"
     assert [t["name"] for t in shim.params[0]["tools"]] == ["show"]
     results = shim.params[1]["messages"][-1]["toolResults"]
-    assert results[0]["id"] == "call_p1" and results[0]["text"].startswith("u2, a user message")
+    calls = shim.params[1]["messages"][-2]["toolCalls"]
+    assert calls[0]["id"] == "show_1" and results[0]["id"] == "show_1"  # the daemon's id, not the model's
+    assert results[0]["text"].startswith("u2, a user message")
     assert result.diagnostics is not None and result.diagnostics.narrative["kind"] == "turns"
 
 

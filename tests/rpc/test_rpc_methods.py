@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 import structlog
+from rpc_replies import decoded
 
 from longhaul_daemon import __version__
 from longhaul_daemon.config import choose_compactor
@@ -35,7 +37,7 @@ def compact_params(session_id: str = "s1", compactor: str | None = None) -> dict
 
 
 def result_for(
-    pass_id: str, *, closed_as: str | None = "whole", fallback: str | None = None
+    pass_id: str, *, closed_as: str | None = "whole", fallback: str | None = None, reason: str | None = None
 ) -> CompactResult:
     if fallback is not None:
         return CompactResult(passId=pass_id, span=1, fallback=fallback)
@@ -44,14 +46,14 @@ def result_for(
             "passId": pass_id,
             "span": 1,
             "compaction": {"summary": "s", "firstKeptEntryId": "e1", "tokensBefore": 10, "details": {}},
-            "after": {"spanRecord": {"closedAs": closed_as}, "line": {}},
+            "after": {"spanRecord": {"closedAs": closed_as, "reason": reason}, "line": {}},
         }
     )
 
 
 async def call(services: Services, method: str, params: dict[str, Any]) -> RpcSuccess | RpcFailure:
     with anyio.fail_after(10):
-        return await build_methods(services)[method].call(**params)
+        return decoded(await build_methods(services)[method].call(**params))
 
 
 @pytest.mark.parametrize(
@@ -118,8 +120,16 @@ async def test_compact_stands_down_when_the_session_chose_pi() -> None:
 
 @pytest.mark.anyio
 async def test_compact_counts_each_close_kind_as_itself_and_fallbacks() -> None:
-    closes = ["whole", "narrative-less", "chunk-missing", "empty", "chunk-missing"]
-    kinds = iter([*({"closed_as": c} for c in closes), {"fallback": "no-model"}])
+    closes = [
+        ("whole", None),
+        ("narrative-less", "rate-limited"),
+        ("chunk-missing", "labels-tool-loop"),
+        ("empty", None),
+        ("chunk-missing", "labels-tool-loop"),
+    ]
+    kinds: Iterator[dict[str, str | None]] = iter(
+        [*({"closed_as": c, "reason": r} for c, r in closes), {"fallback": "no-model"}]
+    )
 
     async def fake(_params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
         return result_for(pass_id, **next(kinds))
@@ -134,6 +144,8 @@ async def test_compact_counts_each_close_kind_as_itself_and_fallbacks() -> None:
         "empty": 1,
         "fallback": 1,
         "aborted": 0,
+        # what status says about the passes that did less than close whole
+        "reasons": {"rate-limited": 1, "labels-tool-loop": 2, "no-model": 1},
     }
     assert services.passes_in_flight == 0
     assert services.busy_sessions == set()
@@ -181,20 +193,20 @@ async def test_a_second_compact_for_a_busy_session_is_refused_and_others_run() -
     first: list[Any] = []
 
     async def first_pass() -> None:
-        first.append(await methods["compact"].call(**compact_params("s1")))
+        first.append(decoded(await methods["compact"].call(**compact_params("s1"))))
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(first_pass)
             await started.wait()
             assert services.passes_in_flight == 1
-            busy = await methods["compact"].call(**compact_params("s1"))
+            busy = decoded(await methods["compact"].call(**compact_params("s1")))
             assert busy == RpcFailure(-32002, "A pass for this session is already running", None)
             status = await methods["status"].call()
             assert isinstance(status, RpcSuccess)
             assert status.result["inFlight"] == 1
             release.set()
-            other = await methods["compact"].call(**compact_params("s2"))
+            other = decoded(await methods["compact"].call(**compact_params("s2")))
             assert isinstance(other, RpcSuccess)
     assert isinstance(first[0], RpcSuccess)
     assert services.pass_counts.whole == 2
@@ -264,6 +276,7 @@ async def test_status_reports_identity_and_counts() -> None:
         "empty": 0,
         "fallback": 0,
         "aborted": 0,
+        "reasons": {},
     }
     assert result["uptimeS"] >= 0
 
@@ -306,4 +319,5 @@ async def test_compact_reads_longhaul_json_once_and_hands_it_to_the_pass(
     assert isinstance(await call(services, "compact", params), RpcSuccess)
     assert reads == [(str(agent), str(cwd))]
     assert handed == [load_settings(str(agent), str(cwd))]  # what a cold read gives
-    assert services.provider_limits.limit_for("any-provider") == 3  # and applied it daemon-wide
+    # a session's file never sets the daemon-wide provider limits (serve --concurrency does)
+    assert services.provider_limits.limit_for("any-provider") == 4

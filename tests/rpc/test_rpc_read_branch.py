@@ -1,12 +1,14 @@
-"""Where the compact method reads pi's session file: on the loop when it is small, in a worker thread else.
+"""Where the compact method reads pi's session file: in a worker thread, however small the file.
 
-A small file is read on the loop since its reading costs less than the thread hop (issue 10); the branch read
-there must be the one a worker thread reads, and anything doubtful still goes to the thread, which refuses it.
+A read takes the file's index lock, which the warmer's thread holds while it indexes a file after ``hello``;
+on the loop, waiting for it would stall every other request. The branch read in the thread must be the one a
+cold read gives, and a doubtful path is refused there.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -58,24 +60,43 @@ def _cold(session: SyntheticSession) -> BranchRead:
     )
 
 
-async def test_a_small_file_is_read_on_the_loop_as_a_thread_reads_it(
+async def test_every_file_is_read_in_a_worker_thread_as_a_cold_read_reads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for size in (40 * 1024, INLINE_BYTES + 64 * 1024):
+        session = write_session(tmp_path / f"s{size}.jsonl", total_bytes=size)
+        hops = _threads_counted(monkeypatch)
+        read = await _read(session)
+        assert hops == [1]
+        assert read == _cold(session)
+
+
+async def test_a_read_waiting_for_the_warmers_lock_leaves_the_loop_free(tmp_path: Path) -> None:
+    """The warmer's thread holds a file's index lock while it indexes; a pass's read of the same file waits
+    for it in its own thread, so everything else on the loop (status, other sessions) goes on."""
     session = write_session(tmp_path / "s.jsonl", total_bytes=40 * 1024)
-    assert session.path.stat().st_size < INLINE_BYTES
-    hops = _threads_counted(monkeypatch)
-    read = await _read(session)
-    assert hops == []
-    assert read == _cold(session)
+    services = Services(socket_path="/s")
+    assert services.session_files.warm(str(session.path), session_id=session.session_id)
+    index = services.session_files._index_for(str(session.path))
+    events: list[str] = []
 
+    async def read() -> None:
+        got = await services.read_branch(_facts(session), session.leaf_id, session.span_ids)
+        events.append("read")
+        assert got.entries == _cold(session).entries
 
-async def test_a_big_file_is_read_in_a_worker_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    session = write_session(tmp_path / "s.jsonl", total_bytes=INLINE_BYTES + 64 * 1024)
-    assert session.path.stat().st_size >= INLINE_BYTES
-    hops = _threads_counted(monkeypatch)
-    read = await _read(session)
-    assert hops == [1]
-    assert read == _cold(session)
+    index.lock.acquire()  # as the warmer's thread does while it indexes; released from a thread of its own
+    release = threading.Timer(0.3, index.lock.release)
+    release.start()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read)
+            while "read" not in events:  # a read on the loop would hold it until the lock came free
+                await anyio.sleep(0.01)
+                events.append("tick")
+    finally:
+        release.join()
+    assert events.index("read") > 0 and events[0] == "tick"
 
 
 async def test_a_doubtful_path_goes_to_the_thread_and_is_refused_there(

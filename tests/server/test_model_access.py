@@ -21,7 +21,6 @@ from pydantic import SecretStr
 
 from longhaul_daemon.models.client import complete
 from longhaul_daemon.protocol import CompactParams, ModelCredentials, ModelFacts
-from longhaul_daemon.rpc.methods import Services
 
 from .harness import WAIT_S, connect, eventually, running_daemon
 
@@ -150,17 +149,16 @@ async def test_one_http_client_serves_every_pass_and_is_closed_when_the_daemon_s
     [({"default": 2}, 2), ({"default": 1, "test": 3}, 3)],
     ids=["default", "per-provider"],
 )
-async def test_a_limit_of_n_in_longhaul_json_lets_n_calls_run_at_once(
+async def test_a_daemon_limit_of_n_lets_n_calls_run_at_once(
     session: Session, short_tmp: Path, concurrency: dict[str, int], limit: int
 ) -> None:
+    """``serve --concurrency``: the daemon's own limit, shared by every session's passes."""
     with GateServer() as gate:
-        params = with_settings(
-            on_gate(session.params(len(session.entries) - 1), gate), {"concurrency": concurrency}
-        )
+        params = on_gate(session.params(len(session.entries) - 1), gate)
         assert params.session.model is not None
         key = f"{params.session.model.provider}@{params.session.model.baseUrl}"
         replies: list[dict[str, Any]] = []
-        async with running_daemon(short_tmp / "d.sock") as handle:
+        async with running_daemon(short_tmp / "d.sock", concurrency=concurrency) as handle:
 
             async def one(session_id: str) -> None:
                 replies.append(await compact(handle.socket_path, wire(params, session_id)))
@@ -178,16 +176,20 @@ async def test_a_limit_of_n_in_longhaul_json_lets_n_calls_run_at_once(
         assert len(replies) == limit + 1
 
 
-def test_every_pass_applies_its_longhaul_json_to_the_daemon_wide_limiter(
+async def test_a_projects_longhaul_json_never_changes_the_daemon_wide_limit(
     session: Session, short_tmp: Path
 ) -> None:
-    services = Services(socket_path=str(short_tmp / "unused.sock"))
-    params = with_settings(session.params(len(session.entries) - 1), {"concurrency": {"default": 2}})
-    limiter = services.provider_limits.limiter("p@http://x", provider="p")
-    assert services.apply_settings(params) == [] and limiter.total_tokens == 2
-    settings_file = Path(params.session.agentDir) / "longhaul.json"
-    settings_file.write_text(json.dumps({"concurrency": {"default": 9, "p": 5}}))
-    assert services.apply_settings(params) == [] and limiter.total_tokens == 5
-    settings_file.write_text(json.dumps({"concurrency": {"p": 0}}))
-    assert services.apply_settings(params) == ["agent:bad-concurrency"]
-    assert limiter.total_tokens == 4  # the bad entry is ignored: back to the built-in default
+    """Each pass used to resize the shared limiter from its own project's file, so the last pass set the
+    limit for every session. Now a file's ``concurrency`` changes nothing and is reported to its user."""
+    with scripted_server([answer_reply({"u1": "rule", "u2": "not a rule"})]) as server:
+        base = with_model(session.params(len(session.entries) - 1), server)
+        params = with_settings(base, {"concurrency": {"default": 1, "test": 1}})
+        assert params.session.model is not None
+        key = f"{params.session.model.provider}@{params.session.model.baseUrl}"
+        async with running_daemon(short_tmp / "d.sock", concurrency={"test": 3}) as handle:
+            reply = await compact(handle.socket_path, wire(params, "s1"))
+            limiter = handle.services.provider_limits.limiter(key, provider="test")
+            assert limiter.total_tokens == 3
+            assert '"concurrency" in' in reply["result"]["notice"]  # the user learns it applies to nothing
+            config = handle.services.status().config
+            assert config is not None and any("serve --concurrency" in p for p in config.problems)

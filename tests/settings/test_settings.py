@@ -164,53 +164,19 @@ def test_the_file_may_hold_comments_and_trailing_commas_as_pis_models_json_may(
     assert load_settings(str(agent), str(project)).problems == (SettingsProblem("agent", "not-json"),)
 
 
-def test_concurrency_is_read_and_the_project_overrides_it_entry_by_entry(dirs: tuple[Path, Path]) -> None:
-    agent, project = dirs
-    _write(agent / "longhaul.json", {"concurrency": {"default": 8, "anthropic": 2, "openai": 3}})
-    _write(project / ".pi" / "longhaul.json", {"concurrency": {"anthropic": 1, "openai": None}})
-    settings = load_settings(str(agent), str(project))
-    assert settings.concurrency == (("anthropic", 1), ("default", 8))
-    assert settings.problems == ()
-
-
-def test_concurrency_null_drops_every_entry_of_the_agent_file(dirs: tuple[Path, Path]) -> None:
-    agent, project = dirs
-    _write(agent / "longhaul.json", {"concurrency": {"default": 8}})
-    _write(project / ".pi" / "longhaul.json", {"concurrency": None})
-    assert load_settings(str(agent), str(project)).concurrency == ()
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        [4],
-        4,
-        "4",
-        {"default": 0},
-        {"default": -1},
-        {"default": 257},
-        {"default": 2.5},
-        {"default": True},
-        {"default": "4"},
-        {"": 2},
-        {" anthropic": 2},
-    ],
-)
-def test_a_bad_concurrency_value_is_a_settings_problem_and_never_applies(
+@pytest.mark.parametrize("value", [{"default": 8}, None, "4", {"anthropic": 0}])
+def test_concurrency_in_either_file_applies_to_nothing_and_says_so(
     dirs: tuple[Path, Path], value: object
 ) -> None:
+    """Provider limits are shared by every session, so they are the daemon's (``serve --concurrency``): a
+    project's file can no longer set them for everyone. The key is reported, whatever its value, and the
+    rest of the file still applies."""
     agent, project = dirs
-    _write(agent / "longhaul.json", {"concurrency": {"openai": 3}})
+    _write(agent / "longhaul.json", {"concurrency": {"default": 8}})
     _write(project / ".pi" / "longhaul.json", {"concurrency": value, "retryNoteChars": 10})
     settings = load_settings(str(agent), str(project))
-    assert settings.concurrency == (("openai", 3),)  # the agent file's entry stands
-    assert settings.retryNoteChars == 10  # the rest of the file still applies
-    assert settings.problems == (SettingsProblem("project", "bad-concurrency"),)
-
-
-def test_good_concurrency_entries_apply_beside_a_bad_one(dirs: tuple[Path, Path]) -> None:
-    agent, project = dirs
-    _write(agent / "longhaul.json", {"concurrency": {"default": 6, "openai": 0, "ollama@http://h:1/v1": 1}})
-    settings = load_settings(str(agent), str(project))
-    assert settings.concurrency == (("default", 6), ("ollama@http://h:1/v1", 1))
-    assert settings.problems == (SettingsProblem("agent", "bad-concurrency"),)
+    assert settings.retryNoteChars == 10
+    assert [(p.source, p.code) for p in settings.problems] == [
+        ("agent", "daemon-wide-concurrency"),
+        ("project", "daemon-wide-concurrency"),
+    ]

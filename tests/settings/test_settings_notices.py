@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from rpc_replies import decoded
 
 from longhaul_daemon.ops.status_view import format_status
 from longhaul_daemon.protocol import CompactParams, CompactResult, RouteChoice, StatusResult
@@ -59,7 +60,7 @@ def _pass(route: RouteChoice, notice: str | None = None) -> Any:
 
 async def _compact(services: Services, params: dict[str, Any]) -> dict[str, Any]:
     with anyio.fail_after(10):
-        outcome = await build_methods(services)["compact"].call(**params)
+        outcome = decoded(await build_methods(services)["compact"].call(**params))
     assert isinstance(outcome, RpcSuccess), outcome
     assert isinstance(outcome.result, dict)
     return outcome.result
@@ -181,11 +182,12 @@ def test_a_failing_report_never_spoils_the_pass(monkeypatch: pytest.MonkeyPatch,
     def broken(*_: object) -> object:
         raise OSError("disk on fire")
 
-    monkeypatch.setattr("longhaul_daemon.settings_notices.load_settings", broken)
+    monkeypatch.setattr("longhaul_daemon.settings_notices.settings_issues", broken)
     params = CompactParams.model_validate(_params(agent, project))
     result = CompactResult(passId="p", span=1)
     log = _Recorder()
-    assert watch.after_pass(params, result, log) is result  # type: ignore[arg-type]
+    settings = load_settings(str(agent), str(project))
+    assert watch.after_pass(params, result, log, settings) is result  # type: ignore[arg-type]
     assert log.events == [("config_report_failed", {"error_class": "OSError"})]
 
 

@@ -48,3 +48,21 @@ def test_value7_output_before_the_first_user_message_has_no_turn_to_credit() -> 
     span.user("Was it fast?")
     span.assistant("9.52s.")
     assert learned_values(span.messages) == ()
+
+
+def test_value7_a_huge_output_is_read_once_and_names_come_from_the_words_just_before() -> None:
+    """A 16,000-line log (about 60,000 tokens) and a line of 200,000 characters: each value is still named
+    by the words right before it on its line, and CRLF output names it as LF output would."""
+    lines = "".join(f"{n:05d}: GET /api/items/{n} 200 in 0.{n % 1000:03d}s\r\n" for n in range(1, 16_001))
+    wide = "noise " * 40_000 + "served on port 48123\n"
+    span = SpanBuilder()
+    span.user("Read the access log.")
+    span.bash("cat access.log", lines + wide)
+    span.assistant("Item 12000 took 0.000s; the server is on 48123.")
+    values = {v.value: v for v in learned_values(span.messages)}
+    assert set(values) == {"12000", "0.000s", "48123"}
+    assert values["12000"].name == "bash output"  # it first stood at the start of line 12000: no words
+    assert values["0.000s"].name == "GET api/items/1000 in"  # the words before it: numbers are not words
+    assert values["48123"].name == "noise noise served on port"
+    assert all(v.turn == "u1" for v in values.values())
+    assert check_values(list(values.values()), span_turns(span.messages)).dropped == 0

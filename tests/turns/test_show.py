@@ -44,7 +44,8 @@ def test_turns7_an_unknown_ref_or_bad_arguments_is_an_error_result_not_a_failure
         _, error = show(ref)
         assert error, ref
     assert "unknown ref 'u9'" in show("u9")[0]
-    assert "there is no tool" in show("u1", name="bash")[0]
+    unknown = show("u1", name="sk-made-up-tool-name")[0]
+    assert "there is no such tool" in unknown and "made-up" not in unknown  # a made-up name is not echoed
 
 
 def test_turns8_show_is_capped_per_turn_and_the_call_over_the_cap_says_so() -> None:
@@ -72,3 +73,19 @@ def test_the_tool_spec_is_a_strict_schema_with_one_string_ref() -> None:
     schema = SHOW_TOOL.parameters
     assert schema["required"] == ["ref"] and schema["additionalProperties"] is False
     assert schema["properties"]["ref"]["type"] == "string"
+
+
+def test_a_430_kb_result_is_cleaned_at_its_edges_and_cut_to_4000_characters() -> None:
+    """A long output is cut before it is cleaned, so showing it costs what its edges cost; what is shown is
+    what cleaning the whole and cutting it would show."""
+    log = "".join(f"{n:05d} GET /api/{n} 0.{n % 1000:03d}s\n" for n in range(1, 16_001))
+    span = SpanBuilder()
+    span.user("Read the log.")
+    span.bash("cat access.log", "\x1b[31mred\x1b[0m start\r\n" + log + "end \u202eof log")
+    ledger = span.ledger()
+    view = span_view(span.messages, ledger.commands, ledger.errors)
+    big = ShowIndex.build({"u1": "Read the log."}, ledger.commands, ledger.errors, view)
+    result = run_show(ToolCall("c", "show", {"ref": "call_1"}), big, used=0, room_chars=100_000)
+    assert not result.is_error and len(result.text) <= RESULT_CHARS
+    assert "red start\n00001 GET /api/1 0.001s" in result.text  # the escapes and the CR are gone
+    assert result.text.endswith("end of log") and "characters in all, cut" in result.text
