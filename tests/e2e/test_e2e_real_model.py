@@ -188,19 +188,22 @@ def compact(
     return passes[-1], server.calls()[seen:]
 
 
-@pytest.mark.parametrize("mode", ["diff", "turns"])
+@pytest.mark.parametrize("mode", ["diff", "turns", "diff-via-pi"])
 def test_real_model_session_keeps_the_rule(
     server: RealModelServer, box: Sandbox, record_property: Any, mode: str
 ) -> None:
     """The Diff and turns mode (TURNS-1, TURNS-3, TURNS-14, TURNS-15, FAIL-12) on the same session: each pass
     is Longhaul's, closes by the rules whatever the model says, invents no rule and keeps the rule's words.
     In turns mode every call of the conversation offers the ``show`` tool (TURNS-7), which this model never
-    calls, and the record names each section's end. ``make bench-model`` runs both over more sessions."""
+    calls, and the record names each section's end. ``diff-via-pi`` runs the Diff with every call made by pi
+    (``serve --via-pi openai-completions``), so the schema reaches the server through pi-ai's ``onPayload``
+    and pi's stream is ended at the answer. ``make bench-model`` runs both over more sessions."""
     if mode == "turns":
         write_longhaul_settings(box, narrativeMode="turns")
     first_call = len(server.calls())
     daemon = Daemon(box.socket_path, box.root)
-    daemon.start(box.daemon_env())
+    via_pi = ("--via-pi", "openai-completions") if mode == "diff-via-pi" else ()
+    daemon.start(box.daemon_env(), extra_args=via_pi)
     pi = PiRpc(box)
     closes: list[str] = []
     try:
@@ -213,7 +216,8 @@ def test_real_model_session_keeps_the_rule(
         pi.bash("cat ci-1.log", timeout=BASH_TIMEOUT_S)
 
         # Turns mode compacts once: its five-plus turns take about five minutes a pass on this model and two
-        # cores, and the second pass would add no check the Diff's second pass does not make.
+        # cores, and the second pass would add no check the Diff's second pass does not make. Through pi the
+        # Diff compacts once too: the second pass checks nothing the first does not, the other way round.
         for nth in (1, 2) if mode == "diff" else (1,):
             if nth == 2:
                 prompt(pi, SECOND)
@@ -241,6 +245,13 @@ def test_real_model_session_keeps_the_rule(
             assert all(c.status == 200 for c in made), [(c.status, c.finish) for c in made]
             # Every call the record counts reached the server (a retried attempt may add requests).
             assert 1 <= narrative.get("calls", 0) <= len(diff_calls), (narrative, len(diff_calls))
+            ways = set(narrative.get("viaWhy") or {})
+            if mode == "diff-via-pi":
+                assert ways == {"pi:forced"}, narrative  # every call made by pi's own provider code
+                assert all(c.response_format for c in diff_calls), "the schema did not reach the server"
+            else:
+                assert ways == {"daemon:custom-openai-compatible"}, narrative
+            record_property(f"compaction_{nth}_via", sorted(ways))
 
             state = found.state
             rules = [r for r in state.get("rules", []) if isinstance(r, dict)]
@@ -268,7 +279,7 @@ def test_real_model_session_keeps_the_rule(
                 )
 
         structured = [c for c in server.calls()[first_call:] if c.kind == "other" and c.response_format]
-        if structured and mode == "diff":
+        if structured and mode != "turns":
             assert "whole" in [c.split(" ")[0] for c in closes], (
                 f"the daemon sent response_format ({structured[0].response_format}) yet no pass closed "
                 f"whole: {closes}"
