@@ -20,7 +20,7 @@ WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
 LONGHAUL_REALMODEL_DIR ?= $(abspath $(VENV))/realmodel
 export LONGHAUL_REALMODEL_DIR
 
-.PHONY: run test install realmodel lint typecheck pytest node-test e2e bench load-bench bench-model clean
+.PHONY: run test install realmodel lint typecheck pytest node-test e2e bench load-bench bench-model bench-via-pi clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,11 @@ load-bench: $(PY_STAMP)
 # pi turn is a real completion on the CPU). Prints the table of docs/performance.md, "Against a real small model".
 bench-model: install
 	$(BIN)/python bench/model_bench.py
+
+# One Diff call per pass through real pi and a real daemon against a scripted model, made by the daemon and
+# then by pi (model.complete): what going through pi adds to a call. See docs/performance.md.
+bench-via-pi: install
+	$(BIN)/python bench/via_pi_bench.py
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .

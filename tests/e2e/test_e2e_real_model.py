@@ -252,6 +252,8 @@ def test_real_model_session_keeps_the_rule(
             else:
                 assert ways == {"daemon:custom-openai-compatible"}, narrative
             record_property(f"compaction_{nth}_via", sorted(ways))
+            timings = narrative.get("timings") or {}
+            record_property(f"compaction_{nth}_calls", (narrative.get("calls"), timings.get("callsMs")))
 
             state = found.state
             rules = [r for r in state.get("rules", []) if isinstance(r, dict)]
