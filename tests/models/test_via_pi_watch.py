@@ -175,6 +175,7 @@ async def test_a_direct_call_refused_for_its_credential_finishes_through_pi_and_
             ("pi", f"refused-{status}", None),
         ]
         assert KEY not in json.dumps(shim.params)  # pi resolves the credential itself
+        assert len(server.requests) == 1  # not asked again without the schema: the credential was refused
         again = await complete(
             diff_request(local), budget=Budget.after(10), client=client, peer=shim, refusals=refusals
         )
