@@ -1,4 +1,4 @@
-"""What a model call costs when pi makes it instead of the daemon: the same pass, the same model server, both ways.
+"""What a model call costs when pi makes it instead of the daemon: one pass, one model server, both ways.
 
 ``python bench/via_pi_bench.py`` (``make bench-via-pi``) plays the same short session through real pi 0.73.1
 (``pi --mode rpc`` with the shim loaded) and a real daemon twice against one scripted OpenAI-compatible model
@@ -24,6 +24,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,8 @@ def run_way(name: str, passes: int, trailing: int) -> Way:
                         raise SystemExit(f"{name}: compact failed: {response}")
                     if n:  # the first pass warms up pi's and the daemon's code paths
                         compact_ms.append(elapsed)
-            traces = [json.loads(line) for line in daemon.log_tail(50_000_000).splitlines() if line.startswith("{")]
+            log = daemon.log_tail(50_000_000).splitlines()
+            traces = [json.loads(line) for line in log if line.startswith("{")]
         finally:
             daemon.sweep()
             sandbox.cleanup()
@@ -92,7 +94,7 @@ def run_way(name: str, passes: int, trailing: int) -> Way:
     )
 
 
-def percentile(values: list[float], fraction: float) -> float:
+def percentile(values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
 
@@ -100,21 +102,27 @@ def percentile(values: list[float], fraction: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--passes", type=int, default=12, help="measured compactions per way (default 12)")
-    parser.add_argument("--trailing", type=int, default=0, help="characters the model writes after its answer")
+    parser.add_argument(
+        "--trailing", type=int, default=0, help="characters the model writes after its answer"
+    )
     args = parser.parse_args()
     ways = [run_way(name, args.passes, args.trailing) for name in WAYS]
-    print(f"{args.passes} compactions per way, one Diff call each; trailing text {args.trailing} characters\n")
-    print("| way | route | call p50 ms | call p90 ms | compact p50 ms | compact p90 ms | stopped early |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for way in ways:
-        print(
-            f"| {way.name} | {', '.join(sorted(way.via))} | {statistics.median(way.call_ms):.0f} "
-            f"| {percentile(way.call_ms, 0.9):.0f} | {statistics.median(way.compact_ms):.0f} "
-            f"| {percentile(way.compact_ms, 0.9):.0f} | {way.stopped_early}/{len(way.call_ms)} |"
-        )
+    lines = [
+        f"{args.passes} compactions per way, one Diff call each; trailing text {args.trailing} characters",
+        "",
+        "| way | route | call p50 ms | call p90 ms | compact p50 ms | compact p90 ms | stopped early |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {way.name} | {', '.join(sorted(way.via))} | {statistics.median(way.call_ms):.0f} "
+        f"| {percentile(way.call_ms, 0.9):.0f} | {statistics.median(way.compact_ms):.0f} "
+        f"| {percentile(way.compact_ms, 0.9):.0f} | {way.stopped_early}/{len(way.call_ms)} |"
+        for way in ways
+    ]
     direct, through = ways
     extra = statistics.median(through.call_ms) - statistics.median(direct.call_ms)
-    print(f"\ngoing through pi adds {extra:.0f} ms to a call's median duration")
+    lines += ["", f"going through pi adds {extra:.0f} ms to a call's median duration"]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
