@@ -35,9 +35,8 @@ class StandIn:
     api: str  # anthropic-messages, openai-completions, openai-responses, google-generative-ai
     prefix: str
     check: Check
-    refuse: Callable[[Mapping[str, str], Mapping[str, Any]], Refusal | None] | None = (
-        None  # a test's own refusal
-    )
+    refuse: Callable[[Mapping[str, str], Mapping[str, Any]], Refusal | None] | None = None  # a test's own
+    trailing: int = 0  # characters of prose a text answer to the daemon goes on with (a model that rambles)
 
 
 @dataclass(frozen=True)
@@ -237,6 +236,10 @@ class StrictServer:
         system = _system(stand_in.api, body)
         if DIFF_SYSTEM_MARKER in system or Seen(stand_in.name, path, headers, body, "", None).structured:
             kind, answer = "daemon", diff_answer(_prompt(stand_in.api, body))
+            if stand_in.trailing and _forced_tool(body) is None:
+                answer += "\n\nThat is the answer; let me explain it at some length. " * (
+                    stand_in.trailing // 50
+                )
         elif PI_SUMMARY_SYSTEM_MARKER in system:
             kind, answer = "pi-summary", "## Goal\nPI-OWN-SUMMARY from a strict stand-in.\n"
         else:

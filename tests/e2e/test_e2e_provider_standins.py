@@ -202,6 +202,7 @@ SETUPS = {
                 "openai-completions",
                 "/openrouter/api/v1",
                 checks.openrouter("/openrouter/api/v1", OPENROUTER_KEY, "openai/gpt-5-mini"),
+                trailing=4000,  # through pi, the daemon still ends the stream at the answer
             )
         ],
         lambda o: {"openrouter": {"baseUrl": f"{o}/openrouter/api/v1"}},
@@ -289,6 +290,9 @@ def test_pass22_every_login_compacts_whole_and_the_provider_sees_only_what_pi_wo
         asked = strict.requests(model.stand_in, "daemon")
         assert asked, f"{model}: the daemon's calls never reached the stand-in\n{daemon.log_tail()}"
         assert all(s.structured for s in asked), f"{model}: a call went without the answer schema"
+        stand_in = next(s for s in strict.stand_ins if s.name == model.stand_in)
+        if stand_in.trailing:
+            assert record["narrative"]["stoppedEarly"] >= 1, record["narrative"]
         assert strict.requests(model.stand_in, "agent"), f"{model}: pi's own turns went elsewhere"
 
     refused = strict.refused()
