@@ -20,7 +20,7 @@ WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
 LONGHAUL_REALMODEL_DIR ?= $(abspath $(VENV))/realmodel
 export LONGHAUL_REALMODEL_DIR
 
-.PHONY: run test install realmodel try lint typecheck pytest node-test e2e bench load-bench bench-model clean
+.PHONY: run test install realmodel try lint typecheck pytest node-test e2e bench load-bench bench-model bench-via-pi clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,11 @@ bench-model: install
 TRY_ARGS ?=
 try: $(PY_STAMP) $(NODE_STAMP) realmodel
 	$(BIN)/python -m realmodel.offline_trial $(TRY_ARGS)
+
+# One Diff call per pass through real pi and a real daemon against a scripted model, made by the daemon and
+# then by pi (model.complete): what going through pi adds to a call. See docs/performance.md.
+bench-via-pi: install
+	$(BIN)/python bench/via_pi_bench.py
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .

@@ -110,6 +110,9 @@ class ModelCredentials(BaseModel):
 
     apiKey: SecretStr | None = None
     headers: dict[str, SecretStr] = Field(default_factory=dict)
+    # True when pi's auth storage holds an OAuth login (``/login``) for the provider: such a credential is
+    # only ever used through pi's own provider code.
+    oauth: bool = False
 
 
 class SummarizerRoute(BaseModel):
@@ -347,6 +350,8 @@ class RouteHealth(_Result):
     p50Ms: int | None = None
     p90Ms: int | None = None
     calls: int = 0
+    via: str | None = None  # how the last call went: "daemon" (its own client) or "pi" (model.complete)
+    viaWhy: str | None = None  # the route table's code for that (docs/models.md), or refused-<status>
 
 
 class LogFileStatus(_Result):

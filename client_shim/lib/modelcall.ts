@@ -1,17 +1,27 @@
 /**
- * `model.complete` (PASS-22): one model call the daemon asks pi to make, for an api the daemon does not speak.
+ * `model.complete` (PASS-22): one model call the daemon asks pi to make, on every route it cannot prove it would
+ * build exactly as pi does (OAuth logins, GitHub Copilot, gateways, providers with their own quirks).
  *
- * pi's registry finds the model and resolves its auth here, so no key ever travels to the daemon for it; pi-ai's
- * `completeSimple` makes the call with pi's own provider code. The daemon keeps retries, budgets and traces: this
- * call never retries (`maxRetries: 0`) and reports a failure only as a kind (`retryable`, `quota`, `fatal`) with the
- * HTTP status and an identifier-like code where they can be read, never the error's message text.
+ * pi's registry finds the model and resolves its auth here, so the credential goes out exactly as pi sends it; pi-ai's
+ * `streamSimple` makes the call with pi's own provider code. The daemon keeps retries, budgets and traces: this call
+ * never retries (`maxRetries: 0`) and reports a failure only as a kind (`retryable`, `quota`, `fatal`) with the HTTP
+ * status and an identifier-like code where they can be read, never the error's message text.
+ *
+ * What the daemon's own client would add for this API comes as `payload` (the output schema as `response_format`,
+ * `text.format`, a forced answer tool or Gemini's `responseSchema`, and the tool choice) and is merged into pi-ai's
+ * request in its `onPayload` hook. With `watch`, the answer's text goes back as it streams (`model.delta`
+ * notifications, pieces coalesced per event-loop turn; an `answerTool`'s arguments count as the answer's text), and a
+ * `model.stop` from the daemon ends pi's request: the reply then carries what came, marked `stoppedEarly`.
  *
  * Tools travel both ways (turns mode's read-only `show`): the daemon's tool specs become pi-ai's `context.tools`,
  * an assistant turn's calls become `toolCall` blocks and a user turn's results `toolResult` messages ahead of its
  * text; the reply's calls go back as `toolCalls`, and `toolsCarried: true` tells the daemon this shim carried them.
  */
-import { completeSimple, type Api, type AssistantMessage, type Message, type Model, type ThinkingLevel, type Tool } from "@mariozechner/pi-ai";
-import { ReplyError } from "./rpc.ts";
+import { type Api, type AssistantMessage, type AssistantMessageEvent, type Message, type Model, streamSimple, type ThinkingLevel, type Tool } from "@mariozechner/pi-ai";
+import { type DaemonLink, ReplyError } from "./rpc.ts";
+
+/** The notification carrying a piece of the answer's text to the daemon. */
+export const DELTA_METHOD = "model.delta";
 
 /** JSON-RPC error code of a failed `model.complete`; the kind is in `data`. */
 export const MODEL_CALL_FAILED = -32010;
@@ -37,6 +47,7 @@ export interface ModelReply {
 	responseId?: string;
 	toolCalls?: ReplyToolCall[];
 	toolsCarried?: true;
+	stoppedEarly?: true;
 }
 
 const LEVELS: readonly string[] = ["minimal", "low", "medium", "high", "xhigh"];
@@ -139,7 +150,7 @@ function piTools(raw: unknown): Tool[] | undefined | null {
 }
 
 /** Run one `model.complete`; resolves to the reply or rejects with a `ReplyError` (never anything else). */
-export async function modelComplete(registry: ModelLookup, params: unknown, signal: AbortSignal): Promise<ModelReply> {
+export async function modelComplete(registry: ModelLookup, params: unknown, signal: AbortSignal, link?: DaemonLink): Promise<ModelReply> {
 	const p = (params ?? {}) as Record<string, unknown>;
 	const wanted = (p.model ?? {}) as Record<string, unknown>;
 	const provider = asText(wanted.provider);
@@ -161,21 +172,38 @@ export async function modelComplete(registry: ModelLookup, params: unknown, sign
 	const maxTokens = typeof p.maxTokens === "number" && p.maxTokens > 0 ? p.maxTokens : undefined;
 	const reasoning = typeof p.reasoning === "string" && LEVELS.includes(p.reasoning) ? (p.reasoning as ThinkingLevel) : undefined;
 
+	const payload = isObject(p.payload) ? p.payload : undefined;
+	const answerTool = asText(p.answerTool);
+	const watch = p.watch === true && link !== undefined ? new DeltaSender(link) : undefined;
+	const ended = new AbortController(); // pi-ai's request ends when the compact call ends or the daemon says stop
+	const end = () => ended.abort();
+	signal.addEventListener("abort", end, { once: true });
+	link?.stopped.addEventListener("abort", end, { once: true });
+	if (signal.aborted || link?.stopped.aborted) end();
+
 	let message: AssistantMessage;
 	try {
-		message = await completeSimple(model, { systemPrompt: asText(p.system), messages, ...(tools?.length ? { tools } : {}) }, {
+		const stream = streamSimple(model, { systemPrompt: asText(p.system), messages, ...(tools?.length ? { tools } : {}) }, {
 			apiKey: auth.apiKey,
 			headers: auth.headers,
 			maxTokens,
 			reasoning,
-			signal,
+			signal: ended.signal,
 			maxRetries: 0, // the daemon retries, with its own budget
+			...(payload ? { onPayload: (params: unknown) => mergePayload(params, payload) } : {}),
 		});
+		for await (const event of stream) watch?.take(event, answerTool);
+		message = await stream.result();
 	} catch (err) {
-		// completeSimple rejects only before a stream exists (no provider for this api, a throwing provider).
+		// streamSimple throws only before a stream exists (no provider for this api, no key, a throwing provider).
 		throw classify(err instanceof Error ? err.message : String(err));
+	} finally {
+		watch?.flush();
+		signal.removeEventListener("abort", end);
+		link?.stopped.removeEventListener("abort", end);
 	}
-	if (message.stopReason === "aborted") throw fail("retryable", "aborted");
+	const stoppedEarly = message.stopReason === "aborted" && link?.stopped.aborted === true && !signal.aborted;
+	if (message.stopReason === "aborted" && !stoppedEarly) throw fail("retryable", "aborted");
 	if (message.stopReason === "error") throw classify(message.errorMessage ?? "");
 	const u = message.usage;
 	const toolCalls: ReplyToolCall[] = [];
@@ -184,18 +212,65 @@ export async function modelComplete(registry: ModelLookup, params: unknown, sign
 	}
 	return {
 		text: message.content.map((block) => (block.type === "text" ? block.text : "")).join(""),
-		stopReason: message.stopReason,
+		stopReason: stoppedEarly ? "stop" : message.stopReason,
 		usage: { input: u?.input ?? 0, output: u?.output ?? 0, cacheRead: u?.cacheRead ?? 0, cacheWrite: u?.cacheWrite ?? 0 },
 		...(message.responseId ? { responseId: message.responseId } : {}),
 		...(toolCalls.length ? { toolCalls } : {}),
 		...(tools?.length ? { toolsCarried: true as const } : {}),
+		...(stoppedEarly ? { stoppedEarly: true as const } : {}),
 	};
 }
 
+/**
+ * The daemon's payload merged into pi-ai's request: an object field is merged one level deep (Gemini's `config`,
+ * the Responses API's `text`), anything else replaced. pi-ai sends what this returns.
+ */
+export function mergePayload(params: unknown, payload: Record<string, unknown>): unknown {
+	if (!isObject(params)) return params;
+	const out: Record<string, unknown> = { ...params };
+	for (const [key, value] of Object.entries(payload)) {
+		const current = out[key];
+		out[key] = isObject(current) && isObject(value) ? { ...current, ...value } : value;
+	}
+	return out;
+}
+
+/** Sends the answer's text to the daemon as it streams, pieces of one event-loop turn in one notification. */
+class DeltaSender {
+	private pending = "";
+	private scheduled = false;
+
+	constructor(private readonly link: DaemonLink) {}
+
+	take(event: AssistantMessageEvent, answerTool: string | undefined): void {
+		if (event.type === "text_delta") this.push(event.delta);
+		else if (event.type === "toolcall_delta" && answerTool !== undefined) {
+			const block = event.partial.content[event.contentIndex];
+			if (block?.type === "toolCall" && block.name === answerTool) this.push(event.delta);
+		}
+	}
+
+	private push(text: string): void {
+		if (!text) return;
+		this.pending += text;
+		if (this.scheduled) return;
+		this.scheduled = true;
+		setImmediate(() => this.flush());
+	}
+
+	flush(): void {
+		this.scheduled = false;
+		if (!this.pending) return;
+		const text = this.pending;
+		this.pending = "";
+		this.link.notify(DELTA_METHOD, { text });
+	}
+}
+
 /** The shim's `onRequest` for a compact call: `model.complete` only, everything else "method not found". */
-export function daemonRequestHandler(registry: ModelLookup): (method: string, params: unknown, signal: AbortSignal) => Promise<unknown> {
-	return async (method, params, signal) => {
+export function daemonRequestHandler(registry: ModelLookup): (method: string, params: unknown, signal: AbortSignal, link: DaemonLink) => Promise<unknown> {
+	return async (method, params, signal, link) => {
 		if (method !== "model.complete") throw new ReplyError(-32601, { kind: "fatal", code: "method-not-found" });
-		return modelComplete(registry, params, signal);
+		return modelComplete(registry, params, signal, link);
 	};
 }

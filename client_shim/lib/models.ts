@@ -9,10 +9,11 @@ import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { AbortedError, call, socketPath } from "./rpc.ts";
 import { type ModelFacts, modelFacts } from "./serialize.ts";
 
-/** protocol.py ModelCredentials. */
+/** protocol.py ModelCredentials; `oauth`: pi holds an OAuth login (`/login`) for the provider. */
 export interface ModelCredentials {
 	apiKey: string | null;
 	headers: Record<string, string>;
+	oauth: boolean;
 }
 
 /** protocol.py SummarizerRoute. */
@@ -30,7 +31,18 @@ export interface ResolvedModels {
 }
 
 type PiModel = NonNullable<ExtensionContext["model"]>;
-type Registry = Pick<ExtensionContext["modelRegistry"], "find" | "getApiKeyAndHeaders">;
+type Registry = Pick<ExtensionContext["modelRegistry"], "find" | "getApiKeyAndHeaders"> & {
+	authStorage?: { get(provider: string): { type?: unknown } | undefined };
+};
+
+/** Whether pi's auth storage holds an OAuth login for `provider`: the daemon then never calls it directly. */
+function oauthLogin(registry: Registry, provider: string): boolean {
+	try {
+		return registry.authStorage?.get(provider)?.type === "oauth";
+	} catch {
+		return false;
+	}
+}
 
 /** The registry and session model, taken from ctx before any await (ctx may go stale during the pass). */
 export interface PiModels {
@@ -82,7 +94,7 @@ async function resolveAuth(registry: Registry, model: PiModel, timeoutMs: number
 	const apiKey = typeof auth.apiKey === "string" && auth.apiKey ? auth.apiKey : null;
 	// pi refuses to compact without auth; a model with neither a key nor auth headers cannot be called either.
 	if (apiKey === null && Object.keys(headers).length === 0) return null;
-	return { apiKey, headers };
+	return { apiKey, headers, oauth: oauthLogin(registry, model.provider) };
 }
 
 /** The session model's credentials; null when there is no model or pi has none for it. */

@@ -4,7 +4,9 @@
  * One call = one connection: the daemon ties a compaction pass to its connection, so destroying the socket is how
  * a pass is cancelled (timeout, abort). Every failure becomes one of the error classes below; nothing else escapes.
  * While a call is open the daemon may send requests of its own on the same socket (`model.complete`, PASS-22);
- * `onRequest` answers them, and its in-flight work is aborted the moment the call ends.
+ * `onRequest` answers them, and its in-flight work is aborted the moment the call ends. While one runs, the handler
+ * may send notifications about it (`link.notify`, the request's id added), and the daemon may tell it to wind up
+ * early with a `model.stop` notification naming the request (`link.stopped` aborts; the handler still replies).
  */
 import { createConnection } from "node:net";
 
@@ -50,8 +52,19 @@ export class ReplyError extends Error {
 	}
 }
 
+/** What a daemon request's handler may do besides replying: notify about the request, and hear it should stop. */
+export interface DaemonLink {
+	/** Send `{method, params: {...params, id}}` to the daemon, `id` being the request's; dropped once the call ended. */
+	notify(method: string, params: Record<string, unknown>): void;
+	/** Aborts when the daemon sent `model.stop` for this request: end the work and reply with what there is. */
+	stopped: AbortSignal;
+}
+
+/** The notification by which the daemon asks a running request of its own to wind up early. */
+export const STOP_METHOD = "model.stop";
+
 /** A request from the daemon, answered while the call is open; `signal` aborts when the call ends. */
-export type RequestHandler = (method: string, params: unknown, signal: AbortSignal) => Promise<unknown>;
+export type RequestHandler = (method: string, params: unknown, signal: AbortSignal, link: DaemonLink) => Promise<unknown>;
 
 export interface CallOptions {
 	socketPath: string;
@@ -90,6 +103,7 @@ export function call(method: string, params: object, opts: CallOptions): Promise
 		);
 		const onAbort = () => finish(new AbortedError("compaction aborted by pi (event.signal)"));
 		const served = new AbortController(); // aborts onRequest work (a model call) once this call ends
+		const running = new Map<string | number, AbortController>(); // the daemon's requests in work, by id
 
 		function finish(err: Error | undefined, value?: unknown): void {
 			if (settled) return;
@@ -115,8 +129,10 @@ export function call(method: string, params: object, opts: CallOptions): Promise
 			}
 			const m = msg as Record<string, unknown>;
 			if (typeof m.method === "string") {
-				// A request from the daemon (the optional model.complete). Notifications (no id) are ignored.
+				// A request from the daemon (the optional model.complete), or its `model.stop` for one; other
+				// notifications are ignored.
 				if ("id" in m && !settled) answerDaemon(m.id, m.method, m.params);
+				else if (m.method === STOP_METHOD) stopDaemonRequest(m.params);
 				return;
 			}
 			if (m.id !== id && !(m.id === null && m.error)) return; // not ours
@@ -129,9 +145,25 @@ export function call(method: string, params: object, opts: CallOptions): Promise
 			finish(undefined, m.result);
 		}
 
+		function stopDaemonRequest(params: unknown): void {
+			const target = (params as { id?: unknown } | null)?.id;
+			if (typeof target === "string" || typeof target === "number") running.get(target)?.abort();
+		}
+
 		/** Answer one daemon request on this socket; never throws, and writes nothing once the call has ended. */
 		function answerDaemon(requestId: unknown, requestMethod: string, params: unknown): void {
+			const stop = new AbortController();
+			const key = typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined;
+			if (key !== undefined) running.set(key, stop);
+			const link: DaemonLink = {
+				stopped: stop.signal,
+				notify: (method, notice) => {
+					if (settled || stop.signal.aborted) return;
+					sock.write(`${JSON.stringify({ jsonrpc: "2.0", method, params: { ...notice, id: requestId } })}\n`);
+				},
+			};
 			const reply = (body: object) => {
+				if (key !== undefined) running.delete(key);
 				if (settled) return;
 				let line: string;
 				try {
@@ -144,7 +176,7 @@ export function call(method: string, params: object, opts: CallOptions): Promise
 			if (!opts.onRequest) return reply({ error: { code: -32601, message: "method not found" } });
 			let pending: Promise<unknown>;
 			try {
-				pending = opts.onRequest(requestMethod, params, served.signal);
+				pending = opts.onRequest(requestMethod, params, served.signal, link);
 			} catch (err) {
 				pending = Promise.reject(err);
 			}

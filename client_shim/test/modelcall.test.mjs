@@ -10,7 +10,7 @@ import { createJiti } from "jiti";
 
 const jiti = createJiti(import.meta.url);
 const rpc = await jiti.import(new URL("../lib/rpc.ts", import.meta.url).pathname);
-const { classify, daemonRequestHandler, modelComplete, MODEL_CALL_FAILED } = await jiti.import(
+const { classify, daemonRequestHandler, mergePayload, modelComplete, MODEL_CALL_FAILED } = await jiti.import(
 	new URL("../lib/modelcall.ts", import.meta.url).pathname,
 );
 // The same module instance modelcall.ts imports, so the faux provider lands in the registry complete() reads.
@@ -271,5 +271,127 @@ test("a call without tools says nothing about them, and malformed tools or calls
 		}
 	} finally {
 		faux.unregister();
+	}
+});
+
+test("the daemon's payload reaches pi-ai's onPayload and is merged one level deep", async () => {
+	const faux = piAi.registerFauxProvider({ api: "faux-api-p", provider: "faux-prov", models: [{ id: "faux-1" }] });
+	try {
+		let onPayload;
+		faux.setResponses([
+			(_context, options) => {
+				onPayload = options.onPayload;
+				return piAi.fauxAssistantMessage([piAi.fauxText("{}")]);
+			},
+		]);
+		const payload = { response_format: { type: "json_schema" }, config: { responseSchema: { type: "OBJECT" } } };
+		await modelComplete(fauxRegistry(faux), { ...ASK, payload }, new AbortController().signal);
+		const merged = await onPayload({ model: "m", config: { maxOutputTokens: 5 }, response_format: "old" });
+		assert.deepEqual(merged, {
+			model: "m",
+			config: { maxOutputTokens: 5, responseSchema: { type: "OBJECT" } },
+			response_format: { type: "json_schema" },
+		});
+		assert.deepEqual(mergePayload("not an object", payload), "not an object");
+	} finally {
+		faux.unregister();
+	}
+});
+
+test("a watched call streams its answer as notes, the answer tool's pieces too, and a stop ends it early", async () => {
+	const faux = piAi.registerFauxProvider({
+		api: "faux-api-w",
+		provider: "faux-prov",
+		models: [{ id: "faux-1" }],
+		tokenSize: { min: 2, max: 2 },
+		tokensPerSecond: 400,
+	});
+	try {
+		const long = "word ".repeat(400);
+		faux.setResponses([
+			() => piAi.fauxAssistantMessage([piAi.fauxToolCall("other", { skip: "me" }), piAi.fauxToolCall("answer", { a: 1 }), piAi.fauxText(long)]),
+		]);
+		const notes = [];
+		const stop = new AbortController();
+		const link = {
+			stopped: stop.signal,
+			notify: (method, params) => {
+				notes.push({ method, ...params });
+				if (notes.map((n) => n.text).join("").includes("word word")) stop.abort();
+			},
+		};
+		const reply = await modelComplete(fauxRegistry(faux), { ...ASK, watch: true, answerTool: "answer" }, new AbortController().signal, link);
+		assert.equal(reply.stoppedEarly, true);
+		assert.equal(reply.stopReason, "stop");
+		assert.ok(reply.text.length < long.length, "the stop ended pi's stream early");
+		const streamed = notes.map((n) => n.text).join("");
+		assert.ok(streamed.startsWith('{"a":1}'), streamed.slice(0, 40));
+		assert.ok(!streamed.includes("skip"), "another tool's arguments are not the answer");
+		assert.ok(notes.every((n) => n.method === "model.delta"));
+	} finally {
+		faux.unregister();
+	}
+});
+
+test("an abort that is not the daemon's stop is still a retryable failure", async () => {
+	const faux = piAi.registerFauxProvider({ api: "faux-api-a", provider: "faux-prov", models: [{ id: "faux-1" }], tokensPerSecond: 50 });
+	try {
+		faux.setResponses([() => piAi.fauxAssistantMessage([piAi.fauxText("x ".repeat(200))])]);
+		const ended = new AbortController();
+		const link = { stopped: new AbortController().signal, notify: () => ended.abort() };
+		await assert.rejects(modelComplete(fauxRegistry(faux), { ...ASK, watch: true }, ended.signal, link), (err) => err.data?.kind === "retryable" && err.data?.code === "aborted");
+	} finally {
+		faux.unregister();
+	}
+});
+
+test("on the socket: deltas carry the request's id, the daemon's model.stop ends the call, nothing follows the stop", async () => {
+	const dir = mkdtempSync(join(tmpdir(), "lh-mw-"));
+	const path = join(dir, "d.sock");
+	const frames = [];
+	const server = createServer((sock) => {
+		let buf = "";
+		let compactId;
+		sock.setEncoding("utf8");
+		sock.on("error", () => {});
+		sock.on("data", (chunk) => {
+			buf += chunk;
+			let nl;
+			while ((nl = buf.indexOf("\n")) >= 0) {
+				const msg = JSON.parse(buf.slice(0, nl));
+				buf = buf.slice(nl + 1);
+				frames.push(msg);
+				if (msg.method === "compact") {
+					compactId = msg.id;
+					sock.write(`${JSON.stringify({ jsonrpc: "2.0", id: "d7", method: "model.complete", params: {} })}\n`);
+				} else if (msg.method === "model.delta" && frames.filter((f) => f.method === "model.delta").length === 2) {
+					sock.write(`${JSON.stringify({ jsonrpc: "2.0", method: "model.stop", params: { id: "d7" } })}\n`);
+				} else if (msg.id === "d7") {
+					sock.write(`${JSON.stringify({ jsonrpc: "2.0", id: compactId, result: { got: msg } })}\n`);
+				}
+			}
+		});
+	});
+	await new Promise((r) => server.listen(path, r));
+	try {
+		const result = await rpc.call("compact", {}, {
+			socketPath: path,
+			timeoutMs: 5000,
+			onRequest: async (_method, _params, _signal, link) => {
+				for (let i = 0; i < 50 && !link.stopped.aborted; i++) {
+					link.notify("model.delta", { text: `piece ${i}` });
+					await new Promise((r) => setTimeout(r, 5));
+				}
+				link.notify("model.delta", { text: "after the stop" });
+				return { text: "partial", stoppedEarly: true };
+			},
+		});
+		assert.deepEqual(result.got.result, { text: "partial", stoppedEarly: true });
+		const deltas = frames.filter((f) => f.method === "model.delta");
+		assert.ok(deltas.length >= 2 && deltas.every((d) => d.params.id === "d7" && !("id" in d)));
+		assert.ok(!deltas.some((d) => d.params.text === "after the stop"));
+	} finally {
+		await new Promise((r) => server.close(r));
+		rmSync(dir, { recursive: true, force: true });
 	}
 });

@@ -63,7 +63,7 @@ test("a known summarizer comes back with its facts and pi's credentials for it",
 	assert.deepEqual(registry.calls, [["find", "local", "org/tiny"], ["auth", "org/tiny"]]);
 	assert.equal(route.problem, null);
 	assert.equal(route.spec, "local/org/tiny");
-	assert.deepEqual(route.credentials, { apiKey: SUMMARIZER_KEY, headers: { "x-team": HEADER_SECRET } });
+	assert.deepEqual(route.credentials, { apiKey: SUMMARIZER_KEY, headers: { "x-team": HEADER_SECRET }, oauth: false });
 	assert.equal(route.model.api, "anthropic-messages");
 	assert.equal(route.model.baseUrl, "http://127.0.0.1:11");
 	assert.deepEqual(route.model.compat, { supportsEagerToolInputStreaming: false });
@@ -91,7 +91,7 @@ test("FAIL-9: unknown model, no auth and a failing registry each name their prob
 
 test("the session model's credentials are resolved; without auth or a model they are null", async () => {
 	const both = await resolveModels(access(fakeRegistry()), "local/org/tiny");
-	assert.deepEqual(both.credentials, { apiKey: SESSION_KEY, headers: {} });
+	assert.deepEqual(both.credentials, { apiKey: SESSION_KEY, headers: {}, oauth: false });
 	assert.equal(both.summarizer.problem, null);
 	const none = await resolveModels(access(fakeRegistry({ auth: () => ({ ok: false, error: "x" }) })), null);
 	assert.deepEqual(none, { credentials: null, summarizer: null });
@@ -106,6 +106,18 @@ beforeEach(() => {
 afterEach(async () => {
 	await daemon?.stop();
 	daemon = undefined;
+});
+
+test("an OAuth login pi holds for the provider is marked, so the daemon leaves that credential to pi", async () => {
+	const registry = {
+		...fakeRegistry(),
+		authStorage: { get: (provider) => (provider === sessionModel.provider ? { type: "oauth", access: "x" } : { type: "api_key" }) },
+	};
+	const both = await resolveModels(access(registry), "local/org/tiny");
+	assert.equal(both.credentials.oauth, true);
+	assert.equal(both.summarizer.credentials.oauth, false);
+	const broken = { ...fakeRegistry(), authStorage: { get: () => { throw new Error("locked"); } } };
+	assert.equal((await resolveModels(access(broken), null)).credentials.oauth, false);
 });
 
 test("summarizerSpec takes the daemon's answer; an error, junk or silence means no summarizer", async () => {
@@ -150,9 +162,9 @@ const routeTo = (spec) => (req) => ({ jsonrpc: "2.0", id: req.id, result: { summ
 
 test("PASS-22: compact carries the session credentials and the resolved summarizer the daemon named", async () => {
 	const { compact, said, others } = await compactWith(routeTo("local/org/tiny"), fakeRegistry());
-	assert.deepEqual(compact.credentials, { apiKey: SESSION_KEY, headers: {} });
+	assert.deepEqual(compact.credentials, { apiKey: SESSION_KEY, headers: {}, oauth: false });
 	assert.equal(compact.summarizer.spec, "local/org/tiny");
-	assert.deepEqual(compact.summarizer.credentials, { apiKey: SUMMARIZER_KEY, headers: { "x-team": HEADER_SECRET } });
+	assert.deepEqual(compact.summarizer.credentials, { apiKey: SUMMARIZER_KEY, headers: { "x-team": HEADER_SECRET }, oauth: false });
 	assert.equal(compact.summarizer.model.id, "org/tiny");
 	assert.equal(compact.session.model.compat, null);
 	for (const text of [...said, JSON.stringify(others)]) {
@@ -166,7 +178,7 @@ test("a route the registry cannot resolve is sent as its problem; a failed route
 	const failing = (req) => ({ jsonrpc: "2.0", id: req.id, error: { code: -32603, message: "Internal error" } });
 	const broken = await compactWith(failing, fakeRegistry({ find: () => { throw new Error(SUMMARIZER_KEY); } }));
 	assert.equal(broken.compact.summarizer, null);
-	assert.deepEqual(broken.compact.credentials, { apiKey: SESSION_KEY, headers: {} });
+	assert.deepEqual(broken.compact.credentials, { apiKey: SESSION_KEY, headers: {}, oauth: false });
 	const thrown = await compactWith(routeTo("local/org/tiny"), fakeRegistry({ auth: () => { throw new Error(`leak ${SESSION_KEY}`); } }));
 	assert.equal(thrown.compact.credentials, null);
 	assert.equal(thrown.compact.summarizer.problem, "resolve-error");

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from longhaul_daemon.models.http import HttpClient, make_client
 from longhaul_daemon.models.limits import ProviderLimits
+from longhaul_daemon.models.route_table import DirectRefusals
 from longhaul_daemon.models.structured import StructuredMemory
 from longhaul_daemon.ops.status_view import RouteHealthBook
 
@@ -18,7 +19,8 @@ __all__ = ["ModelAccess"]
 class ModelAccess:
     """Daemon-wide: per-provider concurrency limits, the route health ``status`` shows, the models whose
     route refused a structured-output schema, those whose route refused tool calls (turns mode), the apis
-    whose calls go through pi's own provider layer (``model.complete``) instead of the daemon's clients, and
+    whose calls go through pi's own provider layer (``model.complete``) by command (``serve --via-pi``), the
+    routes whose direct call the provider refused for its credential (they go through pi from then on), and
     the daemon's one HTTP client."""
 
     limits: ProviderLimits = field(default_factory=ProviderLimits)
@@ -26,6 +28,7 @@ class ModelAccess:
     structured: StructuredMemory = field(default_factory=StructuredMemory)
     tools_refused: StructuredMemory = field(default_factory=StructuredMemory)
     via_pi_apis: frozenset[str] = frozenset()
+    refusals: DirectRefusals = field(default_factory=DirectRefusals)
     client: HttpClient | None = None  # owned by the daemon's lifecycle; None outside a serving daemon
 
     @asynccontextmanager

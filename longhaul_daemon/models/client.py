@@ -1,12 +1,13 @@
 """``complete()``: one model call with provider choice, retries, budget, concurrency limit and a trace.
 
 The pass calls this and nothing below it. It never logs or raises text from the prompt, the reply or the
-provider's error message, and the API key travels only inside the request object. A call the daemon cannot or
-is told not to make itself goes to the shim as ``model.complete`` (:mod:`.via_pi`), under the same policy.
-A request with an output schema is sent structured where the route allows it (:mod:`.structured`), and a
-stream can be ended at the first whole JSON object the caller wants (:mod:`.json_scan`). Requests leave and
-replies arrive with every credential of the pass taken out (:mod:`.scrubbing`), on both routes, through pi
-too; :func:`wire_chars` says how large a request is as it goes on the wire.
+provider's error message, and the API key travels only inside the request object. A call goes directly only
+on a route the daemon builds exactly as pi would (:mod:`.route_table`); every other call goes to the shim as
+``model.complete`` (:mod:`.via_pi`), under the same policy. A request with an output schema is sent
+structured where the route allows it (:mod:`.structured`), and a stream can be ended at the first whole JSON
+object the caller wants (:mod:`.stream_watch`), whichever way it goes. Requests leave and replies arrive with
+every credential of the pass taken out (:mod:`.scrubbing`), on both routes; :func:`wire_chars` says how large
+a request is as it goes on the wire.
 """
 
 from __future__ import annotations
@@ -18,27 +19,27 @@ from functools import partial
 from typing import Any, Literal
 
 import anyio
-import orjson
 import structlog
 
 from longhaul_daemon import jsoncodec
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
 from longhaul_daemon.models.http import HttpClient, PreparedCall, post_json, stream_sse
-from longhaul_daemon.models.json_scan import ObjectScanner
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.providers import PROVIDERS, Provider
-from longhaul_daemon.models.request import ModelRequest
+from longhaul_daemon.models.request import ModelRequest, ModelTarget
 from longhaul_daemon.models.result import CallTrace, CompletionResult
 from longhaul_daemon.models.retry import MAX_ATTEMPTS, run_with_retries
+from longhaul_daemon.models.route_table import DirectRefusals, RouteChoice, choose_route
 from longhaul_daemon.models.scrubbing import scrubbed_reply, scrubbed_request
+from longhaul_daemon.models.stream_watch import StreamWatch
 from longhaul_daemon.models.structured import StructuredMemory, is_schema_refusal
-from longhaul_daemon.models.via_pi import PiPeer, complete_params, exchange_via_pi, recorded_reasoning
+from longhaul_daemon.models.via_pi import PiPeer, exchange_via_pi, pi_call, recorded_reasoning
 from longhaul_daemon.offload import INLINE_BYTES, THREADS
 from longhaul_daemon.secrets.redaction import Redactor
 from longhaul_daemon.secrets.redaction import current as current_redactor
 
-__all__ = ["complete", "goes_through_pi", "provider_for", "wire_chars"]
+__all__ = ["complete", "goes_through_pi", "provider_for", "route_for", "wire_chars"]
 
 
 def _log() -> Any:
@@ -47,8 +48,6 @@ def _log() -> Any:
 
 
 TraceSink = Callable[[CallTrace], None]
-_CHARS_PER_TOKEN = 3  # the planner's rate (diff/chunks.py): an estimate that never understates the cost
-_TRAILING_CHARS = 64  # text allowed after the wanted object before a stream is ended: a fence, a newline
 
 
 def provider_for(api: str | None) -> Provider:
@@ -59,24 +58,74 @@ def provider_for(api: str | None) -> Provider:
     return provider
 
 
-def goes_through_pi(api: str | None, *, peer: PiPeer | None, via_pi_apis: Collection[str] = ()) -> bool:
-    """Whether a call on ``api`` goes to the shim: only with a peer, and when told to or the daemon cannot."""
-    return peer is not None and (api in via_pi_apis or (api or "") not in PROVIDERS)
+# Routes whose credential the daemon must never send itself, shim or not: pi sends it another way.
+_NEVER_DIRECT = frozenset({"oauth", "copilot", "cloudflare", "pi-only-api"})
 
 
-def wire_chars(request: ModelRequest, *, peer: PiPeer | None, via_pi_apis: Collection[str] = ()) -> int:
+def route_for(
+    target: ModelTarget,
+    *,
+    peer: PiPeer | None,
+    via_pi_apis: Collection[str] = (),
+    refusals: DirectRefusals | None = None,
+) -> RouteChoice:
+    """Where a call on ``target`` goes: the route table's answer (:mod:`.route_table`), unless the daemon
+    was told to send the api through pi (``forced``) or the provider refused a direct call on this route
+    before (``refused-<status>``). Without a shim (a pass run in-process, as tests do) only the table's
+    direct routes and routes pi does not treat specially are called directly."""
+    spoken = (target.api or "") in PROVIDERS
+    table = choose_route(
+        provider=target.provider,
+        api=target.api,
+        base_url=target.base_url,
+        api_key=target.secret(),
+        oauth_login=target.oauth_login,
+        compat=target.pi_compat,
+        spoken=spoken,
+    )
+    if peer is None:
+        if table.via == "pi" and table.why in _NEVER_DIRECT:
+            return table
+        return table if table.via == "daemon" else RouteChoice("daemon", "no-shim")
+    if target.api in via_pi_apis:
+        return RouteChoice("pi", "forced")
+    refused = refusals.status(target.provider, target.api, target.base_url) if refusals else None
+    if table.via == "daemon" and refused is not None:
+        return RouteChoice("pi", f"refused-{refused}")
+    return table
+
+
+def goes_through_pi(
+    target: ModelTarget,
+    *,
+    peer: PiPeer | None,
+    via_pi_apis: Collection[str] = (),
+    refusals: DirectRefusals | None = None,
+) -> bool:
+    """Whether a call on ``target`` goes to the shim (see :func:`route_for`)."""
+    choice = route_for(target, peer=peer, via_pi_apis=via_pi_apis, refusals=refusals)
+    return peer is not None and choice.via == "pi"
+
+
+def wire_chars(
+    request: ModelRequest,
+    *,
+    peer: PiPeer | None,
+    via_pi_apis: Collection[str] = (),
+    refusals: DirectRefusals | None = None,
+) -> int:
     """The characters ``request`` puts on the wire: the JSON body its provider sends (or the
     ``model.complete`` params through pi), framing, escapes, tools and schema included. Only the body: the
     headers carry the key, and no model reads them."""
     target = request.target
     body: Any
-    if peer is not None and goes_through_pi(target.api, peer=peer, via_pi_apis=via_pi_apis):
-        body = complete_params(request)
+    if goes_through_pi(target, peer=peer, via_pi_apis=via_pi_apis, refusals=refusals):
+        body = pi_call(request).params
     else:
         try:
             body = provider_for(target.api).prepare(request)[0].body
         except ModelCallError:  # an api nobody can call: what pi would be sent is the closest measure
-            body = complete_params(request)
+            body = pi_call(request).params
     return len(jsoncodec.dumps(body).decode("utf-8", "surrogatepass"))
 
 
@@ -92,42 +141,46 @@ class _Exchange:
     run: Callable[[], Awaitable[CompletionResult]]
     api: str
     via: Literal["daemon", "pi"]
+    via_why: str
     reasoning: str | None
     structured: str | None
     structured_skip: str | None
 
 
 def _prepare(
-    request: ModelRequest, client: HttpClient, peer: PiPeer | None, via_pi_apis: Collection[str]
+    request: ModelRequest, client: HttpClient, peer: PiPeer | None, choice: RouteChoice
 ) -> _Exchange:
     target = request.target
-    if peer is not None and goes_through_pi(target.api, peer=peer, via_pi_apis=via_pi_apis):
+    if choice.via == "pi":
+        if peer is None:  # only without a shim: nobody may send this credential but pi
+            raise UnsupportedApi(target.api) if choice.why == "pi-only-api" else FatalError(code="needs-pi")
         pi_peer = peer
-        # pi-ai's completeSimple takes no schema: a call through pi is never structured, and says why
-        skip = "via-pi" if request.output_schema is not None else None
+        call = pi_call(request)
         return _Exchange(
-            run=lambda: exchange_via_pi(pi_peer, request),
+            run=lambda: exchange_via_pi(pi_peer, request, call),
             api=target.api or "none",
             via="pi",
+            via_why=choice.why,
             reasoning=recorded_reasoning(request),
-            structured=None,
-            structured_skip=skip,
+            structured=call.structured,
+            structured_skip=call.structured_skip,
         )
     provider = provider_for(target.api)
-    call, reasoning = provider.prepare(request)
-    if not all(name.isascii() and value.isascii() for name, value in call.headers.items()):
+    prepared, reasoning = provider.prepare(request)
+    if not all(name.isascii() and value.isascii() for name, value in prepared.headers.items()):
         # A key or header value from pi's models.json that HTTP cannot carry: no attempt can succeed,
         # and httpx would raise a UnicodeEncodeError no retry loop knows (found by the socket fuzzer).
         raise FatalError(code="unsendable-header")
-    stop_at = request.stop_at_object if call.stream else None
-    cut_at = request.cut_at_repeat if call.stream else None
+    stop_at = request.stop_at_object if prepared.stream else None
+    cut_at = request.cut_at_repeat if prepared.stream else None
     return _Exchange(
-        run=lambda: _exchange(client, provider, call, stop_at, cut_at),
+        run=lambda: _exchange(client, provider, prepared, stop_at, cut_at),
         api=provider.api,
         via="daemon",
+        via_why=choice.why,
         reasoning=reasoning,
-        structured=call.structured,
-        structured_skip=call.structured_skip or request.structured_off,
+        structured=prepared.structured,
+        structured_skip=prepared.structured_skip or request.structured_off,
     )
 
 
@@ -144,6 +197,7 @@ async def complete(
     peer: PiPeer | None = None,
     via_pi_apis: Collection[str] = (),
     structured: StructuredMemory | None = None,
+    refusals: DirectRefusals | None = None,
 ) -> CompletionResult:
     """Call the model of ``request`` until it answers, fails fatally, or the budget or attempts run out.
 
@@ -151,8 +205,11 @@ async def complete(
     the output limit is returned, not raised (``stop_reason == "length"``). ``on_trace`` gets one
     ``CallTrace`` per call, also on failure and cancellation.
 
-    With ``peer`` (the shim of the pass's connection), an api in ``via_pi_apis`` or one the daemon does not
-    speak goes through pi (PASS-22); without one, an api the daemon does not speak raises ``UnsupportedApi``.
+    With ``peer`` (the shim of the pass's connection), the call goes where :func:`route_for` says: the
+    daemon's own client only on a proven direct route, else through pi (PASS-22). A direct call the provider
+    refuses for its credential (401, 403, or a 400 that says so) is made again through pi at once, under the
+    same budget, and with ``refusals`` the route goes through pi from then on. Without a peer, an api the
+    daemon does not speak raises ``UnsupportedApi``.
 
     With ``structured`` (the daemon's memory of routes that refuse a schema), a request's output schema is
     left out for a model known to refuse it, and a 400 or 422 to a call that carried one is answered by the
@@ -178,21 +235,33 @@ async def complete(
             rand=rand,
         )
 
-    first = _prepare(request, client, peer, via_pi_apis)
-    try:
-        return await call(request, first)
-    except ModelCallError as error:
-        if structured is None or first.structured is None or not is_schema_refusal(error):
+    async def on_route(choice: RouteChoice) -> CompletionResult:
+        first = _prepare(request, client, peer, choice)
+        try:
+            return await call(request, first)
+        except ModelCallError as error:
+            if structured is None or first.structured is None or not is_schema_refusal(error):
+                raise
+        plain = replace(request, structured_off="refused")
+        try:
+            result = await call(plain, _prepare(plain, client, peer, choice))
+        except ModelCallError as error:
+            if not is_schema_refusal(error):
+                structured.remember(*key)  # the call got past the request check once the schema was gone
             raise
-    plain = replace(request, structured_off="refused")
+        structured.remember(*key)
+        return result
+
+    choice = route_for(target, peer=peer, via_pi_apis=via_pi_apis, refusals=refusals)
     try:
-        result = await call(plain, _prepare(plain, client, peer, via_pi_apis))
+        return await on_route(choice)
     except ModelCallError as error:
-        if not is_schema_refusal(error):
-            structured.remember(*key)  # the call got past the request check once the schema was gone
-        raise
-    structured.remember(*key)
-    return result
+        if choice.via != "daemon" or peer is None or not error.credential_refused or error.status is None:
+            raise
+        status = error.status
+    if refusals is not None:
+        refusals.remember(target.provider, target.api, target.base_url, status)
+    return await on_route(RouteChoice("pi", f"refused-{status}"))
 
 
 async def _complete(
@@ -216,6 +285,7 @@ async def _complete(
         output_budget=request.max_output_tokens,
         reasoning=exchange.reasoning,
         via=via,
+        via_why=exchange.via_why,
         structured=exchange.structured,
         structured_skip=exchange.structured_skip,
     )
@@ -295,12 +365,8 @@ async def _exchange(
 ) -> CompletionResult:
     """One HTTP attempt, streamed or not; errors keep the request id of the reply that carried them.
 
-    With ``stop_at``, a stream is ended once a complete top-level JSON object it accepts has arrived and
-    more than :data:`_TRAILING_CHARS` of text followed it: leaving the stream closes the connection, so the
-    server stops generating what nobody reads. With ``cut_at`` it is also ended when the object, still open,
-    repeats a list item word for word and the object cut after the first copy is one ``cut_at`` accepts: the
-    reply is then that cut object. The allowance lets a model that closes a code fence and stops
-    finish on its own, so its usage is the server's count and its connection is kept for the next call.
+    With ``stop_at`` (and ``cut_at``), a stream is ended where :class:`~.stream_watch.StreamWatch` says:
+    leaving the stream closes the connection, so the server stops generating what nobody reads.
     """
     if not call.stream:
         body, request_id = await post_json(client, call)
@@ -310,9 +376,7 @@ async def _exchange(
             error.request_id = error.request_id or request_id
             raise
         return replace(result, request_id=request_id)
-    scanner = ObjectScanner() if stop_at is not None else None
-    answer_end: int | None = None  # where the wanted object ended, in characters of reply text
-    seen = 0
+    watch = StreamWatch(stop_at, cut_at) if stop_at is not None else None
     async with stream_sse(client, call) as (request_id, events):
         state = provider.new_stream(call)
         try:
@@ -320,17 +384,8 @@ async def _exchange(
                 # an event far larger than a delta (a hostile 10 MB argument) is decoded off the loop
                 big = len(event.data) >= INLINE_BYTES
                 piece = await THREADS.run(partial(state.feed, event)) if big else state.feed(event)
-                if scanner is None or stop_at is None or not piece:
-                    continue
-                seen += len(piece)
-                if answer_end is None:  # past the answer, only the length of what follows matters
-                    answer_end = _accepted(scanner.feed(piece), stop_at)
-                if answer_end is not None and seen - answer_end > _TRAILING_CHARS:
-                    result = _estimated(state.partial())
-                    break
-                looped = _looped(scanner, cut_at) if answer_end is None and cut_at is not None else None
-                if looped is not None:
-                    result = replace(_estimated(state.partial()), text=looped)
+                if watch is not None and piece and watch.feed(piece):
+                    result = watch.result(state.partial())
                     break
             else:
                 result = state.finish()
@@ -338,42 +393,6 @@ async def _exchange(
             error.request_id = error.request_id or request_id
             raise
     return replace(result, request_id=request_id)
-
-
-def _accepted(groups: list[tuple[str, int]], stop_at: Callable[[dict[str, Any]], bool]) -> int | None:
-    """Where the first group just completed that is a JSON object ``stop_at`` wants ends (model text is
-    hostile: anything that does not decode is skipped), or None."""
-    for group, end in groups:
-        try:
-            value = orjson.loads(group)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(value, dict) and stop_at(value):
-            return end
-    return None
-
-
-def _looped(scanner: ObjectScanner, stop_at: Callable[[dict[str, Any]], bool]) -> str | None:
-    """The reply cut after a list item the model then wrote again, when that cut is an object ``stop_at``
-    wants: a looping model repeats an item until its output limit, and a copy says nothing new."""
-    if scanner.repeated is None:
-        return None
-    try:
-        value = orjson.loads(scanner.repeated)
-    except orjson.JSONDecodeError:
-        return None
-    return scanner.repeated if isinstance(value, dict) and stop_at(value) else None
-
-
-def _estimated(result: CompletionResult) -> CompletionResult:
-    """Usage of a stream ended early: servers report output tokens last, so count the reply's characters.
-
-    Never below what the server did report; the trace marks the call ``stoppedEarly``.
-    """
-    estimate = -(-len(result.text) // _CHARS_PER_TOKEN)
-    if result.usage.output >= estimate:
-        return result
-    return replace(result, usage=replace(result.usage, output=estimate))
 
 
 def _finish(

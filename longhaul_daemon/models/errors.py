@@ -62,6 +62,7 @@ class ModelCallError(LonghaulError):
         self.retry_after = retry_after
         self.should_retry = should_retry
         self.attempts = 0
+        self.credential_refused = False  # a 401/403, or a 400 whose message refused the credential
         super().__init__(self.label)
 
     def redact(self, redactor: Redactor) -> None:

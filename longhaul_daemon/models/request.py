@@ -45,10 +45,10 @@ class Compat:
     max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
     supports_reasoning_effort: bool = True
     supports_usage_in_streaming: bool = True
-    supports_developer_role: bool = False
+    supports_developer_role: bool = True  # as pi-ai: the system prompt of a reasoning model goes as developer
+    supports_store: bool = True  # as pi-ai: Chat Completions calls say ``store: false``
     reasoning_levels: tuple[str, ...] = _OPENAI_LEVELS
     anthropic_version: str = "2023-06-01"
-    google_thinking: Literal["budget", "level"] = "budget"  # Gemini 2.5 takes a token budget, 3.x a level
 
 
 def default_compat(api: str | None) -> Compat:
@@ -73,6 +73,10 @@ class ModelTarget:
     reasoning: bool = False
     max_tokens: int | None = None
     compat: Compat = field(default_factory=Compat)
+    # pi's own ``compat`` flags as its registry holds them, and whether pi holds an OAuth login for the
+    # provider: what the route table (:mod:`.route_table`) decides a direct call by.
+    pi_compat: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    oauth_login: bool = False
 
     @classmethod
     def from_facts(
@@ -83,6 +87,7 @@ class ModelTarget:
         headers: Mapping[str, str] | None = None,
         compat: Compat | None = None,
         base_url: str | None = None,
+        oauth_login: bool = False,
     ) -> ModelTarget:
         """Build from the shim's ``ModelFacts`` plus the credentials it resolved for this pass."""
         key = api_key if isinstance(api_key, SecretStr) or api_key is None else SecretStr(api_key)
@@ -96,6 +101,8 @@ class ModelTarget:
             reasoning=bool(facts.reasoning),
             max_tokens=facts.maxTokens,
             compat=compat if compat is not None else default_compat(facts.api),
+            pi_compat=MappingProxyType(dict(facts.compat or {})),
+            oauth_login=oauth_login,
         )
 
     @property

@@ -143,6 +143,7 @@ class CallTrace:
     error: str | None = None
     error_code: str | None = None
     via: Literal["daemon", "pi"] = "daemon"  # "pi": made by the shim with pi's own code (``model.complete``)
+    via_why: str | None = None  # the route table's code for that choice (docs/models.md), or refused-<status>
     structured: str | None = None  # the structured-output form sent: json_schema, tool, response_schema
     structured_skip: str | None = None  # why a call with a schema sent none: via-pi, refused, thinking
     stopped_early: bool = False
@@ -164,6 +165,7 @@ class CallTrace:
             "error": self.error,
             "errorCode": self.error_code,
             "via": self.via,
+            "viaWhy": self.via_why,
             "structured": self.structured,
             "structuredSkip": self.structured_skip,
             "stoppedEarly": self.stopped_early,

@@ -25,6 +25,7 @@ from longhaul_daemon.models.errors import (
     RateLimited,
     RetryableError,
 )
+from longhaul_daemon.models.route_table import is_auth_refusal_text
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -38,6 +39,7 @@ T = TypeVar("T")
 
 MAX_ATTEMPTS = 4
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
+_CREDENTIAL_STATUS = frozenset({401, 403})
 _QUOTA_CODES = frozenset(
     {
         "insufficient_quota",
@@ -133,7 +135,18 @@ def error_for_status(
         return QuotaExceeded(**common, should_retry=should_retry if should_retry is True else None)
     if status in _RETRYABLE_STATUS or status >= 500:
         return RetryableError(**common, should_retry=should_retry)
-    return FatalError(**common, should_retry=should_retry)
+    error = FatalError(**common, should_retry=should_retry)
+    error.credential_refused = status in _CREDENTIAL_STATUS or (
+        status == 400 and is_auth_refusal_text(_error_message(body))
+    )
+    return error
+
+
+def _error_message(body: Any) -> str:
+    """The provider's error message, only to be read for a refused credential and never kept."""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else ""
 
 
 async def run_with_retries(

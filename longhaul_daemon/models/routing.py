@@ -17,7 +17,7 @@ from longhaul_daemon.models.request import SUPPORTED_APIS, Compat, ModelTarget, 
 from longhaul_daemon.protocol import CompactParams, ModelCredentials, ModelFacts, SummarizerRoute
 from longhaul_daemon.settings import Settings
 
-__all__ = ["RouteCandidate", "RoutePlan", "compat_from_pi", "plan_routes"]
+__all__ = ["RouteCandidate", "RoutePlan", "compat_from_pi", "plan_routes", "target_for"]
 
 # pi's thinking levels, lowest first; "off" is the wire value "none" unless the model maps it elsewhere.
 _PI_LEVELS: Final = ("off", "minimal", "low", "medium", "high", "xhigh")
@@ -51,21 +51,19 @@ def _flag(compat: Mapping[str, Any], key: str) -> bool | None:
 
 def _reasoning_levels(
     api: str | None, levels: tuple[str, ...], level_map: Mapping[str, Any]
-) -> tuple[tuple[str, ...], bool]:
-    """The wire levels the model accepts after pi's ``thinkingLevelMap``, and whether they are Gemini levels.
+) -> tuple[str, ...]:
+    """The wire levels the model accepts after pi's ``thinkingLevelMap``.
 
     A level mapped to ``null`` is one the model lacks (``"off": null`` = reasoning cannot be turned off); a
     level mapped to a string is sent as that string; an unmapped level keeps its default when the API has it.
     """
     chosen: list[str] = []
-    upper = False
     for level in _PI_LEVELS:
         default = "none" if level == "off" else level
         if level in level_map:
             value = level_map[level]
             if not isinstance(value, str) or not value:
                 continue
-            upper = upper or (value.isupper() and api == "google-generative-ai")
             wire = value.lower() if api == "google-generative-ai" else value
         elif default in levels:
             wire = default
@@ -73,7 +71,7 @@ def _reasoning_levels(
             continue
         if wire not in chosen:
             chosen.append(wire)
-    return tuple(chosen), upper
+    return tuple(chosen)
 
 
 def compat_from_pi(
@@ -102,21 +100,24 @@ def compat_from_pi(
     developer = _flag(flags, "supportsDeveloperRole")
     if developer is not None:
         result = replace(result, supports_developer_role=developer)
+    store = _flag(flags, "supportsStore")
+    if store is not None:
+        result = replace(result, supports_store=store)
     if thinking_level_map:
-        levels, gemini_levels = _reasoning_levels(api, result.reasoning_levels, thinking_level_map)
+        levels = _reasoning_levels(api, result.reasoning_levels, thinking_level_map)
         result = replace(result, reasoning_levels=levels)
-        if gemini_levels:
-            result = replace(result, google_thinking="level")
     return result
 
 
-def _target(facts: ModelFacts, credentials: ModelCredentials | None) -> ModelTarget:
+def target_for(facts: ModelFacts, credentials: ModelCredentials | None) -> ModelTarget:
+    """The call target for a model pi resolved, with the credentials pi's registry gave for it."""
     headers = {} if credentials is None else credentials.headers
     return ModelTarget.from_facts(
         facts,
         api_key=None if credentials is None else credentials.apiKey,
         headers={name: value.get_secret_value() for name, value in headers.items()},
         compat=compat_from_pi(facts.api, facts.compat, facts.thinkingLevelMap),
+        oauth_login=credentials is not None and credentials.oauth,
     )
 
 
@@ -145,7 +146,7 @@ def plan_routes(params: CompactParams, settings: Settings) -> RoutePlan:
     session = (
         None
         if session_facts is None
-        else RouteCandidate("session", session_facts.spec, _target(session_facts, params.credentials))
+        else RouteCandidate("session", session_facts.spec, target_for(session_facts, params.credentials))
     )
     fallback = () if session is None else (session,)
     if configured is None:
@@ -157,5 +158,5 @@ def plan_routes(params: CompactParams, settings: Settings) -> RoutePlan:
     why = _unusable(route, configured)
     if why is not None or route is None or route.model is None:
         return RoutePlan(configured, fallback, why=why or "not-resolved")
-    summarizer = RouteCandidate("summarizer", configured, _target(route.model, route.credentials))
+    summarizer = RouteCandidate("summarizer", configured, target_for(route.model, route.credentials))
     return RoutePlan(configured, (summarizer, *fallback), why=None)

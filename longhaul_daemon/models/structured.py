@@ -138,8 +138,9 @@ def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def is_schema_refusal(error: ModelCallError) -> bool:
-    """A status that may mean the route rejects the schema parameter (confirmed by the call without it)."""
-    return error.status in REFUSAL_STATUSES
+    """A status that may mean the route rejects the schema parameter (confirmed by the call without it); a
+    400 whose message refused the credential is not one."""
+    return error.status in REFUSAL_STATUSES and not error.credential_refused
 
 
 class StructuredMemory:

@@ -1,10 +1,19 @@
-"""``model.complete``: one model call run by the shim with pi's own provider code, for APIs the daemon lacks.
+"""``model.complete``: one model call run by the shim with pi's own provider code (pi-ai's ``streamSimple``).
 
-The daemon keeps the policy (retries, budget, concurrency limit, trace, PASS-22); the shim only makes the one
-call. No credential travels: the shim looks the model up in pi's registry by ``{provider, id}`` and resolves
-its auth itself. The shim's failures come back as a JSON-RPC error whose ``data.kind`` (``retryable``,
-``quota``, ``fatal``) picks the :mod:`longhaul_daemon.models.errors` class, so the retry loop decides exactly
-as it does for the daemon's own HTTP calls. Nothing here keeps the shim's error *message*.
+Every call the route table (:mod:`.route_table`) does not prove the daemon can make exactly as pi would goes
+this way. The daemon keeps the policy (retries, budget, concurrency limit, trace, PASS-22); the shim only
+makes the one call. No credential travels: the shim looks the model up in pi's registry by ``{provider, id}``
+and resolves its auth itself, so pi sends it the way pi sends it. The shim's failures come back as a JSON-RPC
+error whose ``data.kind`` (``retryable``, ``quota``, ``fatal``) picks the
+:mod:`longhaul_daemon.models.errors` class, so the retry loop decides exactly as it does for the daemon's own
+HTTP calls. Nothing here keeps the shim's error *message*.
+
+What made small models work goes along. The output schema (and the tool choice) go as a ``payload`` the shim
+merges into pi-ai's request in its ``onPayload`` hook: the very fields the daemon's own client would send for
+that API (``response_format``, ``text.format``, a forced answer tool, Gemini's ``responseSchema``), taken from
+:mod:`.providers`. With ``watch``, the shim streams the answer's text back as ``model.delta`` notifications;
+the daemon reads them with :class:`~.stream_watch.StreamWatch` and, at the first whole answer or a looping
+repeat, tells the shim ``model.stop``; the shim then ends pi's request and replies with what came.
 
 Tools travel too: the offered tools' specs, each assistant turn's calls and each user turn's results, in pi's
 own message shapes, and the reply's calls come back as ``toolCalls``. A shim that carried the tools says so
@@ -15,18 +24,30 @@ call that offered tools without that word is refused as :data:`TOOLS_NOT_CARRIED
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any, ClassVar, Final, Protocol
+
+import anyio
 
 from longhaul_daemon.errors import LonghaulError
 from longhaul_daemon.models.errors import FatalError, ModelCallError, QuotaExceeded, RetryableError
+from longhaul_daemon.models.providers import PROVIDERS
 from longhaul_daemon.models.request import Message, ModelRequest
 from longhaul_daemon.models.result import CompletionResult, StopReason, Usage, int_field
+from longhaul_daemon.models.stream_watch import StreamWatch
 from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, synthetic_id
 
 __all__ = [
     "MODEL_COMPLETE",
+    "MODEL_DELTA",
+    "MODEL_STOP",
+    "NOTIFICATIONS",
     "TOOLS_NOT_CARRIED",
+    "NoteSink",
+    "PiCall",
     "PiPeer",
     "ShimConnectionLost",
     "ShimErrorReply",
@@ -35,11 +56,16 @@ __all__ = [
     "current_peer",
     "error_from_reply",
     "exchange_via_pi",
+    "pi_call",
     "recorded_reasoning",
     "result_from_reply",
 ]
 
 MODEL_COMPLETE = "model.complete"
+MODEL_DELTA = "model.delta"  # shim → daemon: {id, text}, a piece of the answer as pi streams it
+MODEL_STOP = "model.stop"  # daemon → shim: {id}, end that call now and reply with what came
+NOTIFICATIONS: Final = frozenset({MODEL_DELTA})
+NoteSink = Callable[[Mapping[str, Any]], None]
 TOOLS_NOT_CARRIED = "shim-without-tools"  # the FatalError code of a reply whose shim dropped the tools
 
 # pi-ai's AssistantMessage.stopReason → ours. "error"/"aborted" never arrive as a result: the shim sends those
@@ -53,10 +79,18 @@ class PiPeer(Protocol):
     """What :func:`exchange_via_pi` needs from the shim's connection: send a request, await its result.
 
     ``request`` returns the reply's ``result``, raises :class:`ShimErrorReply` for an error reply and
-    :class:`ShimConnectionLost` when the connection closes first.
+    :class:`ShimConnectionLost` when the connection closes first. ``on_note`` gets the params of each
+    notification the shim sends about the call; setting ``stop`` tells the shim to end the call early.
     """
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any: ...
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        on_note: NoteSink | None = None,
+        stop: anyio.Event | None = None,
+    ) -> Any: ...
 
 
 _current: contextvars.ContextVar[PiPeer | None] = contextvars.ContextVar("longhaul_shim_peer", default=None)
@@ -124,6 +158,79 @@ def complete_params(request: ModelRequest) -> dict[str, Any]:
     return params
 
 
+# pi's APIs whose request takes the fields the daemon's own client writes, and the client that writes them;
+# the top-level body fields the payload copies (Gemini's go under pi-ai's ``config``, see _google_payload).
+_PAYLOAD_FORMS: Final = MappingProxyType(
+    {
+        "openai-completions": "openai-completions",
+        "openai-responses": "openai-responses",
+        "azure-openai-responses": "openai-responses",
+        "anthropic-messages": "anthropic-messages",
+        "google-generative-ai": "google-generative-ai",
+        "google-vertex": "google-generative-ai",
+    }
+)
+_PAYLOAD_FIELDS: Final = MappingProxyType(
+    {
+        "openai-completions": ("response_format", "tools", "tool_choice"),
+        "openai-responses": ("text", "tools", "tool_choice"),
+        "anthropic-messages": ("tools", "tool_choice"),
+    }
+)
+_NOWHERE = "http://via-pi.invalid"  # the daemon's client builds the body only; pi picks the URL
+
+
+@dataclass(frozen=True)
+class PiCall:
+    """A ``model.complete`` made ready: its params, and what its trace says about structured output."""
+
+    params: Mapping[str, Any]
+    structured: str | None
+    structured_skip: str | None
+    answer_tool: str | None
+    watch: bool
+
+
+def _google_payload(body: Mapping[str, Any]) -> dict[str, Any]:
+    """pi-ai's Gemini request is ``{model, contents, config}``: generation settings, tools and the tool
+    config all sit in ``config``."""
+    generation = body.get("generationConfig") or {}
+    config = {k: generation[k] for k in ("responseMimeType", "responseSchema") if k in generation}
+    config.update({k: body[k] for k in ("tools", "toolConfig") if k in body})
+    return {"config": config} if config else {}
+
+
+def pi_call(request: ModelRequest) -> PiCall:
+    """The params of one ``model.complete``, with the structured-output payload where pi's API takes one.
+
+    The payload is what the daemon's own client would put in the body for that API, so the schema, the
+    forced answer tool and the tool choice reach the model exactly as on a direct call; the shim merges it
+    into pi-ai's request (``onPayload``). An API without such a form goes without the schema (``via-pi``).
+    """
+    target = request.target
+    params = complete_params(request)
+    watch = request.stop_at_object is not None
+    if watch:
+        params["watch"] = True
+    form = _PAYLOAD_FORMS.get(target.api or "")
+    if form is None:
+        skip = "via-pi" if request.output_schema is not None else None
+        return PiCall(params, None, skip, None, watch)
+    shaped = replace(target, api=form, base_url=_NOWHERE, api_key=None, headers=MappingProxyType({}))
+    prepared, _ = PROVIDERS[form].prepare(replace(request, target=shaped, stream=True))
+    body = prepared.body
+    if form == "google-generative-ai":
+        payload = _google_payload(body)
+    else:
+        payload = {k: body[k] for k in _PAYLOAD_FIELDS[form] if k in body}
+    if payload:
+        params["payload"] = payload
+    if prepared.answer_tool is not None:
+        params["answerTool"] = prepared.answer_tool
+    skip = prepared.structured_skip or request.structured_off
+    return PiCall(params, prepared.structured, skip, prepared.answer_tool, watch)
+
+
 def recorded_reasoning(request: ModelRequest) -> str | None:
     """The level the trace records: pi clamps levels per model itself, so we record only what was asked."""
     return None if request.reasoning in ("off", "none") else request.reasoning
@@ -138,10 +245,14 @@ def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def result_from_reply(reply: Any, *, tools_offered: bool = False) -> CompletionResult:
+def result_from_reply(
+    reply: Any, *, tools_offered: bool = False, answer_tool: str | None = None
+) -> CompletionResult:
     """Map the shim's ``{text, stopReason, usage, responseId?, toolCalls?}`` to our result; malformed → fatal.
 
     With ``tools_offered``, a reply without ``toolsCarried: true`` came from a shim that dropped the tools.
+    A call of ``answer_tool`` (the schema sent as a forced tool) is the answer: its arguments become the
+    reply's text, as the daemon's own client reads them.
     """
     if not isinstance(reply, Mapping) or not isinstance(reply.get("text"), str):
         raise FatalError(code="malformed-shim-reply")
@@ -150,8 +261,11 @@ def result_from_reply(reply: Any, *, tools_offered: bool = False) -> CompletionR
     raw_stop = reply.get("stopReason")
     raw = raw_stop if isinstance(raw_stop, str) else None
     usage = reply.get("usage")
+    calls = _tool_calls(reply.get("toolCalls"))
+    answers = [json.dumps(dict(c.arguments), ensure_ascii=False) for c in calls if c.name == answer_tool]
+    text = "\n".join(part for part in (reply["text"], *answers) if part)
     return CompletionResult(
-        text=reply["text"],
+        text=text,
         stop_reason=_PI_STOP.get(raw or "", "other"),
         raw_stop=_identifier(raw),
         usage=Usage(
@@ -162,7 +276,7 @@ def result_from_reply(reply: Any, *, tools_offered: bool = False) -> CompletionR
             reasoning=int_field(usage, "reasoning"),
         ),
         request_id=_identifier(reply.get("responseId")),
-        tool_calls=_tool_calls(reply.get("toolCalls")),
+        tool_calls=tuple(c for c in calls if c.name != answer_tool),
     )
 
 
@@ -183,13 +297,39 @@ def error_from_reply(reply: ShimErrorReply) -> ModelCallError:
     return FatalError(status=status, code=code or ("shim-error" if kind == "fatal" else "unclassified"))
 
 
-async def exchange_via_pi(peer: PiPeer, request: ModelRequest) -> CompletionResult:
-    """One attempt through the shim; every failure leaves as a ``ModelCallError``."""
+async def exchange_via_pi(
+    peer: PiPeer, request: ModelRequest, call: PiCall | None = None
+) -> CompletionResult:
+    """One attempt through the shim; every failure leaves as a ``ModelCallError``.
+
+    When the call is watched, the answer's pieces are read as they come and the shim is told to stop at
+    the first whole answer or a looping repeat, exactly where a direct stream would have been ended; the
+    reply is then the text read up to there (cut at the loop), with its usage estimated where pi had not
+    counted it yet.
+    """
+    call = call if call is not None else pi_call(request)
+    stop_at = request.stop_at_object if call.watch else None
+    watch = StreamWatch(stop_at, request.cut_at_repeat) if stop_at is not None else None
+    stop = anyio.Event()
+
+    def on_note(note: Mapping[str, Any]) -> None:
+        piece = note.get("text")
+        if watch is not None and isinstance(piece, str) and watch.feed(piece):
+            stop.set()
+
     try:
-        reply = await peer.request(MODEL_COMPLETE, complete_params(request))
+        reply = await peer.request(
+            MODEL_COMPLETE,
+            dict(call.params),
+            on_note=on_note if watch is not None else None,
+            stop=stop if watch is not None else None,
+        )
     except ShimErrorReply as error:
         raise error_from_reply(error) from None
-    return result_from_reply(reply, tools_offered=bool(request.tools))
+    result = result_from_reply(reply, tools_offered=bool(request.tools), answer_tool=call.answer_tool)
+    if watch is not None and watch.ended:
+        return watch.result(replace(result, text=watch.text, stopped_early=True, tool_calls=()))
+    return result
 
 
 def _identifier(value: Any) -> str | None:

@@ -50,6 +50,8 @@ class _Route:
     last_error_class: str | None = None
     last_success: datetime | None = None
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
+    via: str | None = None
+    via_why: str | None = None
 
 
 def _percentile(values: list[float], fraction: float) -> int | None:
@@ -81,8 +83,11 @@ class RouteHealthBook:
         duration_ms: float,
         error_class: str | None = None,
         now: datetime | None = None,
+        via: str | None = None,
+        via_why: str | None = None,
     ) -> None:
-        """One model call on ``route`` (``provider/modelId``): a success unless ``error_class`` is given."""
+        """One model call on ``route`` (``provider/modelId``): a success unless ``error_class`` is given;
+        ``via`` and ``via_why`` say which way it went and why (the row shows the last call's)."""
         name = current_redactor().text(model_spec_field(route) or "")
         entry = self._routes.get(name)
         if entry is None:
@@ -92,6 +97,8 @@ class RouteHealthBook:
                 self._other.calls += dropped.calls
         self._routes.move_to_end(name)
         entry.calls += 1
+        if via is not None:
+            entry.via, entry.via_why = via, via_why
         if error_class is not None:
             entry.last_error_class = error_class_field(error_class)
             return
@@ -113,6 +120,8 @@ class RouteHealthBook:
                     p50Ms=_percentile(latencies, 0.5),
                     p90Ms=_percentile(latencies, 0.9),
                     calls=entry.calls,
+                    via=entry.via,
+                    viaWhy=entry.via_why,
                 )
             )
         if self._other.calls:
@@ -197,6 +206,13 @@ def _table(headers: list[str], rows: list[list[str]], *, right: set[int]) -> lis
     return [line(headers), *(line(row) for row in rows)]
 
 
+def _via(route: RouteHealth) -> str:
+    """``pi (oauth)``, ``daemon (anthropic-key)``: which way the route's last call went, and why."""
+    if route.via is None:
+        return "-"
+    return f"{route.via} ({route.viaWhy})" if route.viaWhy else route.via
+
+
 def _route_lines(routes: list[RouteHealth]) -> list[str]:
     if not routes:
         return ["  routes     none used yet"]
@@ -208,10 +224,11 @@ def _route_lines(routes: list[RouteHealth]) -> list[str]:
             "-" if r.p90Ms is None else str(r.p90Ms),
             _printable(r.lastSuccess or "never"),
             _printable(r.lastErrorClass or "-"),
+            _printable(_via(r)),
         ]
         for r in routes
     ]
-    headers = ["route", "calls", "p50 ms", "p90 ms", "last success", "last error"]
+    headers = ["route", "calls", "p50 ms", "p90 ms", "last success", "last error", "via"]
     return ["  routes", *_table(headers, rows, right={1, 2, 3})]
 
 

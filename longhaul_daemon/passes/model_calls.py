@@ -143,7 +143,13 @@ class PassModel:
 
     def _record(self, trace: CallTrace) -> None:
         self.traces.append(trace)
-        self._access.health.record(trace.model, duration_ms=trace.duration_ms, error_class=trace.error)
+        self._access.health.record(
+            trace.model,
+            duration_ms=trace.duration_ms,
+            error_class=trace.error,
+            via=trace.via,
+            via_why=trace.via_why,
+        )
 
     async def call(
         self,
@@ -196,6 +202,7 @@ class PassModel:
             peer=self._peer,
             via_pi_apis=self._access.via_pi_apis,
             structured=self._access.structured,
+            refusals=self._access.refusals,
         )
 
     # --- turns mode (TURNS-7, issue 14 point 7) ---
@@ -254,7 +261,9 @@ class PassModel:
             tools=tools,
             tool_choice=tool_choice,
         )
-        return wire_chars(request, peer=self._peer, via_pi_apis=self._access.via_pi_apis)
+        return wire_chars(
+            request, peer=self._peer, via_pi_apis=self._access.via_pi_apis, refusals=self._access.refusals
+        )
 
     async def converse(
         self,
@@ -351,6 +360,8 @@ class PassModel:
             "structured": dict(Counter(t.structured or "none" for t in self.traces)),
             "structuredSkipped": dict(Counter(t.structured_skip for t in self.traces if t.structured_skip)),
             "stoppedEarly": sum(1 for t in self.traces if t.stopped_early),
+            "via": dict(Counter(t.via for t in self.traces)),
+            "viaWhy": dict(Counter(f"{t.via}:{t.via_why}" for t in self.traces if t.via_why)),
             "unusable": sum(self.unusable.values()),
         }
 

@@ -21,6 +21,7 @@ from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
+from longhaul_daemon.models.route_table import DirectRefusals
 from longhaul_daemon.models.structured import StructuredMemory
 from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
 from longhaul_daemon.protocol import (
@@ -74,6 +75,7 @@ class Services:
     provider_limits: ProviderLimits = field(default_factory=ProviderLimits)  # per-provider concurrency
     structured_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing a schema
     tools_memory: StructuredMemory = field(default_factory=StructuredMemory)  # routes refusing tool calls
+    direct_refusals: DirectRefusals = field(default_factory=DirectRefusals)  # direct routes refused: via pi
     session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
     warmer: SessionWarmer = field(init=False)  # indexes a session's file after its hello
     http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
@@ -112,6 +114,7 @@ class Services:
             structured=self.structured_memory,
             tools_refused=self.tools_memory,
             via_pi_apis=self.via_pi_apis,
+            refusals=self.direct_refusals,
             client=self.http_client,
         )
 

@@ -7,7 +7,8 @@ its in-flight requests are cancelled: that is how the shim cancels a pass. No ha
 connection or the daemon.
 
 Once the daemon has sent the shim a request of its own (``model.complete``, :mod:`.peer`), inbound responses
-go to the connection's :class:`~longhaul_daemon.server.peer.ShimPeer`, not the dispatcher. While such a call
+(and the shim's notifications about them, ``model.delta``) go to the connection's
+:class:`~longhaul_daemon.server.peer.ShimPeer`, not the dispatcher. While such a call
 waits, the loop reads even with every slot taken: the reply it waits for must never queue behind the slot its
 own handler holds.
 
@@ -47,7 +48,7 @@ from longhaul_daemon.rpc import Dispatcher, encode_message, error_response
 from longhaul_daemon.rpc.dispatch import NOT_DECODED, MethodCall
 from longhaul_daemon.rpc.registry import RpcOutcome, internal_error
 from longhaul_daemon.server.framing import BudgetExceeded, ByteBudget, Frame, FrameReader, FrameTooLarge, line
-from longhaul_daemon.server.peer import ShimPeer, response_in
+from longhaul_daemon.server.peer import ShimPeer, note_in, response_in
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
 __all__ = ["ConnectionLimits", "RequestTracker", "ServerLoad", "refuse_connection", "serve_connection"]
@@ -194,10 +195,14 @@ class _Connection:
             with contextlib.suppress(ValueError, RecursionError):  # not JSON: dispatch says -32700
                 decoded = await self._dispatcher.decode(frame)
             response = response_in(decoded)
-            if response is not None:
+            note = note_in(decoded) if response is None else None
+            if response is not None or note is not None:
                 if holds_slot:
                     self._slots.release()
-                self.peer.deliver(response)
+                if response is not None:
+                    self.peer.deliver(response)
+                elif note is not None:
+                    self.peer.notified(note)
                 return False
         if not holds_slot:
             await self._slots.acquire()

@@ -131,9 +131,11 @@ def test_no_piece_of_any_credential_reaches_any_artifact(
     compaction = expect_longhaul(session_file, 1, span=1)
     assert pi.close() == 0, pi.diagnostics()
 
-    # The credentials did travel, to the one place each belongs: its own model server, key and header.
-    (refused,) = summarizer_server.requests("other")
-    assert refused.authorization == f"Bearer {SUMMARIZER_KEY}"
+    # The credentials did travel, to the one place each belongs: its own model server, key and header. The
+    # summarizer's 401 to the daemon's call is made again at once through pi, which sends the same key.
+    refused, again = summarizer_server.requests("other")
+    assert refused.authorization == again.authorization == f"Bearer {SUMMARIZER_KEY}"
+    assert str(again.user_agent).startswith("OpenAI/JS"), again.user_agent  # pi's own client
     daemon_calls = model_server.requests("other")
     assert [r.authorization for r in daemon_calls] == [f"Bearer {SESSION_KEY}"] * 2
     # The answer was accepted, with every credential and piece of one cut out of it.

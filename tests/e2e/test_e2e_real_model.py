@@ -195,7 +195,11 @@ def test_real_model_session_keeps_the_rule(
     """The Diff and turns mode (TURNS-1, TURNS-3, TURNS-14, TURNS-15, FAIL-12) on the same session: each pass
     is Longhaul's, closes by the rules whatever the model says, invents no rule and keeps the rule's words.
     In turns mode every call of the conversation offers the ``show`` tool (TURNS-7), which this model never
-    calls, and the record names each section's end. ``make bench-model`` runs both over more sessions."""
+    calls, and the record names each section's end. The Diff runs both ways: its first pass is made by the
+    daemon's own client (the route table's ``custom-openai-compatible`` route), then the daemon is
+    restarted with ``serve --via-pi openai-completions`` and the second pass's calls are made by pi, so the
+    schema reaches the server through pi-ai's ``onPayload`` and pi's stream is ended at the answer.
+    ``make bench-model`` runs both modes over more sessions."""
     if mode == "turns":
         write_longhaul_settings(box, narrativeMode="turns")
     first_call = len(server.calls())
@@ -215,7 +219,9 @@ def test_real_model_session_keeps_the_rule(
         # Turns mode compacts once: its five-plus turns take about five minutes a pass on this model and two
         # cores, and the second pass would add no check the Diff's second pass does not make.
         for nth in (1, 2) if mode == "diff" else (1,):
-            if nth == 2:
+            if nth == 2:  # the same session on, with every model call made by pi (the shim connects per call)
+                daemon.stop()
+                daemon.start(box.daemon_env(), extra_args=("--via-pi", "openai-completions"))
                 prompt(pi, SECOND)
                 pi.bash("python3 report.py --total .", timeout=BASH_TIMEOUT_S)
                 pi.bash("cat ci-2.log", timeout=BASH_TIMEOUT_S)
@@ -241,6 +247,21 @@ def test_real_model_session_keeps_the_rule(
             assert all(c.status == 200 for c in made), [(c.status, c.finish) for c in made]
             # Every call the record counts reached the server (a retried attempt may add requests).
             assert 1 <= narrative.get("calls", 0) <= len(diff_calls), (narrative, len(diff_calls))
+            ways = set(narrative.get("viaWhy") or {})
+            if nth == 2:
+                assert ways == {"pi:forced"}, narrative  # every call made by pi's own provider code
+                assert all(c.response_format for c in diff_calls), "the schema did not reach the server"
+            else:
+                assert ways == {"daemon:custom-openai-compatible"}, narrative
+            record_property(f"compaction_{nth}_via", sorted(ways))
+            timings, usage = narrative.get("timings") or {}, narrative.get("usage") or {}
+            cost = (
+                narrative.get("calls"),
+                timings.get("callsMs"),
+                usage.get("output"),
+                narrative.get("stoppedEarly"),
+            )
+            record_property(f"compaction_{nth}_calls_ms_output_stopped", cost)
 
             state = found.state
             rules = [r for r in state.get("rules", []) if isinstance(r, dict)]

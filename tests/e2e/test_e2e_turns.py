@@ -88,7 +88,8 @@ def test_turns_mode_through_pis_model_complete_carries_the_show_tool(
     agents = {r.user_agent for r in model_server.requests("other")}
     assert agents and all(str(agent).startswith("OpenAI/JS") for agent in agents), agents  # pi made them
     assert any(RULE in shown for shown in tool_messages(script))  # the result went back through pi-ai
-    assert all("response_format" not in call.body for call in script.calls)  # pi-ai takes no schema
+    # each turn's section schema rides in the call's payload, merged into pi-ai's request (onPayload)
+    assert all(call.body["response_format"]["type"] == "json_schema" for call in script.calls)
     assert wait_log_record(sandbox, "compaction")["narrative"]["kind"] == "turns"
 
 

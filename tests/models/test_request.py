@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import anyio
 import pytest
@@ -70,15 +71,20 @@ def test_reasoning_on_the_wire_per_provider() -> None:
     call, rec = provider_for("openai-responses").prepare(
         request(OPENAI_RESPONSES, "http://h", reasoning=True)
     )
-    assert (call.body["reasoning"], rec) == ({"effort": "minimal"}, "minimal")
+    assert (call.body["reasoning"], rec) == ({"effort": "minimal", "summary": "auto"}, "minimal")
+    assert call.body["include"] == ["reasoning.encrypted_content"]  # as pi-ai asks for a level
     call, rec = provider_for("google-generative-ai").prepare(request(GOOGLE, "http://h", reasoning=True))
-    assert call.body["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 0, "includeThoughts": False}
+    assert call.body["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 0}
+    # as pi-ai: a level is a budget by model family (2.5 Pro here), a thinkingLevel on Gemini 3 and Gemma 4
     pro = request(GOOGLE, "http://h", reasoning=True, reasoning_levels=("low", "high"))
+    pro = replace(pro, target=replace(pro.target, model_id="gemini-2.5-pro"))
     call, rec = provider_for("google-generative-ai").prepare(pro)
-    assert (call.body["generationConfig"]["thinkingConfig"]["thinkingBudget"], rec) == (1024, "low")
-    gemini3 = request(
-        GOOGLE, "http://h", reasoning=True, reasoning_levels=("minimal", "low"), google_thinking="level"
+    assert (call.body["generationConfig"]["thinkingConfig"], rec) == (
+        {"includeThoughts": True, "thinkingBudget": 2048},
+        "low",
     )
+    gemini3 = request(GOOGLE, "http://h", reasoning=True, reasoning_levels=("minimal", "low"))
+    gemini3 = replace(gemini3, target=replace(gemini3.target, model_id="gemini-3-flash-preview"))
     call, rec = provider_for("google-generative-ai").prepare(gemini3)
     assert (call.body["generationConfig"]["thinkingConfig"]["thinkingLevel"], rec) == ("MINIMAL", "minimal")
 
@@ -89,12 +95,18 @@ def test_compat_flags_for_local_servers() -> None:
         "http://h",
         max_tokens_field="max_tokens",
         supports_usage_in_streaming=False,
-        supports_developer_role=True,
+        supports_store=False,
     )
     call, _ = provider_for("openai-completions").prepare(local)
     assert call.body["max_tokens"] == 256
     assert "max_completion_tokens" not in call.body and "stream_options" not in call.body
+    assert "store" not in call.body
+    assert call.body["messages"][0]["role"] == "system"  # pi-ai: developer only for a reasoning model
+    reasoning = replace(local, target=replace(local.target, reasoning=True))
+    call, _ = provider_for("openai-completions").prepare(reasoning)
     assert call.body["messages"][0]["role"] == "developer"
+    plain, _ = provider_for("openai-completions").prepare(request(OPENAI_COMPLETIONS, "http://h"))
+    assert plain.body["store"] is False
 
 
 def test_anthropic_version_is_configurable_and_extra_headers_win() -> None:

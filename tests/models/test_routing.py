@@ -178,5 +178,3 @@ def test_thinking_level_map_limits_the_reasoning_levels() -> None:
         {"off": None, "minimal": None, "low": "LOW", "medium": None, "high": "HIGH"},
     )
     assert gemini3.reasoning_levels == ("low", "high")
-    assert gemini3.google_thinking == "level"
-    assert compat_from_pi("google-generative-ai", None, {"off": None}).google_thinking == "budget"

@@ -27,7 +27,7 @@ from longhaul_daemon.models.structured import (
     gemini_schema,
     strict_schema,
 )
-from longhaul_daemon.models.via_pi import PiPeer
+from longhaul_daemon.models.via_pi import NoteSink, PiPeer
 
 from .scripted import Reply, json_reply, scripted_server
 from .wires import (
@@ -210,11 +210,20 @@ async def test_anthropic_that_cannot_turn_thinking_off_is_asked_without_the_forc
     assert (traces[0].structured, traces[0].structured_skip) == (None, "thinking")
 
 
-async def test_a_call_through_pi_carries_no_schema_and_its_trace_says_so(client: HttpClient) -> None:
+async def test_a_call_through_pi_carries_the_schema_as_pi_payload_and_its_trace_says_so(
+    client: HttpClient,
+) -> None:
     sent: list[dict[str, Any]] = []
 
     class Shim:
-        async def request(self, method: str, params: dict[str, Any]) -> Any:
+        async def request(
+            self,
+            method: str,
+            params: dict[str, Any],
+            *,
+            on_note: NoteSink | None = None,
+            stop: anyio.Event | None = None,
+        ) -> Any:
             sent.append(params)
             return {"text": json.dumps(ANSWER), "stopReason": "stop", "usage": {"output": 5}}
 
@@ -231,5 +240,7 @@ async def test_a_call_through_pi_carries_no_schema_and_its_trace_says_so(client:
     )
     assert json.loads(result.text) == ANSWER
     [params] = sent
-    assert "schema" not in json.dumps(params) and "response_format" not in params
-    assert (traces[0].via, traces[0].structured, traces[0].structured_skip) == ("pi", None, "via-pi")
+    response_format = params["payload"]["response_format"]
+    assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+    assert set(params["payload"]) == {"response_format"}  # only what the daemon's own client would add
+    assert (traces[0].via, traces[0].structured, traces[0].structured_skip) == ("pi", "json_schema", None)

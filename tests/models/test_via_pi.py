@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -31,7 +32,7 @@ from longhaul_daemon.models import (
 )
 from longhaul_daemon.models.client import goes_through_pi
 from longhaul_daemon.models.http import HttpClient
-from longhaul_daemon.models.via_pi import ShimConnectionLost, ShimErrorReply
+from longhaul_daemon.models.via_pi import NoteSink, ShimConnectionLost, ShimErrorReply
 
 KEY = "sk-via-pi-test-key-0123456789"
 PROMPT = "PROMPT-TEXT-7f3a"
@@ -47,7 +48,14 @@ class ScriptedShim:
         self.running = 0
         self.most_running = 0
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        on_note: NoteSink | None = None,
+        stop: anyio.Event | None = None,
+    ) -> Any:
         self.calls.append((method, params))
         self.running += 1
         self.most_running = max(self.most_running, self.running)
@@ -159,12 +167,19 @@ async def test_an_api_named_in_via_pi_goes_through_the_shim_not_http(client: Htt
 
 def test_the_route_decision() -> None:
     shim = ScriptedShim()
-    assert goes_through_pi("bedrock-converse-stream", peer=shim)
-    assert goes_through_pi(None, peer=shim)
-    assert not goes_through_pi("openai-completions", peer=shim)
-    assert goes_through_pi("openai-completions", peer=shim, via_pi_apis=frozenset({"openai-completions"}))
-    assert not goes_through_pi("openai-completions", peer=None, via_pi_apis=frozenset({"openai-completions"}))
-    assert not goes_through_pi("bedrock-converse-stream", peer=None)
+    local = ModelTarget(
+        api="openai-completions",
+        provider="local",
+        model_id="m",
+        base_url="http://h/v1",
+        api_key=SecretStr(KEY),
+    )
+    assert goes_through_pi(pi_request().target, peer=shim)
+    assert goes_through_pi(replace(local, api=None), peer=shim)
+    assert not goes_through_pi(local, peer=shim)
+    assert goes_through_pi(local, peer=shim, via_pi_apis=frozenset({"openai-completions"}))
+    assert not goes_through_pi(local, peer=None, via_pi_apis=frozenset({"openai-completions"}))
+    assert not goes_through_pi(pi_request().target, peer=None)
 
 
 @pytest.mark.anyio

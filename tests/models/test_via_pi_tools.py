@@ -26,7 +26,7 @@ from longhaul_daemon.models import (
 )
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.tool_calls import ToolCall, ToolResult, ToolSpec
-from longhaul_daemon.models.via_pi import TOOLS_NOT_CARRIED
+from longhaul_daemon.models.via_pi import TOOLS_NOT_CARRIED, NoteSink
 from longhaul_daemon.secrets.redaction import MARK, Redactor, bound
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +41,14 @@ class Peer:
         self.reply = reply
         self.params: list[dict[str, Any]] = []
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        on_note: NoteSink | None = None,
+        stop: anyio.Event | None = None,
+    ) -> Any:
         self.params.append(params)
         return self.reply
 

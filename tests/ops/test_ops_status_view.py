@@ -43,6 +43,19 @@ def test_route_health_counts_calls_keeps_the_last_error_and_takes_nearest_rank_p
     assert gpt == RouteHealth(route="openai/gpt", lastErrorClass="Timeout", calls=1)
 
 
+def test_route_health_shows_which_way_the_last_call_went() -> None:
+    book = RouteHealthBook()
+    book.record("anthropic/claude", duration_ms=5, via="daemon", via_why="anthropic-key")
+    book.record(
+        "anthropic/claude", duration_ms=9, error_class="FatalError", via="daemon", via_why="anthropic-key"
+    )
+    book.record("anthropic/claude", duration_ms=7, via="pi", via_why="refused-401")
+    book.record("openai/gpt", duration_ms=3)
+    rows = {row.route: row for row in book.snapshot()}
+    assert (rows["anthropic/claude"].via, rows["anthropic/claude"].viaWhy) == ("pi", "refused-401")
+    assert (rows["openai/gpt"].via, rows["openai/gpt"].viaWhy) == (None, None)
+
+
 def test_route_health_is_empty_until_a_model_is_called() -> None:
     assert RouteHealthBook().snapshot() == []
 
@@ -76,6 +89,8 @@ def _full_status() -> StatusResult:
                 p50Ms=820,
                 p90Ms=1900,
                 calls=12,
+                via="pi",
+                viaWhy="oauth",
             ),
             RouteHealth(route="openai/gpt", calls=1, lastErrorClass="Timeout"),
         ],
@@ -101,7 +116,7 @@ def test_the_table_shows_every_field() -> None:
     ):
         assert expected in lines
     route_header = next(line for line in lines if "p50 ms" in line)
-    assert " ".join(route_header.split()) == "route calls p50 ms p90 ms last success last error"
+    assert " ".join(route_header.split()) == "route calls p50 ms p90 ms last success last error via"
     claude = next(line for line in lines if "anthropic" in line)
     assert claude.split() == [
         "anthropic/claude?[31m",  # an escape sequence never reaches the terminal
@@ -110,9 +125,11 @@ def test_the_table_shows_every_field() -> None:
         "1900",
         "2026-12-02T12:00:00+00:00",
         "RateLimited",
+        "pi",
+        "(oauth)",  # which way the route's last call went, and why (docs/models.md)
     ]
     gpt = next(line for line in lines if "openai" in line)
-    assert gpt.split() == ["openai/gpt", "1", "-", "-", "never", "Timeout"]
+    assert gpt.split() == ["openai/gpt", "1", "-", "-", "never", "Timeout", "-"]
     log_line = next(line for line in lines if "compaction-state.jsonl" in line)
     assert log_line.split() == ["/home/u/.pi/agent/logs/compaction-state.jsonl", "12.5", "KiB", "2"]
     assert "\x1b" not in table
@@ -151,7 +168,9 @@ async def test_status_json_and_table_show_routes_and_the_log_files_the_daemon_wr
     facts = {**session("s-ops"), "agentDir": str(agent_dir)}
     lost = {**session("s-lost"), "agentDir": str(missing_dir)}
     async with running_daemon(short_tmp / "d.sock") as handle:
-        handle.services.route_health.record("anthropic/claude", duration_ms=640, now=NOON)
+        handle.services.route_health.record(
+            "anthropic/claude", duration_ms=640, now=NOON, via="daemon", via_why="anthropic-key"
+        )
         async with connect(handle.socket_path) as rpc:
             reply = await rpc.call("hello", {"session": facts})  # writes an extension-loaded record
             assert "result" in reply, reply
@@ -175,6 +194,8 @@ async def test_status_json_and_table_show_routes_and_the_log_files_the_daemon_wr
             "p50Ms": 640,
             "p90Ms": 640,
             "calls": 1,
+            "via": "daemon",
+            "viaWhy": "anthropic-key",
         }
     ]
     log_file = str(agent_dir / "logs" / "compaction-state.jsonl")

@@ -18,7 +18,7 @@ from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS
 
 from longhaul_daemon.models.access import ModelAccess
-from longhaul_daemon.models.via_pi import bind_peer
+from longhaul_daemon.models.via_pi import NoteSink, bind_peer
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams, CompactResult, FileOps, ModelFacts
 from longhaul_daemon.turns.result import NO_NARRATIVE
@@ -190,7 +190,14 @@ class Shim:
         self.carries_tools = carries_tools
         self.params: list[dict[str, Any]] = []
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        on_note: NoteSink | None = None,
+        stop: anyio.Event | None = None,
+    ) -> Any:
         self.params.append(params)
         last = params["messages"][-1]
         asked = last["text"]

@@ -54,9 +54,18 @@ class RpcConnection:
             return json.loads(await self.stream.receive_until(b"\n", 64 * 1024 * 1024))
 
     async def call(self, method: str, params: object = None) -> Any:
-        """Send a request and return the whole reply object (result or error)."""
+        """Send a request and return the whole reply object (result or error).
+
+        A request the daemon sends meanwhile (``model.complete``) is answered "method not found", as a shim
+        that cannot make model calls answers it.
+        """
         request_id = await self.request(method, params)
-        reply = await self.receive()
+        while True:
+            reply = await self.receive()
+            if "method" not in reply or "id" not in reply:
+                break
+            error = {"code": -32601, "message": "method not found"}
+            await self.send({"jsonrpc": "2.0", "id": reply["id"], "error": error})
         assert reply["id"] == request_id
         return reply
 

@@ -41,12 +41,31 @@ __all__ = ["API", "PROVIDER", "AnthropicStream", "parse", "prepare"]
 API = "anthropic-messages"
 
 
+# pi-ai 0.73.1's betas for a key (providers/anthropic.js createClient): interleaved thinking on every model
+# but the adaptive-thinking ones, fine-grained tool streaming when tools go to a model that streams no input.
+_ADAPTIVE = ("opus-4-6", "opus-4.6", "opus-4-7", "opus-4.7", "sonnet-4-6", "sonnet-4.6")
+_INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
+
+
+def betas(request: ModelRequest) -> str:
+    """The ``anthropic-beta`` header pi sends for this request ("" for none)."""
+    target = request.target
+    chosen: list[str] = []
+    if request.tools and target.pi_compat.get("supportsEagerToolInputStreaming") is False:
+        chosen.append(_TOOL_STREAMING_BETA)
+    if not any(marker in target.model_id for marker in _ADAPTIVE):
+        chosen.append(_INTERLEAVED_BETA)
+    return ",".join(chosen)
+
+
 def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     target = request.target
     headers = merge_headers(
         {
             "x-api-key": target.secret(),
             "anthropic-version": target.compat.anthropic_version,
+            "anthropic-beta": betas(request),
             "content-type": "application/json",
             "accept": "text/event-stream" if request.stream else "application/json",
         },

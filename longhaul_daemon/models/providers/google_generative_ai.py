@@ -16,6 +16,7 @@ pi's own Gemini provider sends them: no call id goes back.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -40,8 +41,33 @@ from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, synthe
 __all__ = ["API", "PROVIDER", "GoogleStream", "parse", "prepare"]
 
 API = "google-generative-ai"
-# Gemini 2.5 takes a token budget; 0 turns thinking off where the model allows it (not on 2.5 Pro).
-_THINKING_BUDGETS = {"none": 0, "minimal": 128, "low": 1024, "medium": 8192, "high": 24576}
+# Thinking as pi-ai 0.73.1 sets it (providers/google.js): off is a zero budget; a level is a thinkingLevel on
+# Gemini 3 Pro/Flash and Gemma 4, else a token budget by model family, with thought summaries asked for.
+_LEVEL_MODELS = re.compile(r"gemini-3(?:\.\d+)?-(?:pro|flash)|gemma-?4")
+_PRO_LEVELS = {"minimal": "LOW", "low": "LOW", "medium": "HIGH", "high": "HIGH"}
+_GEMMA_LEVELS = {"minimal": "MINIMAL", "low": "MINIMAL", "medium": "HIGH", "high": "HIGH"}
+_BUDGETS = (
+    ("2.5-pro", {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768}),
+    ("2.5-flash-lite", {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576}),
+    ("2.5-flash", {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576}),
+)
+
+
+def thinking_config(model_id: str, wire: str) -> dict[str, Any]:
+    """``thinkingConfig`` for a planned reasoning level (``none`` = off), exactly as pi-ai builds it."""
+    if wire == "none":
+        return {"thinkingBudget": 0}
+    lowered = model_id.lower()
+    if _LEVEL_MODELS.search(lowered):
+        if re.search(r"gemini-3(?:\.\d+)?-pro", lowered):
+            level = _PRO_LEVELS.get(wire, wire.upper())
+        elif re.search(r"gemma-?4", lowered):
+            level = _GEMMA_LEVELS.get(wire, wire.upper())
+        else:
+            level = wire.upper()
+        return {"includeThoughts": True, "thinkingLevel": level}
+    budget = next((b.get(wire, -1) for family, b in _BUDGETS if family in model_id), -1)
+    return {"includeThoughts": True, "thinkingBudget": budget}
 
 
 def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
@@ -52,11 +78,8 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     )
     config: dict[str, Any] = {"maxOutputTokens": request.max_output_tokens}
     plan = plan_reasoning(target, request.reasoning)
-    if plan.wire is not None and target.compat.google_thinking == "level":
-        config["thinkingConfig"] = {"thinkingLevel": plan.wire.upper(), "includeThoughts": False}
-    elif plan.wire is not None:
-        budget = _THINKING_BUDGETS.get(plan.wire, _THINKING_BUDGETS["low"])
-        config["thinkingConfig"] = {"thinkingBudget": budget, "includeThoughts": False}
+    if plan.wire is not None:
+        config["thinkingConfig"] = thinking_config(target.model_id, plan.wire)
     schema = request.schema_to_send
     answer_tool = schema.name if schema is not None and request.tools else None
     if schema is not None and answer_tool is None:

@@ -46,9 +46,8 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     )
     messages: list[dict[str, Any]] = []
     if request.system:
-        messages.append(
-            {"role": "developer" if compat.supports_developer_role else "system", "content": request.system}
-        )
+        developer = target.reasoning and compat.supports_developer_role  # pi-ai's rule (convertMessages)
+        messages.append({"role": "developer" if developer else "system", "content": request.system})
     for message in request.messages:
         messages.extend(_wire_messages(message))
     body: dict[str, Any] = {
@@ -59,6 +58,8 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     }
     if request.stream and compat.supports_usage_in_streaming:
         body["stream_options"] = {"include_usage": True}
+    if compat.supports_store:
+        body["store"] = False
     schema = request.schema_to_send
     if schema is not None:
         body["response_format"] = {

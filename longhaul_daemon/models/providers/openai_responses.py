@@ -70,8 +70,11 @@ def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
     recorded: str | None = None
     if target.reasoning and target.compat.supports_reasoning_effort:
         plan = plan_reasoning(target, request.reasoning)
-        if plan.wire is not None:
-            body["reasoning"] = {"effort": plan.wire}
+        if plan.wire == "none":
+            body["reasoning"] = {"effort": "none"}
+        elif plan.wire is not None:  # as pi-ai asks for a level: with its summary and the encrypted content
+            body["reasoning"] = {"effort": plan.wire, "summary": "auto"}
+            body["include"] = ["reasoning.encrypted_content"]
         recorded = plan.recorded
     elif target.reasoning:
         recorded = "default"

@@ -1,0 +1,110 @@
+"""Where a streamed reply may end: at the first whole answer object, or at a list item the model repeats.
+
+A model that sends its answer and keeps going (prose, the answer again, padding) until its output limit is
+paid for every token, and a small model held to the schema by a grammar can loop inside the object, writing
+the same item until the limit. :class:`StreamWatch` reads the answer text piece by piece (whether the daemon
+streams it itself or pi streams it and the shim forwards the pieces) and says when the stream should end;
+the caller then closes the connection, or tells the shim to stop (:mod:`.via_pi`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from longhaul_daemon.models.json_scan import ObjectScanner
+from longhaul_daemon.models.result import CompletionResult
+
+__all__ = ["TRAILING_CHARS", "StreamWatch", "estimated"]
+
+_CHARS_PER_TOKEN = 3  # the planner's rate (diff/chunks.py): an estimate that never understates the cost
+TRAILING_CHARS = 64  # text allowed after the wanted object before a stream is ended: a fence, a newline
+
+
+class StreamWatch:
+    """Feed it the reply's answer text as it arrives; :meth:`feed` says when to end the stream.
+
+    ``stop_at`` accepts a complete top-level JSON object; once one has arrived and more than
+    :data:`TRAILING_CHARS` of text followed it, the stream should end. ``cut_at`` (optional) accepts the
+    object cut after a list item that the model then wrote again word for word: the stream should end
+    there too, and the reply is that cut object (:attr:`cut`).
+    """
+
+    def __init__(
+        self,
+        stop_at: Callable[[dict[str, Any]], bool],
+        cut_at: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
+        self._stop_at = stop_at
+        self._cut_at = cut_at
+        self._scanner = ObjectScanner()
+        self._answer_end: int | None = None  # where the wanted object ended, in characters of reply text
+        self._seen = 0
+        self._parts: list[str] = []
+        self.cut: str | None = None
+        self.ended = False
+
+    @property
+    def text(self) -> str:
+        """Everything fed so far."""
+        return "".join(self._parts)
+
+    def feed(self, piece: str) -> bool:
+        """Take the next piece of answer text; True once the stream should end (and from then on)."""
+        if self.ended or not piece:
+            return self.ended
+        self._parts.append(piece)
+        self._seen += len(piece)
+        if self._answer_end is None:  # past the answer, only the length of what follows matters
+            self._answer_end = _accepted(self._scanner.feed(piece), self._stop_at)
+        if self._answer_end is not None and self._seen - self._answer_end > TRAILING_CHARS:
+            self.ended = True
+        elif self._answer_end is None and self._cut_at is not None:
+            self.cut = _looped(self._scanner, self._cut_at)
+            self.ended = self.cut is not None
+        return self.ended
+
+    def result(self, partial: CompletionResult) -> CompletionResult:
+        """The reply of a stream ended here: the partial result, cut at the loop when it looped, with its
+        usage estimated where the server had not counted it yet."""
+        result = estimated(partial)
+        return replace(result, text=self.cut, stopped_early=True) if self.cut is not None else result
+
+
+def _accepted(groups: list[tuple[str, int]], stop_at: Callable[[dict[str, Any]], bool]) -> int | None:
+    """Where the first group just completed that is a JSON object ``stop_at`` wants ends (model text is
+    hostile: anything that does not decode is skipped), or None."""
+    for group, end in groups:
+        try:
+            value = orjson.loads(group)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and stop_at(value):
+            return end
+    return None
+
+
+def _looped(scanner: ObjectScanner, stop_at: Callable[[dict[str, Any]], bool]) -> str | None:
+    """The reply cut after a list item the model then wrote again, when that cut is an object ``stop_at``
+    wants: a looping model repeats an item until its output limit, and a copy says nothing new."""
+    if scanner.repeated is None:
+        return None
+    try:
+        value = orjson.loads(scanner.repeated)
+    except orjson.JSONDecodeError:
+        return None
+    return scanner.repeated if isinstance(value, dict) and stop_at(value) else None
+
+
+def estimated(result: CompletionResult) -> CompletionResult:
+    """Usage of a stream ended early: servers report output tokens last, so count the reply's characters.
+
+    Never below what the server did report; the trace marks the call ``stoppedEarly``.
+    """
+    estimate = -(-len(result.text) // _CHARS_PER_TOKEN)
+    if result.usage.output >= estimate:
+        return result
+    return replace(result, usage=replace(result.usage, output=estimate))
