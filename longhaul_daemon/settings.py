@@ -57,7 +57,7 @@ class SettingsProblem:
     """One thing that could not be used, as a code safe for the log: the file's role, never its path."""
 
     source: Literal["agent", "project"]
-    # unreadable | not-json | not-object | too-large | not-regular | bad-<key> | daemon-wide-<key> | unknown-key
+    # unreadable, not-json, not-object, too-large, not-regular, bad-<key>, daemon-wide-<key>, unknown-key
     code: str
     path: str = field(default="", compare=False)  # for the user's notice and status; never logged
     key: str = field(default="", compare=False)  # unknown-key: the key as shown to the user; never logged
