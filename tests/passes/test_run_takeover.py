@@ -37,14 +37,16 @@ def reply(labels: dict[str, str | tuple[str, str]], **fields: Any) -> Reply:
     return answer_reply(labels, narrative="Took over the session.", now="Continue.", **fields)
 
 
-def taken_over(tmp_path: Path, *earlier: str) -> tuple[Session, CompactParams]:
+def taken_over(
+    tmp_path: Path, *earlier: str, summary: str = FOREIGN_SUMMARY
+) -> tuple[Session, CompactParams]:
     """Earlier messages, a kept one, pi's own compaction, one more message: the hook's input for the pass."""
     s = Session(tmp_path)
     for text in earlier:
         s.user(text)
     kept = len(s.entries)
     s.user("Keep going with the export.")
-    s.foreign_compaction(kept, FOREIGN_SUMMARY)
+    s.foreign_compaction(kept, summary)
     s.user("Now write the docs.")
     return s, s.params(len(s.entries) - 1)
 
@@ -208,3 +210,36 @@ async def test_takeover26_every_picked_message_and_the_newest_others_are_offered
     assert all(f"--- u{n} " in prompt for n in (5, 6, 7))
     assert result.diagnostics is not None
     assert result.diagnostics.narrative["takeover"] == {"earlier": 4, "picked": 1, "leftOut": 3}
+
+
+def long_foreign_summary(chars: int) -> str:
+    """A foreign summary of exactly ``chars`` characters: numbered lines, so any slice of it is unique, and a
+    marker in its very middle that a head-and-tail cut must drop."""
+    marker = "\nMIDDLE-OF-THE-FOREIGN-SUMMARY\n"
+    lines = "\n".join(f"- step {n:04d}: moved the export forward" for n in range(chars // 20))
+    half = (chars - len(marker)) // 2
+    head = ("## Goal\n" + lines)[:half]
+    tail = lines[len(lines) - (chars - len(marker) - half) :]
+    return head + marker + tail
+
+
+@pytest.mark.parametrize(("chars", "cut"), [(4000, False), (4001, True), (9000, True)])
+async def test_takeover3_a_long_foreign_summary_enters_the_prompt_as_its_head_and_tail(
+    tmp_path: Path, server: ScriptedServer, chars: int, cut: bool
+) -> None:
+    """TAKEOVER-3 (the proposal): whole up to 4,000 characters, else the first and last 2,000 with "…"
+    between; the middle never reaches the model."""
+    summary = long_foreign_summary(chars)
+    assert len(summary) == chars
+    _, params = taken_over(tmp_path, "what does the export write?", summary=summary)
+    server.script.append(reply({"u1": "not a rule", "u2": "not a rule"}))
+    result = await run_pass(with_model(params, server), pass_id="p1")
+    prompt = prompt_of(server)
+    if cut:
+        assert f"{summary[:2000]}\n…\n{summary[-2000:]}" in prompt
+        assert "MIDDLE-OF-THE-FOREIGN-SUMMARY" not in prompt
+        assert summary[2000:2040] not in prompt
+        assert summary[-2040:-2000] not in prompt
+    else:
+        assert summary in prompt and "MIDDLE-OF-THE-FOREIGN-SUMMARY" in prompt
+    assert state_of(result).workLog[-1].closedAs == "whole"
