@@ -34,7 +34,7 @@ DAEMON_DEPENDENCIES = frozenset({"anyio", "httpx", "jsonrpcserver", "pydantic", 
 
 OTHER_COMMANDS = {
     "serve": "longhaul_daemon.server.lifecycle",
-    "state": "longhaul_daemon.inspect.command",
+    "state": "longhaul_daemon.inspector.command",
     "report": "longhaul_daemon.log.report",
     "install": "longhaul_daemon.ops.install",
     "status": "longhaul_daemon.status_client",

@@ -31,10 +31,10 @@ from longhaul_daemon.evaluation.isolation import (
     write_agent_config,
 )
 from longhaul_daemon.evaluation.pi_rpc import PiFailed, PiRpc
+from longhaul_daemon.evaluation.recorded_compactions import compactor_of
 from longhaul_daemon.evaluation.script import ReplayScript, Step, build_script
-from longhaul_daemon.evaluation.spans import compactor_of
 from longhaul_daemon.evaluation.standins import install_standins
-from longhaul_daemon.inspect.session_file import TranscriptError, read_transcript
+from longhaul_daemon.inspector.session_file import TranscriptError, read_transcript
 from longhaul_daemon.state.entry_kinds import LINE_TYPE, is_custom
 
 __all__ = ["CompactionRun", "ModelSwitch", "ReplayConfig", "ReplayOutcome", "replay_transcript"]

@@ -28,7 +28,7 @@ from longhaul_daemon.evaluation.probes import Probe, check, probes_for
 from longhaul_daemon.evaluation.proxy import RecordingProxy
 from longhaul_daemon.evaluation.replay import ModelSwitch, ReplayConfig, replay_transcript
 from longhaul_daemon.evaluation.score_report import RunResult, report_json, report_text, summarize
-from longhaul_daemon.inspect.session_file import TranscriptError, agent_dir, read_transcript
+from longhaul_daemon.inspector.session_file import TranscriptError, agent_dir, read_transcript
 from longhaul_daemon.pi_json import loads_pi_json
 from longhaul_daemon.plural import counted
 

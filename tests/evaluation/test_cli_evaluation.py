@@ -34,7 +34,7 @@ MODULES = {
     "score": "longhaul_daemon.evaluation.score",
     "corpus": "longhaul_daemon.evaluation.corpus",
     "serve": "longhaul_daemon.server.lifecycle",
-    "state": "longhaul_daemon.inspect.command",
+    "state": "longhaul_daemon.inspector.command",
 }
 THIRD_PARTY = frozenset({"anyio", "httpx", "jsonrpcserver", "pydantic", "structlog"})
 

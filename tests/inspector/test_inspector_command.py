@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_transcripts import Branch, sample_session, span_state, write_session
+from inspector_transcripts import Branch, sample_session, span_state, write_session
 
 from longhaul_daemon.cli import build_parser, main
-from longhaul_daemon.inspect.command import run_state
+from longhaul_daemon.inspector.command import run_state
 from longhaul_daemon.state.fold import fold
 from longhaul_daemon.state.model import Rule, State
 from longhaul_daemon.state.render import render_summary
