@@ -35,7 +35,7 @@ from longhaul_daemon.evaluation.recorded_compactions import compactor_of
 from longhaul_daemon.evaluation.script import ReplayScript, Step, build_script
 from longhaul_daemon.evaluation.standins import install_standins
 from longhaul_daemon.inspector.session_file import TranscriptError, read_transcript
-from longhaul_daemon.state.entry_kinds import LINE_TYPE, is_custom
+from longhaul_daemon.state.own_entries import compaction_lines
 
 __all__ = ["CompactionRun", "ModelSwitch", "ReplayConfig", "ReplayOutcome", "replay_transcript"]
 
@@ -98,16 +98,11 @@ class ReplayOutcome:
 
 
 def _fallback_reasons(branch: list[dict[str, Any]]) -> list[str | None]:
-    """For each compaction, the fallback code of the compaction line written after it (None if none)."""
+    """For each compaction, the fallback code its compaction line names (None when it names none)."""
     reasons: list[str | None] = []
-    for entry in branch:
-        if entry.get("type") == "compaction":
-            reasons.append(None)
-        elif reasons and reasons[-1] is None and is_custom(entry, LINE_TYPE):
-            data = entry.get("data")
-            code = data.get("fallback") if isinstance(data, dict) else None
-            if isinstance(code, str):
-                reasons[-1] = code if _REASON.fullmatch(code) else "other"
+    for line in compaction_lines(branch):
+        code = line.get("fallback") if line is not None else None
+        reasons.append((code if _REASON.fullmatch(code) else "other") if isinstance(code, str) else None)
     return reasons
 
 

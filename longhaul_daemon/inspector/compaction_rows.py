@@ -1,9 +1,10 @@
 """Every compaction on a branch, in branch order, with what Longhaul recorded about it (INSPECT-3, INSPECT-9).
 
-The fold numbers Longhaul's compactions and says which ones have a usable span record; this module pairs each
-of them with that record, the work-log line its own ``details`` state holds and the display-only
-``compaction-state.line`` the shim wrote after it. A compaction Longhaul did not make is a foreign row. All
-values are the raw JSON the transcript holds: the views sanitize or JSON-encode them before printing.
+The fold numbers Longhaul's compactions and keeps the span record it read for each; this module pairs each of
+them with that record, the work-log line its own ``details`` state holds and the display-only
+``compaction-state.line`` the shim wrote after it, each read as the fold reads it
+(:mod:`~longhaul_daemon.state.own_entries`). A compaction Longhaul did not make is a foreign row. The values
+come from the transcript: the views sanitize or JSON-encode them before printing.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.state.entry_kinds import LINE_TYPE, SPAN_TYPE, is_custom, is_longhaul_compaction
+from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
 from longhaul_daemon.state.fold import SpanInfo
+from longhaul_daemon.state.own_entries import Refusal, compaction_lines, read_details_state
 
 __all__ = ["CompactionRow", "compaction_rows"]
-
-_CLOSED_AS = frozenset({"whole", "narrative-less", "chunk-missing", "empty"})
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class CompactionRow:
     span: SpanInfo | None
     from_hook: object
     record: dict[str, Any] | None  # the v1 span record the fold used, when there is one
-    work_log: dict[str, Any] | None  # this span's line from its own details.state.workLog
+    work_log: dict[str, Any] | None  # this span's line of the work log its own details stored
     line: dict[str, Any] | None  # the first compaction-state.line after it, before the next compaction
 
     @property
@@ -37,50 +37,13 @@ class CompactionRow:
         return self.span is None
 
 
-def _usable_record(data: object, compaction_id: str) -> bool:
-    """The fold's reading of a v1 span record (FORMAT-5, FORMAT-6), reduced to what picks the record."""
-    if not isinstance(data, dict) or type(data.get("v")) is not int or data.get("v") != 1:
-        return False
-    closed_as = data.get("closedAs")
-    span = data.get("span")
-    pass_id = data.get("passId")
-    return (
-        data.get("compactionId") == compaction_id
-        and (closed_as is None or closed_as in _CLOSED_AS)
-        and (span is None or type(span) is int)
-        and (pass_id is None or isinstance(pass_id, str))
-    )
-
-
-def _record(branch: Sequence[dict[str, Any]], compaction_id: str | None) -> dict[str, Any] | None:
-    if compaction_id is None:
-        return None
-    for entry in branch:
-        data = entry.get("data")
-        if is_custom(entry, SPAN_TYPE) and _usable_record(data, compaction_id):
-            assert isinstance(data, dict)
-            return data
-    return None
-
-
 def _work_log(entry: Mapping[str, Any], span: int) -> dict[str, Any] | None:
-    details = entry.get("details")
-    state = details.get("state") if isinstance(details, dict) else None
-    lines = state.get("workLog") if isinstance(state, dict) else None
-    if not isinstance(lines, list):
+    """The span's line of the work log its own compaction stored, when the fold could read that state."""
+    state = read_details_state(entry, span)
+    if isinstance(state, Refusal):
         return None
-    found = [line for line in lines if isinstance(line, dict) and line.get("span") == span]
-    return found[-1] if found else None
-
-
-def _line_after(branch: Sequence[dict[str, Any]], index: int) -> dict[str, Any] | None:
-    for entry in branch[index + 1 :]:
-        if entry.get("type") == "compaction":
-            return None
-        data = entry.get("data")
-        if is_custom(entry, LINE_TYPE) and isinstance(data, dict):
-            return data
-    return None
+    found = [line for line in state.workLog if line.span == span]
+    return found[-1].model_dump(mode="json") if found else None
 
 
 def compaction_rows(
@@ -89,9 +52,11 @@ def compaction_rows(
     """The branch's compactions in order; with ``through_span`` N, only those the fold reads up to span N."""
     rows: list[CompactionRow] = []
     numbered = iter(spans)
+    lines = iter(compaction_lines(branch))
     for index, entry in enumerate(branch):
         if entry.get("type") != "compaction":
             continue
+        line = next(lines)
         raw_id = entry.get("id")
         compaction_id = raw_id if isinstance(raw_id, str) else None
         info = next(numbered, None) if is_longhaul_compaction(entry) else None
@@ -103,9 +68,9 @@ def compaction_rows(
                 compaction_id=compaction_id,
                 span=info,
                 from_hook=entry.get("fromHook"),
-                record=_record(branch, compaction_id) if info and info.detail_available else None,
+                record=info.record if info else None,
                 work_log=_work_log(entry, info.span) if info else None,
-                line=_line_after(branch, index),
+                line=line,
             )
         )
     return rows
