@@ -23,11 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from scripted_summarizer import scripted_diff_answer, scripted_pi_summary
+
 from longhaul_daemon.evaluation.common import key_path
 from longhaul_daemon.evaluation.corpus import write_corpus
-from longhaul_daemon.evaluation.fake_model import FakeModel, Speed
+from longhaul_daemon.evaluation.harness.model_server import ModelServer as FakeModel
+from longhaul_daemon.evaluation.harness.model_server import Speed
 from longhaul_daemon.evaluation.key import AnswerKey, load_key
-from longhaul_daemon.evaluation.scripted import scripted_diff_answer, scripted_pi_summary
 
 REPO = Path(__file__).resolve().parents[1]
 PERFORMANCE = REPO / "docs" / "performance.md"
