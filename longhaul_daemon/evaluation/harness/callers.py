@@ -10,21 +10,18 @@ none, an extension's, the replay's stand-ins): tools decide nothing, since turns
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT
-from longhaul_daemon.diff.instructions import SYSTEM_PROMPT as DIFF_SYSTEM_PROMPT
-from longhaul_daemon.turns.asks import SYSTEM_PROMPT as TURNS_SYSTEM_PROMPT
-
 __all__ = [
-    "DAEMON_SYSTEM_PROMPTS",
     "PI_SUMMARY_OPENING",
     "RequestKind",
     "chat_messages",
     "chat_system_parts",
     "classify",
     "content_text",
+    "daemon_system_prompts",
     "is_turn",
     "kind_of",
 ]
@@ -32,8 +29,21 @@ __all__ = [
 # "other": the daemon's own calls, named apart from the two kinds of pi's.
 RequestKind = Literal["agent", "pi-summary", "other"]
 
-DAEMON_SYSTEM_PROMPTS = frozenset({DIFF_SYSTEM_PROMPT, QUESTION_SYSTEM_PROMPT, TURNS_SYSTEM_PROMPT})
 PI_SUMMARY_OPENING = "You are a context summarization assistant."  # pi's SUMMARIZATION_SYSTEM_PROMPT
+
+
+@functools.cache
+def daemon_system_prompts() -> tuple[frozenset[str], str]:
+    """The daemon's system prompts (the Diff's, its question round's, turns mode's) and turns mode's alone.
+
+    Imported on the first request, not with the harness: the Diff's and turns mode's modules bring the
+    daemon's libraries, which ``replay`` and ``score`` need not load to refuse bad arguments.
+    """
+    from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT
+    from longhaul_daemon.diff.instructions import SYSTEM_PROMPT as DIFF_SYSTEM_PROMPT
+    from longhaul_daemon.turns.asks import SYSTEM_PROMPT as TURNS_SYSTEM_PROMPT
+
+    return frozenset({DIFF_SYSTEM_PROMPT, QUESTION_SYSTEM_PROMPT, TURNS_SYSTEM_PROMPT}), TURNS_SYSTEM_PROMPT
 
 
 def content_text(content: object) -> str:
@@ -65,7 +75,7 @@ def chat_system_parts(body: Mapping[str, Any]) -> list[str]:
 def kind_of(system_parts: Iterable[str]) -> RequestKind:
     """The caller, from the request's system prompt parts (a provider may send more than one block)."""
     parts = [part.strip() for part in system_parts]
-    if any(part in DAEMON_SYSTEM_PROMPTS for part in parts):
+    if any(part in daemon_system_prompts()[0] for part in parts):
         return "other"
     if any(part.startswith(PI_SUMMARY_OPENING) for part in parts):
         return "pi-summary"
@@ -79,4 +89,4 @@ def classify(body: Mapping[str, Any]) -> RequestKind:
 
 def is_turn(body: Mapping[str, Any]) -> bool:
     """Whether a chat-completions request of the daemon's is a turn of turns mode (not the Diff's)."""
-    return TURNS_SYSTEM_PROMPT in (part.strip() for part in chat_system_parts(body))
+    return daemon_system_prompts()[1] in (part.strip() for part in chat_system_parts(body))

@@ -22,6 +22,7 @@ import longhaul_daemon
 
 __all__ = [
     "CHECKOUT",
+    "SCRIPTED_KEY",
     "Sandbox",
     "Tools",
     "default_shim",
@@ -35,6 +36,10 @@ _PINNED_PI = CHECKOUT / "client_shim" / "node_modules" / ".bin" / "pi"
 _ALLOWED_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TMPDIR")
 _DROPPED_PREFIXES = ("PI_", "LONGHAUL_", "XDG_", "GIT_")
 _OFFLINE = {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
+# The scripted model's API key (pi compacts only with resolvable auth, pi-api.md §1.1). The daemon redacts it
+# as a credential; it is shorter than the redactor's piece length, so the words of the fixed answers, which
+# share none of it whole, stay as written.
+SCRIPTED_KEY = "local-key"
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,7 @@ def write_agent_config(
     document.setdefault("providers", {})[provider] = {
         "baseUrl": base_url,
         "api": "openai-completions",
-        "apiKey": "scripted-key",  # pi compacts only with resolvable auth (pi-api.md §1.1)
+        "apiKey": SCRIPTED_KEY,
         "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
         "models": [entry],
     }
