@@ -19,7 +19,7 @@ import structlog
 
 from longhaul_daemon.log.fields import model_spec_field
 from longhaul_daemon.protocol import CompactParams, CompactResult, ConfigStatus, RouteChoice
-from longhaul_daemon.secrets.redaction import current as current_redactor
+from longhaul_daemon.secrets.redaction import Redactor
 from longhaul_daemon.settings import DEFAULT_RETRY_NOTE_CHARS, Settings, SettingsProblem
 
 __all__ = ["ConfigIssue", "ConfigWatch", "route_issue", "settings_issues"]
@@ -125,11 +125,12 @@ class ConfigWatch:
         result: CompactResult,
         log: structlog.typing.FilteringBoundLogger,
         settings: Settings,
+        redactor: Redactor,
     ) -> CompactResult:
         """Log this pass's problems (``settings``: the ``longhaul.json`` the pass ran with), remember them for
-        status, and add the unseen ones to the notice."""
+        status without the pass's credentials (``redactor``), and add the unseen ones to the notice."""
         try:
-            return self._after_pass(params, result, log, settings)
+            return self._after_pass(params, result, log, settings, redactor)
         except Exception as exc:  # reporting a problem must never turn a good pass into a fallback
             log.error("config_report_failed", error_class=type(exc).__name__)
             return result
@@ -140,6 +141,7 @@ class ConfigWatch:
         result: CompactResult,
         log: structlog.typing.FilteringBoundLogger,
         settings: Settings,
+        redactor: Redactor,
     ) -> CompactResult:
         route = result.diagnostics.route
         issues = settings_issues(settings)
@@ -158,8 +160,8 @@ class ConfigWatch:
             at=datetime.now(UTC).isoformat(timespec="seconds"),
             problems=[issue.text for issue in issues],
         )
-        # status outlives the pass: what it keeps must not hold the pass's credentials (issue 12, item 4)
-        self._last = ConfigStatus.model_validate(current_redactor().value(last.model_dump()))
+        # status outlives the pass: what it keeps must not hold the pass's credentials
+        self._last = ConfigStatus.model_validate(redactor.value(last.model_dump()))
         fresh = self._unseen(params.session.sessionId, issues)
         if not fresh:
             return result
