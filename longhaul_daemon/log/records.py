@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # annotations only: `longhaul-daemon report` reads the log wi
 
 __all__ = [
     "ERROR_CHARS",
-    "EVENTS",
     "LOG_NAME",
     "MAX_SINKS",
     "OFF_VALUES",
@@ -55,20 +54,6 @@ STACK_KEY = "stack"  # LOG-15: only with PI_COMPACT_STATE_DEBUG_STACK=1
 # LOG-16: the one constant naming what Longhaul was verified against.
 VERIFIED_PI_VERSIONS = frozenset({"0.69.0", "0.73.1"})  # both ends of the supported range (README.md)
 VERIFIED_PI_LINES = frozenset({"0.73"})
-
-EVENTS = frozenset(
-    {
-        "extension-loaded",
-        "compaction",
-        "compacted",
-        "compact-failed",
-        "kept-window-strip",
-        "span-record-failed",
-        "compaction-line-failed",
-        "aborted",
-        "fallback",
-    }
-)
 
 
 class LogFile(TypedDict):

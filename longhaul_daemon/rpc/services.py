@@ -44,7 +44,7 @@ from longhaul_daemon.settings import Settings
 from longhaul_daemon.settings_notices import ConfigWatch
 from longhaul_daemon.tools.strip import WindowMemory
 
-__all__ = ["MAX_SESSIONS_COUNTED", "RunPass", "SeenSessions", "Services"]
+__all__ = ["MAX_SESSIONS_COUNTED", "RunPass", "SeenSessions", "Services", "real_pass"]
 
 _log = structlog.get_logger("longhaul.methods")
 
@@ -83,7 +83,7 @@ class RunPass(Protocol):
     ) -> CompactResult: ...
 
 
-async def _real_pass(
+async def real_pass(
     params: CompactParams,
     *,
     pass_id: str,
@@ -149,7 +149,7 @@ class Services:
     socket_path: str
     socket_activated: bool = False
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S
-    run_pass: RunPass = _real_pass
+    run_pass: RunPass = real_pass
     started_at: float = field(default_factory=time.monotonic)
     pass_counts: PassCounts = field(default_factory=PassCounts)
     busy_sessions: set[str] = field(default_factory=set)
