@@ -23,7 +23,7 @@ import structlog
 
 from longhaul_daemon import jsoncodec
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
+from longhaul_daemon.models.call_errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
 from longhaul_daemon.models.http import HttpClient, PreparedCall, post_json, stream_sse
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.providers import PROVIDERS, Provider

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import orjson
 
-from longhaul_daemon.models.errors import FatalError, ModelCallError, ReplyTooLarge, RetryableError
+from longhaul_daemon.models.call_errors import FatalError, ModelCallError, ReplyTooLarge, RetryableError
 from longhaul_daemon.models.retry import error_for_status
 
 __all__ = [

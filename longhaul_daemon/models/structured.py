@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from longhaul_daemon.models.errors import ModelCallError
+from longhaul_daemon.models.call_errors import ModelCallError
 
 __all__ = [
     "REFUSAL_STATUSES",

@@ -4,8 +4,8 @@ Every call the route table (:mod:`.route_table`) does not prove the daemon can m
 this way. The daemon keeps the policy (retries, budget, concurrency limit, trace, PASS-22); the shim only
 makes the one call. No credential travels: the shim looks the model up in pi's registry by ``{provider, id}``
 and resolves its auth itself, so pi sends it the way pi sends it. The shim's failures come back as a JSON-RPC
-error whose ``data.kind`` (``retryable``, ``quota``, ``fatal``) picks the
-:mod:`longhaul_daemon.models.errors` class, so the retry loop decides exactly as it does for the daemon's own
+error whose ``data.kind`` (``retryable``, ``quota``, ``fatal``) picks the class of
+:mod:`longhaul_daemon.models.call_errors`, so the retry loop decides exactly as it does for the daemon's own
 HTTP calls. Nothing here keeps the shim's error *message*.
 
 What made small models work goes along. The output schema (and the tool choice) go as a ``payload`` the shim
@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Final, Protocol
 import anyio
 
 from longhaul_daemon.errors import LonghaulError
-from longhaul_daemon.models.errors import FatalError, ModelCallError, QuotaExceeded, RetryableError
+from longhaul_daemon.models.call_errors import FatalError, ModelCallError, QuotaExceeded, RetryableError
 from longhaul_daemon.models.providers import PROVIDERS
 from longhaul_daemon.models.request import Message, ModelRequest
 from longhaul_daemon.models.result import CompletionResult, StopReason, Usage, int_field

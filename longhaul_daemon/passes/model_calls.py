@@ -24,8 +24,8 @@ from longhaul_daemon.diff.schema import ANSWER_SCHEMA
 from longhaul_daemon.diff.stage import DiffResult
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.call_errors import BudgetExceeded, FatalError, ModelCallError, RateLimited
 from longhaul_daemon.models.client import complete, wire_chars
-from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, RateLimited
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage

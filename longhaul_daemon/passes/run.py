@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
+from longhaul_daemon.defaults import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.diff.stage import DiffInputs, run_diff
 from longhaul_daemon.diff.takeover import Takeover, plan_takeover
@@ -49,7 +49,6 @@ from longhaul_daemon.protocol import (
     RouteChoice,
 )
 from longhaul_daemon.secrets.redaction import Redactor, redactor_for_pass
-from longhaul_daemon.settings import Settings, load_settings
 from longhaul_daemon.state.clean import clean_command, clean_error, prose
 from longhaul_daemon.state.entry_kinds import COMPACTOR
 from longhaul_daemon.state.fold import FoldResult, fold
@@ -58,6 +57,7 @@ from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span, user_ids
 from longhaul_daemon.turns.conversation import TurnsUnavailable
 from longhaul_daemon.turns.driver import TURN_SHARE
+from longhaul_daemon.user_settings import Settings, load_settings
 
 __all__ = ["NO_MODEL", "SPAN_RECORD_VERSION", "diff_budget_s", "run_pass"]
 

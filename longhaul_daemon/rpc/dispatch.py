@@ -20,7 +20,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from longhaul_daemon import jsoncodec
-from longhaul_daemon.config import MAX_BATCH
+from longhaul_daemon.defaults import MAX_BATCH
 from longhaul_daemon.errors import INVALID_REQUEST, PARSE_ERROR
 from longhaul_daemon.models.via_pi import PiPeer
 from longhaul_daemon.rpc.jsonrpcserver_adapter import library_dispatch, library_methods

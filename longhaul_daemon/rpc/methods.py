@@ -23,7 +23,6 @@ import structlog
 
 from longhaul_daemon import __version__
 from longhaul_daemon.collector import PAUSE
-from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.errors import Busy
 from longhaul_daemon.log.fields import error_class_field, pass_id_field, reason_field
 from longhaul_daemon.models.via_pi import PiPeer
@@ -52,8 +51,8 @@ from longhaul_daemon.rpc.registry import RpcMethod, rpc, rpc_with_peer
 from longhaul_daemon.rpc.services import RunPass, Services
 from longhaul_daemon.rpc.tool_methods import build_tool_methods
 from longhaul_daemon.secrets.redaction import Redactor, log_binding, redactor_for_pass
-from longhaul_daemon.settings import load_settings
 from longhaul_daemon.transcript.messages import span_refs
+from longhaul_daemon.user_settings import choose_compactor, load_settings
 
 __all__ = ["RunPass", "Services", "build_methods", "new_pass_id", "redacted_result"]
 
@@ -177,7 +176,7 @@ async def _run_busy_compact(services: Services, params: CompactParams, call: _Pa
                 redactor=redactor,
             )
             # CONFIG-6..9: no silent problem
-            ran = services.config_watch.after_pass(params, ran, log, settings, redactor)
+            ran = services.settings_notices.after_pass(params, ran, log, settings, redactor)
             # before it is counted, recorded or sent; a big pass's state is big, so off the loop like its CPU
             offload = Offload.for_read(branch_stats)
             result = await offload.run(partial(redacted_result, ran, redactor))

@@ -25,7 +25,6 @@ import anyio
 import anyio.to_thread
 import structlog
 
-from longhaul_daemon.config import choose_compactor, names_a_compactor
 from longhaul_daemon.log.fields import model_spec_field, pass_id_field, reason_field, token_field
 from longhaul_daemon.log.records import LogFile, RecordLog, error_fields, pi_version_verified
 from longhaul_daemon.log.report import build_report
@@ -50,6 +49,7 @@ from longhaul_daemon.state.render import (
     paths_left_out,
 )
 from longhaul_daemon.state.sanitize import sanitize_line
+from longhaul_daemon.user_settings import choose_compactor, names_a_compactor
 
 __all__ = [
     "EXCERPT_CHARS",

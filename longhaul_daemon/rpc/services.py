@@ -19,7 +19,7 @@ import anyio
 import structlog
 
 from longhaul_daemon import __version__
-from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
+from longhaul_daemon.defaults import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
@@ -40,9 +40,9 @@ from longhaul_daemon.protocol import (
 from longhaul_daemon.rpc.recording import Recorder
 from longhaul_daemon.secrets.redaction import Redactor
 from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles, SessionWarmer
-from longhaul_daemon.settings import Settings
-from longhaul_daemon.settings_notices import ConfigWatch
+from longhaul_daemon.settings_notices import SettingsNotices
 from longhaul_daemon.tools.strip import WindowMemory
+from longhaul_daemon.user_settings import Settings
 
 __all__ = ["MAX_SESSIONS_COUNTED", "RunPass", "SeenSessions", "Services", "real_pass"]
 
@@ -165,7 +165,9 @@ class Services:
     session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
     warmer: SessionWarmer = field(init=False)  # indexes a session's file after its hello
     http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
-    config_watch: ConfigWatch = field(default_factory=ConfigWatch)  # longhaul.json and route problems
+    settings_notices: SettingsNotices = field(
+        default_factory=SettingsNotices
+    )  # what longhaul.json or the route got wrong
     kept_windows: WindowMemory = field(default_factory=WindowMemory)  # kept windows already logged (TOOLS-10)
 
     def __post_init__(self) -> None:
@@ -226,7 +228,7 @@ class Services:
             sessionFilesWarmed=self.warmer.warmed,
             routes=self.route_health.snapshot(),
             logFiles=[LogFileStatus.model_validate(f) for f in self.recorder.log_files()],
-            config=self.config_watch.status(),
+            config=self.settings_notices.status(),
         )
 
     def count_reason(self, reason: object) -> None:

@@ -12,7 +12,7 @@ Once the daemon has sent the shim a request of its own (``model.complete``, :mod
 waits, the loop reads even with every slot taken: the reply it waits for must never queue behind the slot its
 own handler holds.
 
-Bounds (issue 12, item 6; the values are in :mod:`longhaul_daemon.config` and docs/reliability.md): the
+Bounds (issue 12, item 6; the values are in :mod:`longhaul_daemon.defaults` and docs/reliability.md): the
 daemon serves at most ``max_connections`` at once (one more is answered -32005 and closed), and every byte in
 a read buffer or a frame being handled counts against a :class:`~.framing.ByteBudget` shared by all
 connections (a connection that would pass it is answered -32005 and closed). A connection with no request
@@ -33,7 +33,7 @@ import anyio
 import structlog
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
-from longhaul_daemon.config import (
+from longhaul_daemon.defaults import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_BUFFERED_BYTES,
     DEFAULT_MAX_CONNECTIONS,
@@ -45,7 +45,14 @@ from longhaul_daemon.errors import INVALID_REQUEST, SERVER_BUSY
 from longhaul_daemon.rpc import Dispatcher, encode_message, error_response
 from longhaul_daemon.rpc.dispatch import NOT_DECODED, Caller
 from longhaul_daemon.rpc.registry import internal_error
-from longhaul_daemon.server.framing import BudgetExceeded, ByteBudget, Frame, FrameReader, FrameTooLarge, line
+from longhaul_daemon.server.framing import (
+    ByteBudget,
+    ByteBudgetExceeded,
+    Frame,
+    FrameReader,
+    FrameTooLarge,
+    line,
+)
 from longhaul_daemon.server.peer import ShimPeer, note_in, response_in
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
@@ -164,7 +171,7 @@ class _Connection:
                 reply = error_response(INVALID_REQUEST, "Frame too large", data={"maxFrame": exc.max_frame})
                 await self._refuse(reply)
                 return  # requests already running still get their replies
-            except BudgetExceeded:
+            except ByteBudgetExceeded:
                 if holds_slot:
                     self._slots.release()
                 _log.warning("buffer_budget_exceeded")

@@ -31,7 +31,7 @@ from anyio.abc import SocketListener, SocketStream, TaskGroup, TaskStatus
 
 from longhaul_daemon import __version__, systemd
 from longhaul_daemon.collector import MAX_PAUSE_S, PAUSE, collect_all
-from longhaul_daemon.config import (
+from longhaul_daemon.defaults import (
     DEFAULT_GRACE_S,
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_BUFFERED_BYTES,

@@ -14,13 +14,12 @@ import structlog
 from rpc_replies import decoded
 
 from longhaul_daemon import __version__
-from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.protocol import PROTOCOL_VERSION, CompactParams, CompactResult
 from longhaul_daemon.rpc import methods
 from longhaul_daemon.rpc.methods import Services, build_methods
 from longhaul_daemon.rpc.registry import METHOD_DEADLINE_S, RpcFailure, RpcSuccess
 from longhaul_daemon.rpc.tool_methods import STRIP_DEADLINE_S
-from longhaul_daemon.settings import Settings, load_settings
+from longhaul_daemon.user_settings import Settings, choose_compactor, load_settings
 
 SESSION = {"cwd": "/w", "sessionId": "s1", "agentDir": "/a", "piVersion": "0.1"}
 

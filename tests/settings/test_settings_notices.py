@@ -21,8 +21,8 @@ from longhaul_daemon.protocol import CompactParams, CompactResult, RouteChoice, 
 from longhaul_daemon.rpc.methods import Services, build_methods
 from longhaul_daemon.rpc.registry import RpcSuccess
 from longhaul_daemon.secrets.redaction import EMPTY
-from longhaul_daemon.settings import load_settings
-from longhaul_daemon.settings_notices import ConfigWatch, route_issue, settings_issues
+from longhaul_daemon.settings_notices import SettingsNotices, route_issue, settings_issues
+from longhaul_daemon.user_settings import load_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -178,7 +178,7 @@ def test_a_summarizer_that_was_used_is_no_problem(tmp_path: Path) -> None:
 
 def test_a_failing_report_never_spoils_the_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     agent, project = _dirs(tmp_path)
-    watch = ConfigWatch()
+    watch = SettingsNotices()
 
     def broken(*_: object) -> object:
         raise OSError("disk on fire")
