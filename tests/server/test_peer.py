@@ -1,7 +1,7 @@
 """PASS-20/PASS-22: the daemon's own requests to the shim, on the connection that carries ``compact``.
 
 Every test drives a real daemon on a real socket; the test plays the shim and answers (or not) the request the
-pass sends back through ``current_peer()``.
+pass sends back through the peer the connection hands it.
 """
 
 from __future__ import annotations
