@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from longhaul_daemon import __version__
-from longhaul_daemon.config import (
+from longhaul_daemon.defaults import (
     DEFAULT_GRACE_S,
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_BUFFERED_BYTES,

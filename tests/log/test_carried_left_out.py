@@ -45,7 +45,7 @@ async def _compact_over_rpc(services: Services, params: CompactParams, agent: Pa
     document: dict[str, Any] = params.model_dump(mode="json", exclude_none=True)
     document["session"]["agentDir"] = str(agent)
     with anyio.fail_after(30):
-        outcome = decoded(await build_methods(services)["compact"].call(**document))
+        outcome = decoded(await build_methods(services)["compact"].call(None, **document))
     assert isinstance(outcome, RpcSuccess)
     return CompactResult.model_validate(outcome.result)
 
