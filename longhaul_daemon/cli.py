@@ -374,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_report(args, out=sys.stdout)
     if args.command in EVALUATION_COMMANDS:
         return _evaluation(args)
-    from longhaul_daemon.status_client import run_status
+    from longhaul_daemon.ops.status_command import run_status
 
     socket_path = resolve_socket_path(args.socket, os.environ, os.getuid())
     return run_status(
