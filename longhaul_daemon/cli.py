@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from longhaul_daemon import __version__
-from longhaul_daemon.config import (
+from longhaul_daemon.defaults import (
     DEFAULT_GRACE_S,
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_BUFFERED_BYTES,
@@ -374,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_report(args, out=sys.stdout)
     if args.command in EVALUATION_COMMANDS:
         return _evaluation(args)
-    from longhaul_daemon.status_client import run_status
+    from longhaul_daemon.ops.status_command import run_status
 
     socket_path = resolve_socket_path(args.socket, os.environ, os.getuid())
     return run_status(

@@ -1,16 +1,30 @@
-"""One exception tree for the daemon, so every failure maps to one JSON-RPC code or one exit status.
+"""The daemon's exceptions: each class with its JSON-RPC code or exit status, and where the others stay.
 
-The tree::
+:class:`LonghaulError` is the root of what a client, the shell or the retry loop decides on; this module holds
+the root and the classes that leave the process, :mod:`longhaul_daemon.models.call_errors` the failures of
+one model call. The whole tree::
 
     LonghaulError                       base of everything the daemon raises on purpose
     ├── DomainError                     -32000  answered to the client as a JSON-RPC error
     │   ├── DeadlineExceeded            -32001  a request ran past its deadline
     │   ├── Busy                        -32002  a pass for this session is already running (PASS-21)
     │   └── SessionFileRefused          -32004  the named session file will not be read (data: reason)
-    └── StartupError                    (exit 1) ``serve`` cannot start; never sent over the wire
-        ├── UnsafeSocketDir             the socket's directory is a symlink, not ours, or shared
-        ├── SocketPathInvalid           the socket path is too long, or something else sits there
-        └── AlreadyRunning              another daemon holds the lock or answers on the socket
+    ├── StartupError                    (exit 1) ``serve`` cannot start; never sent over the wire
+    │   ├── UnsafeSocketDir             the socket's directory is a symlink, not ours, or shared
+    │   ├── SocketPathInvalid           the socket path is too long, or something else sits there
+    │   └── AlreadyRunning              another daemon holds the lock or answers on the socket
+    ├── ModelCallError                  a model call failed (models/call_errors.py draws its branch)
+    └── ShimErrorReply                  the shim answered ``model.complete`` with an error (models/via_pi.py);
+                                        turned into a ModelCallError by its ``data.kind``
+
+The other exceptions stay inside the module that raises them and never reach a client, a log line with
+text, or an exit status of their own: ``FrameTooLarge`` and ``ByteBudgetExceeded`` (server/framing.py:
+the connection is answered -32600 or -32005 and closed), ``InvalidEnvelope`` (rpc/jsonrpcserver_adapter.py:
+the library answers -32600), ``SinkRefused`` (log/sink.py: the record is dropped and counted),
+``TurnsUnavailable`` and ``ContextFull`` (turns/conversation.py: the pass runs the Diff, or the turn is not
+sent), ``DaemonNotRunning`` and ``StatusQueryFailed`` (status_client.py: exit 3 or 1), and the evaluation
+commands' ``TranscriptError`` (inspect/session_file.py), ``BadKey`` (evaluation/key.py), ``PiFailed``
+(evaluation/pi_rpc.py) and ``StartError`` (evaluation/isolation.py), each printed as one line by its command.
 
 Wire codes the RPC layer produces without an exception class (JSON-RPC 2.0 reserved range):
 -32700 parse error, -32600 invalid request (also "Frame too large" and "Batch too large"), -32601 method not

@@ -1,11 +1,11 @@
-"""Configuration problems made visible: logged once per pass, shown once per session, kept for ``status``.
+"""Problems with the user's settings made visible: logged each pass, shown once per session, in ``status``.
 
 A broken ``longhaul.json`` or a summarizer pi has no credentials for never stops a pass: the defaults or the
-session's own model take over (CONFIG-6..9, FAIL-9). That used to happen without a trace, so a user could run
-for weeks on the wrong model. Now, after every pass, each problem goes to the operational log as a code (the
-file's role, never its path), the user sees one pi notice per problem per session naming the file and the key
-(through the ``notice`` the shim already shows), and ``status`` lists the last pass's summarizer, the model it
-used, why, and the problems.
+session's own model take over (CONFIG-6..9, FAIL-9). So that nobody runs for weeks on the wrong model without
+knowing, after every pass each problem goes to the operational log as a code (the file's role, never its
+path), the user sees one pi notice per problem per session naming the file and the key (through the
+``notice`` the shim already shows), and ``status`` lists the last pass's summarizer, the model it used, why,
+and the problems.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import structlog
 
 from longhaul_daemon.log.fields import model_spec_field
 from longhaul_daemon.protocol import CompactParams, CompactResult, ConfigStatus, RouteChoice
-from longhaul_daemon.secrets.redaction import current as current_redactor
-from longhaul_daemon.settings import DEFAULT_RETRY_NOTE_CHARS, Settings, SettingsProblem
+from longhaul_daemon.secrets.redaction import Redactor
+from longhaul_daemon.user_settings import DEFAULT_RETRY_NOTE_CHARS, Settings, SettingsProblem
 
-__all__ = ["ConfigIssue", "ConfigWatch", "route_issue", "settings_issues"]
+__all__ = ["SettingsIssue", "SettingsNotices", "route_issue", "settings_issues"]
 
 _FILE_PROBLEMS: Final = {
     "unreadable": "could not be read",
@@ -57,7 +57,7 @@ _MAX_SESSIONS: Final = 1024  # sessions whose shown notices are remembered; olde
 
 
 @dataclass(frozen=True)
-class ConfigIssue:
+class SettingsIssue:
     """One problem: the requirement and code for the log, the sentence for the user."""
 
     requirement: str  # CONFIG-6 .. CONFIG-9
@@ -70,30 +70,30 @@ class ConfigIssue:
         return f"{self.source}:{self.code}:{self.text}"
 
 
-def _issue(problem: SettingsProblem) -> ConfigIssue:
+def _issue(problem: SettingsProblem) -> SettingsIssue:
     path = problem.path or f"the {problem.source} longhaul.json"
     if problem.code == "unknown-key":
         guess = f' (did you mean "{problem.guess}"?)' if problem.guess else ""
         text = f"{problem.key} in {path} is not a Longhaul setting{guess}; it is ignored"
-        return ConfigIssue("CONFIG-9", problem.source, problem.code, text)
+        return SettingsIssue("CONFIG-9", problem.source, problem.code, text)
     if problem.code in _DAEMON_WIDE:
         text = _DAEMON_WIDE[problem.code].format(path=path)
-        return ConfigIssue("CONFIG-5", problem.source, problem.code, text)
+        return SettingsIssue("CONFIG-5", problem.source, problem.code, text)
     if problem.code in _KEY_PROBLEMS:
         requirement, what, instead = _KEY_PROBLEMS[problem.code]
         text = f"{what.format(path=path)}; {instead} applies until it is fixed"
-        return ConfigIssue(requirement, problem.source, problem.code, text)
+        return SettingsIssue(requirement, problem.source, problem.code, text)
     what = _FILE_PROBLEMS.get(problem.code, f"has a problem ({problem.code})")
     text = f"{path} {what}; Longhaul's defaults apply until it is fixed"
-    return ConfigIssue("CONFIG-9", problem.source, problem.code, text)
+    return SettingsIssue("CONFIG-9", problem.source, problem.code, text)
 
 
-def settings_issues(settings: Settings) -> list[ConfigIssue]:
+def settings_issues(settings: Settings) -> list[SettingsIssue]:
     """The problems of the two longhaul.json files, in reading order."""
     return [_issue(problem) for problem in settings.problems]
 
 
-def route_issue(settings: Settings, route: RouteChoice | None) -> ConfigIssue | None:
+def route_issue(settings: Settings, route: RouteChoice | None) -> SettingsIssue | None:
     """The configured summarizer was not used (FAIL-9), or None."""
     if route is None or route.configured is None or route.why is None:
         return None
@@ -108,10 +108,10 @@ def route_issue(settings: Settings, route: RouteChoice | None) -> ConfigIssue | 
         else "no model wrote this summary's narrative"
     )
     text = f"the summarizer {route.configured}{where} was not used: {reason}; {instead}"
-    return ConfigIssue("CONFIG-8", "route", route.why, text)
+    return SettingsIssue("CONFIG-8", "route", route.why, text)
 
 
-class ConfigWatch:
+class SettingsNotices:
     """Per daemon: which notices each session has seen, and the last pass's configuration for ``status``."""
 
     def __init__(self, max_sessions: int = _MAX_SESSIONS) -> None:
@@ -125,11 +125,12 @@ class ConfigWatch:
         result: CompactResult,
         log: structlog.typing.FilteringBoundLogger,
         settings: Settings,
+        redactor: Redactor,
     ) -> CompactResult:
         """Log this pass's problems (``settings``: the ``longhaul.json`` the pass ran with), remember them for
-        status, and add the unseen ones to the notice."""
+        status without the pass's credentials (``redactor``), and add the unseen ones to the notice."""
         try:
-            return self._after_pass(params, result, log, settings)
+            return self._after_pass(params, result, log, settings, redactor)
         except Exception as exc:  # reporting a problem must never turn a good pass into a fallback
             log.error("config_report_failed", error_class=type(exc).__name__)
             return result
@@ -140,6 +141,7 @@ class ConfigWatch:
         result: CompactResult,
         log: structlog.typing.FilteringBoundLogger,
         settings: Settings,
+        redactor: Redactor,
     ) -> CompactResult:
         route = result.diagnostics.route
         issues = settings_issues(settings)
@@ -158,8 +160,8 @@ class ConfigWatch:
             at=datetime.now(UTC).isoformat(timespec="seconds"),
             problems=[issue.text for issue in issues],
         )
-        # status outlives the pass: what it keeps must not hold the pass's credentials (issue 12, item 4)
-        self._last = ConfigStatus.model_validate(current_redactor().value(last.model_dump()))
+        # status outlives the pass: what it keeps must not hold the pass's credentials
+        self._last = ConfigStatus.model_validate(redactor.value(last.model_dump()))
         fresh = self._unseen(params.session.sessionId, issues)
         if not fresh:
             return result
@@ -167,7 +169,7 @@ class ConfigWatch:
         lines += [f"Longhaul: {issue.text}." for issue in fresh]
         return result.model_copy(update={"notice": "\n".join(lines)})
 
-    def _unseen(self, session_id: str, issues: list[ConfigIssue]) -> list[ConfigIssue]:
+    def _unseen(self, session_id: str, issues: list[SettingsIssue]) -> list[SettingsIssue]:
         shown = self._shown.setdefault(session_id, set())
         self._shown.move_to_end(session_id)
         while len(self._shown) > self._max_sessions:

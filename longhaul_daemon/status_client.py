@@ -1,13 +1,9 @@
-"""``longhaul-daemon status``: ask the running daemon how it is, over a blocking socket with a short timeout.
+"""Ask the running daemon how it is, over a blocking socket with a short timeout (``status``, ``uninstall``).
 
 Exit codes follow the LSB convention for status actions: 0 the daemon answered, 3 no daemon is running (no
 socket, connection refused), 1 anything else (a timeout, a foreign daemon, a garbled answer), with a message
 on stderr. Before trusting an answer, the server's uid is checked with SO_PEERCRED, so a socket squatted by
 another user is reported instead of believed.
-
-When no daemon answers, ``status`` says how to get one on this machine: through systemd where a user manager
-answers, by hand where none does. ``--json`` then prints ``{"running": false, "socket", "problem", "message",
-"hint"}`` instead of the daemon's status (which it prints with ``"running": true``).
 
 Only the standard library is imported, so asking when no daemon runs costs the interpreter's start and, for
 the hint, one ``systemctl --user`` call. The protocol's pydantic model, which checks an answer and feeds the
@@ -19,10 +15,9 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
@@ -35,7 +30,6 @@ __all__ = [
     "StatusQueryFailed",
     "query_daemon",
     "query_status",
-    "run_status",
 ]
 
 EXIT_RUNNING = 0
@@ -142,63 +136,3 @@ def _parse_reply(reply: bytes) -> dict[str, Any]:
     except ValidationError:
         raise StatusQueryFailed("the daemon's status does not match this client's protocol") from None
     return result
-
-
-def not_running_document(socket_path: Path, problem: str, message: str, hint: list[str]) -> dict[str, Any]:
-    """What ``status --json`` prints when no daemon gave a usable answer (exit 3 or 1)."""
-    return {
-        "running": False,
-        "socket": str(socket_path),
-        "problem": problem,
-        "message": message,
-        "hint": hint,
-    }
-
-
-def run_status(
-    socket_path: Path,
-    *,
-    as_json: bool,
-    out: TextIO,
-    err: TextIO,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    env: Mapping[str, str] | None = None,
-    socket_named: bool = False,
-) -> int:
-    """The ``status`` subcommand: print the daemon's status and return the exit code.
-
-    With no daemon, the hint says how to get one on this machine (:mod:`longhaul_daemon.ops.user_manager`);
-    ``socket_named`` says the user gave ``--socket``, so the hint passes it on."""
-    try:
-        result = query_status(socket_path, timeout_s=timeout_s)
-    except DaemonNotRunning as exc:
-        hint = _hint(socket_path, os.environ if env is None else env, socket_named)
-        print("\n".join([f"longhaul-daemon: {exc}", *hint]), file=err)
-        if as_json:
-            print(_json(not_running_document(socket_path, "not-running", str(exc), hint)), file=out)
-        return EXIT_NOT_RUNNING
-    except StatusQueryFailed as exc:
-        print(f"longhaul-daemon: {exc}", file=err)
-        if as_json:
-            print(_json(not_running_document(socket_path, "no-usable-answer", str(exc), [])), file=out)
-        return EXIT_ERROR
-    if as_json:
-        print(_json({"running": True, **result}), file=out)
-    else:
-        from longhaul_daemon.ops.status_view import format_status
-        from longhaul_daemon.protocol import StatusResult
-
-        print(format_status(StatusResult.model_validate(result)), file=out)
-    return EXIT_RUNNING
-
-
-def _json(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=2, sort_keys=True)
-
-
-def _hint(socket_path: Path, env: Mapping[str, str], socket_named: bool) -> list[str]:
-    from longhaul_daemon.ops.user_manager import not_running_hint
-    from longhaul_daemon.server.paths import default_socket_path
-
-    default = default_socket_path(env, os.getuid())
-    return not_running_hint(env, socket_path, socket_named=socket_named, default_socket=default)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from longhaul_daemon import __version__
+from longhaul_daemon.ops.status_command import not_running_document
 from longhaul_daemon.ops.status_view import format_status
 from longhaul_daemon.ops.user_manager import manual_start_lines
 from longhaul_daemon.protocol import (
@@ -27,7 +28,6 @@ from longhaul_daemon.protocol import (
     RouteHealth,
     StatusResult,
 )
-from longhaul_daemon.status_client import not_running_document
 
 __all__ = ["OPERATIONS", "SAMPLE", "expected_blocks", "generated_blocks"]
 

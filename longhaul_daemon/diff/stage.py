@@ -45,7 +45,7 @@ from longhaul_daemon.diff.prompt import Prompt, question_prompt, retry_note
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.diff.schema import answer_schema, question_schema
 from longhaul_daemon.diff.verify import evaluate
-from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RateLimited
+from longhaul_daemon.models.call_errors import BudgetExceeded, ModelCallError, RateLimited
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult
 from longhaul_daemon.models.structured import OutputSchema

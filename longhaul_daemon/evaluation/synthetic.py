@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from longhaul_daemon.config import MAX_STATE_COMMANDS
+from longhaul_daemon.defaults import MAX_STATE_COMMANDS
 
 __all__ = ["SessionWriter", "SyntheticSession", "write_session"]
 

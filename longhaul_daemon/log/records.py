@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 
 from longhaul_daemon.log.fields import error_class_field, model_spec_field, reason_field, session_id_field
 from longhaul_daemon.log.sink import LogSink
-from longhaul_daemon.secrets.redaction import current as current_redactor
+from longhaul_daemon.secrets.redaction import EMPTY, Redactor
 
 if TYPE_CHECKING:  # annotations only: `longhaul-daemon report` reads the log without loading pydantic
     from longhaul_daemon.protocol import SessionFacts
 
 __all__ = [
     "ERROR_CHARS",
-    "EVENTS",
     "LOG_NAME",
     "MAX_SINKS",
     "OFF_VALUES",
@@ -38,11 +37,9 @@ __all__ = [
     "RecordLog",
     "error_fields",
     "home_as_tilde",
-    "log_files",
     "log_path",
     "pi_version_verified",
     "resolve_log_path",
-    "write_record",
 ]
 
 RECORD_VERSION = 1
@@ -57,20 +54,6 @@ STACK_KEY = "stack"  # LOG-15: only with PI_COMPACT_STATE_DEBUG_STACK=1
 # LOG-16: the one constant naming what Longhaul was verified against.
 VERIFIED_PI_VERSIONS = frozenset({"0.69.0", "0.73.1"})  # both ends of the supported range (README.md)
 VERIFIED_PI_LINES = frozenset({"0.73"})
-
-EVENTS = frozenset(
-    {
-        "extension-loaded",
-        "compaction",
-        "compacted",
-        "compact-failed",
-        "kept-window-strip",
-        "span-record-failed",
-        "compaction-line-failed",
-        "aborted",
-        "fallback",
-    }
-)
 
 
 class LogFile(TypedDict):
@@ -129,14 +112,14 @@ def error_fields(
     error_class: str | None = None,
     error: str | None = None,
     home: str | None = None,
+    redactor: Redactor = EMPTY,
 ) -> dict[str, object]:
-    """``errorClass``, ``error`` (credentials redacted, home replaced, then cut to 200 characters) and
-    ``stack`` (LOG-7, LOG-15).
+    """``errorClass``, ``error`` (``redactor``'s credentials taken out, home replaced, then cut to 200
+    characters) and ``stack`` (LOG-7, LOG-15).
 
     Redaction comes before the cut, so a credential the cut runs through never leaves a fragment behind. The
     ``stack`` field is dropped again by :meth:`RecordLog.write` unless the session turned stacks on.
     """
-    redactor = current_redactor()
     fields: dict[str, object] = {}
     if exc is not None:
         error_class = type(exc).__name__
@@ -200,16 +183,24 @@ class RecordLog:
             self._sinks.move_to_end(path)
             return sink
 
-    def write(self, session: SessionFacts, event: str, fields: Mapping[str, object]) -> None:
-        """Write one record for ``session``; never raises (LOG-12)."""
+    def write(
+        self,
+        session: SessionFacts,
+        event: str,
+        fields: Mapping[str, object],
+        *,
+        redactor: Redactor = EMPTY,
+    ) -> None:
+        """Write one record for ``session``, with ``redactor``'s credentials (a pass's) taken out of every
+        field; never raises (LOG-12)."""
         try:
             path = log_path(session)
             if path is None:
                 return
             sink = self.sink_for(path, strict_dir=is_default_path(session))
             try:
-                # Whatever a field holds, the credentials of the pass in flight never reach the file.
-                record = current_redactor().value(build_record(session, event, fields))
+                # Whatever a field holds, the credentials of the pass never reach the file.
+                record = redactor.value(build_record(session, event, fields))
                 line = json.dumps(
                     record,
                     ensure_ascii=False,
@@ -227,16 +218,3 @@ class RecordLog:
         with self._lock:
             sinks = list(self._sinks.values())
         return [{"path": str(s.path), "bytes": s.size(), "dropped": s.dropped} for s in sinks]
-
-
-_DEFAULT = RecordLog()
-
-
-def write_record(session: SessionFacts, event: str, fields: Mapping[str, object]) -> None:
-    """Append one ``event`` record to ``session``'s log (if logging is on); never raises."""
-    _DEFAULT.write(session, event, fields)
-
-
-def log_files() -> list[LogFile]:
-    """Known record-log files with ``path``, ``bytes`` and ``dropped`` (for ``status``)."""
-    return _DEFAULT.files()

@@ -6,8 +6,7 @@
 from __future__ import annotations
 
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.client import complete, provider_for
-from longhaul_daemon.models.errors import (
+from longhaul_daemon.models.call_errors import (
     BudgetExceeded,
     FatalError,
     ModelCallError,
@@ -17,6 +16,7 @@ from longhaul_daemon.models.errors import (
     StreamError,
     UnsupportedApi,
 )
+from longhaul_daemon.models.client import complete, provider_for
 from longhaul_daemon.models.http import make_client
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.request import Compat, Message, ModelRequest, ModelTarget

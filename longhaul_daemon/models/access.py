@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from longhaul_daemon.models.http import HttpClient, make_client
 from longhaul_daemon.models.limits import ProviderLimits
+from longhaul_daemon.models.route_health import RouteHealthBook
 from longhaul_daemon.models.route_table import DirectRefusals
 from longhaul_daemon.models.structured import StructuredMemory
-from longhaul_daemon.ops.status_view import RouteHealthBook
 
 __all__ = ["ModelAccess"]
 

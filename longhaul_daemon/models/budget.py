@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 
 import anyio
 
-from longhaul_daemon.models.errors import BudgetExceeded
+from longhaul_daemon.models.call_errors import BudgetExceeded
 
 __all__ = ["Budget"]
 

@@ -23,7 +23,7 @@ import structlog
 
 from longhaul_daemon import jsoncodec
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
+from longhaul_daemon.models.call_errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
 from longhaul_daemon.models.http import HttpClient, PreparedCall, post_json, stream_sse
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.providers import PROVIDERS, Provider
@@ -36,8 +36,7 @@ from longhaul_daemon.models.stream_watch import StreamWatch
 from longhaul_daemon.models.structured import StructuredMemory, is_schema_refusal
 from longhaul_daemon.models.via_pi import PiPeer, exchange_via_pi, pi_call, recorded_reasoning
 from longhaul_daemon.offload import INLINE_BYTES, THREADS
-from longhaul_daemon.secrets.redaction import Redactor
-from longhaul_daemon.secrets.redaction import current as current_redactor
+from longhaul_daemon.secrets.redaction import EMPTY, Redactor
 
 __all__ = ["complete", "goes_through_pi", "provider_for", "route_for", "wire_chars"]
 
@@ -129,9 +128,9 @@ def wire_chars(
     return len(jsoncodec.dumps(body).decode("utf-8", "surrogatepass"))
 
 
-def _redactor_for(request: ModelRequest) -> Redactor:
+def _redactor_for(request: ModelRequest, pass_redactor: Redactor) -> Redactor:
     """The pass's redactor (both routes' credentials) joined with the called model's own."""
-    return current_redactor().union(Redactor(request.target.secrets()))
+    return pass_redactor.union(Redactor(request.target.secrets()))
 
 
 @dataclass(frozen=True)
@@ -198,6 +197,7 @@ async def complete(
     via_pi_apis: Collection[str] = (),
     structured: StructuredMemory | None = None,
     refusals: DirectRefusals | None = None,
+    redactor: Redactor = EMPTY,
 ) -> CompletionResult:
     """Call the model of ``request`` until it answers, fails fatally, or the budget or attempts run out.
 
@@ -215,9 +215,14 @@ async def complete(
     left out for a model known to refuse it, and a 400 or 422 to a call that carried one is answered by the
     same call without it; the refusal is remembered unless that call gets a 400 or 422 too
     (:mod:`.structured`). Each of the two calls has its own trace.
+
+    ``redactor`` holds the pass's credentials (both routes'); with the called model's own, they are taken
+    out of the request before it leaves and out of the reply, the errors and the trace before anyone reads
+    them.
     """
+    redactor = _redactor_for(request, redactor)
     # every text of the request, whoever wrote it (transcript, model, error text), before it leaves
-    request = scrubbed_request(request, _redactor_for(request))
+    request = scrubbed_request(request, redactor)
     target = request.target
     key = (target.api, target.base_url, target.model_id)
     if structured is not None and request.schema_to_send is not None and structured.refuses(*key):
@@ -233,6 +238,7 @@ async def complete(
             max_attempts=max_attempts,
             sleep=sleep,
             rand=rand,
+            redactor=redactor,
         )
 
     async def on_route(choice: RouteChoice) -> CompletionResult:
@@ -274,14 +280,19 @@ async def _complete(
     max_attempts: int,
     sleep: Callable[[float], Awaitable[None]],
     rand: Callable[[], float],
+    redactor: Redactor,
 ) -> CompletionResult:
-    """One logical call: attempts under the retry policy, the budget and the concurrency limit, one trace."""
+    """One logical call: attempts under the retry policy, the budget and the concurrency limit, one trace.
+
+    ``redactor``: the pass's and this target's credentials, so neither the answer nor an error's code or
+    request id, nor the trace (the log line, the record, route health) carries one or a long piece of one.
+    """
     target = request.target
     api, via = exchange.api, exchange.via
     trace = CallTrace(
         kind=request.kind,
         api=api,
-        model=f"{target.provider}/{target.model_id}",
+        model=redactor.text(f"{target.provider}/{target.model_id}"),
         output_budget=request.max_output_tokens,
         reasoning=exchange.reasoning,
         via=via,
@@ -307,10 +318,6 @@ async def _complete(
         if result is None:  # fail_after raises rather than swallows; this satisfies the type checker
             raise BudgetExceeded()
         return result
-
-    # The pass's redactor (both models' credentials) and this target's own, so neither the answer nor an
-    # error's code or request id carries a credential or a long piece of one into the Diff, a trace or a log.
-    redactor = _redactor_for(request)
 
     def on_failure(number: int, error: ModelCallError) -> None:
         error.redact(redactor)

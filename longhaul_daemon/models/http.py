@@ -1,7 +1,9 @@
-"""The only module that imports httpx: client factory, JSON and SSE exchanges, and transport-error mapping.
+"""The daemon's one httpx module: client factory, JSON and SSE exchanges, and transport-error mapping.
 
-Keeping httpx here means a move to httpx2 is one import line. Providers hand over a ``PreparedCall`` and get
-back JSON or a stream of ``SseEvent``; every transport failure leaves this module as a ``ModelCallError``.
+Keeping httpx here means a move to httpx2 is one import line for the daemon (the ``score`` command's recording
+proxy, :mod:`longhaul_daemon.evaluation.proxy`, has a synchronous client of its own). Providers hand over a
+``PreparedCall`` and get back JSON or a stream of ``SseEvent``; every transport failure leaves this module as
+a ``ModelCallError``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import httpx
 import orjson
 
-from longhaul_daemon.models.errors import FatalError, ModelCallError, ReplyTooLarge, RetryableError
+from longhaul_daemon.models.call_errors import FatalError, ModelCallError, ReplyTooLarge, RetryableError
 from longhaul_daemon.models.retry import error_for_status
 
 __all__ = [

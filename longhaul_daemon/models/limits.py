@@ -63,7 +63,3 @@ class ProviderLimits:
             found = (provider, anyio.CapacityLimiter(self.limit_for(key, provider)))
             self._limiters[key] = found
         return found[1]
-
-    def in_use(self) -> dict[str, int]:
-        """Borrowed slots per key, for the status route."""
-        return {key: int(limiter.borrowed_tokens) for key, (_, limiter) in self._limiters.items()}

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import anyio
 
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.errors import (
+from longhaul_daemon.models.call_errors import (
     BudgetExceeded,
     FatalError,
     ModelCallError,

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 
 from longhaul_daemon.models.request import SUPPORTED_APIS, Compat, ModelTarget, default_compat
 from longhaul_daemon.protocol import CompactParams, ModelCredentials, ModelFacts, SummarizerRoute
-from longhaul_daemon.settings import Settings
+from longhaul_daemon.user_settings import Settings
 
 __all__ = ["RouteCandidate", "RoutePlan", "compat_from_pi", "plan_routes", "target_for"]
 

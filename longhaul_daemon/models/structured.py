@@ -29,21 +29,19 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from longhaul_daemon.models.errors import ModelCallError
+from longhaul_daemon.models.call_errors import ModelCallError
 
 __all__ = [
     "REFUSAL_STATUSES",
     "OutputSchema",
-    "StructuredForm",
     "StructuredMemory",
     "gemini_schema",
     "is_schema_refusal",
     "strict_schema",
 ]
 
-StructuredForm = Literal["json_schema", "tool", "response_schema"]
 
 REFUSAL_STATUSES = frozenset({400, 422})  # 422: servers built on FastAPI/pydantic (vLLM, TGI) reject so
 _MEMORY_SIZE = 256  # models remembered; a daemon talks to a handful, this only bounds a pathological case

@@ -4,8 +4,8 @@ Every call the route table (:mod:`.route_table`) does not prove the daemon can m
 this way. The daemon keeps the policy (retries, budget, concurrency limit, trace, PASS-22); the shim only
 makes the one call. No credential travels: the shim looks the model up in pi's registry by ``{provider, id}``
 and resolves its auth itself, so pi sends it the way pi sends it. The shim's failures come back as a JSON-RPC
-error whose ``data.kind`` (``retryable``, ``quota``, ``fatal``) picks the
-:mod:`longhaul_daemon.models.errors` class, so the retry loop decides exactly as it does for the daemon's own
+error whose ``data.kind`` (``retryable``, ``quota``, ``fatal``) picks the class of
+:mod:`longhaul_daemon.models.call_errors`, so the retry loop decides exactly as it does for the daemon's own
 HTTP calls. Nothing here keeps the shim's error *message*.
 
 What made small models work goes along. The output schema (and the tool choice) go as a ``payload`` the shim
@@ -23,7 +23,6 @@ call that offered tools without that word is refused as :data:`TOOLS_NOT_CARRIED
 
 from __future__ import annotations
 
-import contextvars
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -33,7 +32,7 @@ from typing import Any, ClassVar, Final, Protocol
 import anyio
 
 from longhaul_daemon.errors import LonghaulError
-from longhaul_daemon.models.errors import FatalError, ModelCallError, QuotaExceeded, RetryableError
+from longhaul_daemon.models.call_errors import FatalError, ModelCallError, QuotaExceeded, RetryableError
 from longhaul_daemon.models.providers import PROVIDERS
 from longhaul_daemon.models.request import Message, ModelRequest
 from longhaul_daemon.models.result import CompletionResult, StopReason, Usage, int_field
@@ -51,9 +50,7 @@ __all__ = [
     "PiPeer",
     "ShimConnectionLost",
     "ShimErrorReply",
-    "bind_peer",
     "complete_params",
-    "current_peer",
     "error_from_reply",
     "exchange_via_pi",
     "pi_call",
@@ -78,6 +75,9 @@ _METHOD_NOT_FOUND = -32601
 class PiPeer(Protocol):
     """What :func:`exchange_via_pi` needs from the shim's connection: send a request, await its result.
 
+    The connection a ``compact`` request came on hands its peer to the method, and the method to the pass,
+    as an argument; a pass run without a connection (a test, a benchmark) has none.
+
     ``request`` returns the reply's ``result``, raises :class:`ShimErrorReply` for an error reply and
     :class:`ShimConnectionLost` when the connection closes first. ``on_note`` gets the params of each
     notification the shim sends about the call; setting ``stop`` tells the shim to end the call early.
@@ -91,19 +91,6 @@ class PiPeer(Protocol):
         on_note: NoteSink | None = None,
         stop: anyio.Event | None = None,
     ) -> Any: ...
-
-
-_current: contextvars.ContextVar[PiPeer | None] = contextvars.ContextVar("longhaul_shim_peer", default=None)
-
-
-def bind_peer(peer: PiPeer) -> contextvars.Token[PiPeer | None]:
-    """Make ``peer`` the current one for this task and the tasks it starts (the connection's handlers)."""
-    return _current.set(peer)
-
-
-def current_peer() -> PiPeer | None:
-    """The shim of the connection whose request is being handled, or None outside a connection."""
-    return _current.get()
 
 
 class ShimErrorReply(LonghaulError):

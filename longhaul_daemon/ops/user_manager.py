@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from longhaul_daemon.status_client import DaemonNotRunning, StatusQueryFailed, query_daemon
+
 __all__ = [
     "BACKGROUND_LOG",
     "ManagerProbe",
@@ -129,8 +131,6 @@ def running_daemon(socket_path: Path) -> RunningDaemon | None:
 
     The pid is the kernel's (SO_PEERCRED), and it is trusted only when the daemon reports the same pid:
     on a socket systemd holds, the peer is systemd itself."""
-    from longhaul_daemon.status_client import DaemonNotRunning, StatusQueryFailed, query_daemon
-
     try:
         answer = query_daemon(socket_path)
     except (DaemonNotRunning, StatusQueryFailed):

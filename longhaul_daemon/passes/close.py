@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from longhaul_daemon.config import MAX_CLOSED_ERRORS, MAX_STATE_COMMANDS
+from longhaul_daemon.defaults import MAX_CLOSED_ERRORS, MAX_STATE_COMMANDS
 from longhaul_daemon.diff.apply import apply_events
 from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.diff.prompt import OfferedMessage

@@ -24,8 +24,8 @@ from longhaul_daemon.diff.schema import ANSWER_SCHEMA
 from longhaul_daemon.diff.stage import DiffResult
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.call_errors import BudgetExceeded, FatalError, ModelCallError, RateLimited
 from longhaul_daemon.models.client import complete, wire_chars
-from longhaul_daemon.models.errors import BudgetExceeded, FatalError, ModelCallError, RateLimited
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
@@ -33,6 +33,7 @@ from longhaul_daemon.models.routing import RouteCandidate, RoutePlan
 from longhaul_daemon.models.structured import OutputSchema, is_schema_refusal
 from longhaul_daemon.models.tool_calls import ToolChoice, ToolSpec
 from longhaul_daemon.models.via_pi import TOOLS_NOT_CARRIED, PiPeer
+from longhaul_daemon.secrets.redaction import EMPTY, Redactor
 from longhaul_daemon.state.fold import SpanInfo
 from longhaul_daemon.turns.conversation import TurnsUnavailable
 
@@ -82,7 +83,9 @@ def raised_budget(previous: int, max_tokens: int | None) -> int | None:
 
 
 class PassModel:
-    """The Diff's :class:`~longhaul_daemon.diff.stage.DiffModel` for one pass."""
+    """The Diff's :class:`~longhaul_daemon.diff.stage.DiffModel` for one pass. ``peer`` is the shim of the
+    pass's connection (calls through pi need it), ``redactor`` the pass's credentials, which every call
+    takes out of what it sends and receives."""
 
     def __init__(
         self,
@@ -93,6 +96,7 @@ class PassModel:
         access: ModelAccess,
         context_windows: Mapping[str, int | None],
         peer: PiPeer | None = None,
+        redactor: Redactor = EMPTY,
         failed_routes: frozenset[str] = frozenset(),
     ) -> None:
         self._plan = plan
@@ -101,6 +105,7 @@ class PassModel:
         self._access = access
         self._windows = context_windows
         self._peer = peer
+        self._redactor = redactor
         self._index = 0
         self.why: str | None = plan.why
         self.traces: list[CallTrace] = []
@@ -201,6 +206,7 @@ class PassModel:
             via_pi_apis=self._access.via_pi_apis,
             structured=self._access.structured,
             refusals=self._access.refusals,
+            redactor=self._redactor,
         )
 
     # --- turns mode (TURNS-7, issue 14 point 7) ---

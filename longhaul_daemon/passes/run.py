@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
+from longhaul_daemon.defaults import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.diff.stage import DiffInputs, run_diff
 from longhaul_daemon.diff.takeover import Takeover, plan_takeover
@@ -31,7 +31,7 @@ from longhaul_daemon.diff.turns import carried_messages
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
-from longhaul_daemon.models.via_pi import current_peer
+from longhaul_daemon.models.via_pi import PiPeer
 from longhaul_daemon.offload import THREADS, Offload
 from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
@@ -48,7 +48,7 @@ from longhaul_daemon.protocol import (
     PassDiagnostics,
     RouteChoice,
 )
-from longhaul_daemon.settings import Settings, load_settings
+from longhaul_daemon.secrets.redaction import Redactor, redactor_for_pass
 from longhaul_daemon.state.clean import clean_command, clean_error, prose
 from longhaul_daemon.state.entry_kinds import COMPACTOR
 from longhaul_daemon.state.fold import FoldResult, fold
@@ -57,6 +57,7 @@ from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span, user_ids
 from longhaul_daemon.turns.conversation import TurnsUnavailable
 from longhaul_daemon.turns.driver import TURN_SHARE
+from longhaul_daemon.user_settings import Settings, load_settings
 
 __all__ = ["NO_MODEL", "SPAN_RECORD_VERSION", "diff_budget_s", "run_pass"]
 
@@ -120,6 +121,14 @@ def diff_budget_s(pass_budget_s: float) -> float:
 
 
 @dataclass(frozen=True)
+class _Caller:
+    """Who the pass's model calls answer to: the shim of its connection, and its credentials' redactor."""
+
+    peer: PiPeer | None
+    redactor: Redactor
+
+
+@dataclass(frozen=True)
 class _Turns:
     """What turns mode needs beyond the Diff's inputs: the World, the file lists, its turn budget."""
 
@@ -147,6 +156,7 @@ async def _diff(
     access: ModelAccess,
     budget: Budget,
     offload: Offload,
+    caller: _Caller,
     turns: _Turns | None = None,
 ) -> StageOutcome:
     """The model stage over the routed model (DIFF-20), under the pass's budget: turns mode when ``turns``
@@ -183,7 +193,8 @@ async def _diff(
             client=client,
             access=access,
             context_windows=windows,
-            peer=current_peer(),
+            peer=caller.peer,
+            redactor=caller.redactor,
             failed_routes=prepared.failed_routes,
         )
         unavailable: str | None = None
@@ -260,6 +271,8 @@ async def run_pass(
     progress: PassProgress | None = None,
     users: Mapping[str, str] | None = None,
     settings: Settings | None = None,
+    peer: PiPeer | None = None,
+    redactor: Redactor | None = None,
 ) -> CompactResult:
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
 
@@ -269,7 +282,9 @@ async def run_pass(
     has run, so a pass cut off later still falls back under the number it would have had (PASS-16).
     ``users``: the ``u<n>`` ids of ``branch``'s user messages, when its reader counted them already (the
     session file's index does, so a pass does not go over a long branch for them). ``settings``: this pass's
-    ``longhaul.json`` when the caller read it already; read here otherwise.
+    ``longhaul.json`` when the caller read it already; read here otherwise. ``peer``: the shim of the
+    connection the request came on, for model calls through pi (none without a connection). ``redactor``:
+    the pass's credentials, taken out of every model call; made from ``params`` when not given.
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     if settings is None:
@@ -281,6 +296,7 @@ async def run_pass(
     if settings.narrativeMode == "turns":
         offload = THREADS
     budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
+    caller = _Caller(peer, redactor if redactor is not None else redactor_for_pass(params))
 
     async def decide(world_taken: Callable[[], Awaitable[World]]) -> _Decided:
         prepared = await offload.run(
@@ -292,7 +308,9 @@ async def run_pass(
         if settings.narrativeMode == "turns":  # TURNS-1
             seconds = turn_budget_s if turn_budget_s is not None else pass_budget_s * TURN_SHARE
             turns = _turns_for(params, prepared, await world_taken(), seconds)
-        outcome = await _diff(prepared, params, settings, access or ModelAccess(), budget, offload, turns)
+        outcome = await _diff(
+            prepared, params, settings, access or ModelAccess(), budget, offload, caller, turns
+        )
         return prepared, outcome
 
     (prepared, outcome), world = await _beside_world(params.session.cwd, decide)

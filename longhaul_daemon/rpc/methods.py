@@ -4,8 +4,9 @@
 the session chose another compactor (CONFIG-1..4), and otherwise runs the pass under its time budget, turning
 a timeout or a crash into a fallback reply so the shim lets pi compact instead. Everything logged here is
 codes, ids and counts, never message text; ids and codes a client sent are logged in their real shapes only
-(:mod:`longhaul_daemon.log.fields`), and a pass runs with its credentials bound for redaction, so its reply,
-records and log lines never carry them (:mod:`longhaul_daemon.secrets.redaction`).
+(:mod:`longhaul_daemon.log.fields`). A pass's credentials make its redactor, handed to the pass, its records,
+its log lines and its reply, so none of them carries one (:mod:`longhaul_daemon.secrets.redaction`); the
+shim of the request's connection goes to the pass too, for model calls through pi.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -21,9 +23,9 @@ import structlog
 
 from longhaul_daemon import __version__
 from longhaul_daemon.collector import PAUSE
-from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.errors import Busy
 from longhaul_daemon.log.fields import error_class_field, pass_id_field, reason_field
+from longhaul_daemon.models.via_pi import PiPeer
 from longhaul_daemon.offload import Offload
 from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import (
@@ -45,14 +47,12 @@ from longhaul_daemon.protocol import (
     StatusResult,
 )
 from longhaul_daemon.rpc.recording import report_for_session
-from longhaul_daemon.rpc.registry import RpcMethod, rpc
+from longhaul_daemon.rpc.registry import RpcMethod, rpc, rpc_with_peer
 from longhaul_daemon.rpc.services import RunPass, Services
 from longhaul_daemon.rpc.tool_methods import build_tool_methods
-from longhaul_daemon.secrets.redaction import Redactor, redactor_for_pass
-from longhaul_daemon.secrets.redaction import bound as bound_redactor
-from longhaul_daemon.secrets.redaction import current as current_redactor
-from longhaul_daemon.settings import load_settings
+from longhaul_daemon.secrets.redaction import Redactor, log_binding, redactor_for_pass
 from longhaul_daemon.transcript.messages import span_refs
+from longhaul_daemon.user_settings import choose_compactor, load_settings
 
 __all__ = ["RunPass", "Services", "build_methods", "new_pass_id", "redacted_result"]
 
@@ -95,7 +95,18 @@ def redacted_result(result: CompactResult, redactor: Redactor) -> CompactResult:
     return result.model_copy(update=update) if update else result
 
 
-async def _run_compact(services: Services, params: CompactParams) -> CompactResult:
+@dataclass(frozen=True)
+class _PassCall:
+    """One ``compact`` past its busy check: its pass id, the shim of its connection, its credentials'
+    redactor and the logger bound with both ids and the redactor."""
+
+    pass_id: str
+    peer: PiPeer | None
+    redactor: Redactor
+    log: structlog.typing.FilteringBoundLogger
+
+
+async def _run_compact(services: Services, params: CompactParams, peer: PiPeer | None) -> CompactResult:
     session_id = params.session.sessionId
     services.sessions_seen.add(session_id)
     if session_id in services.busy_sessions:
@@ -107,24 +118,25 @@ async def _run_compact(services: Services, params: CompactParams) -> CompactResu
         log.info("compact_stand_down")
         return CompactResult(passId=pass_id, span=0, fallback="stand-down")
     services.busy_sessions.add(session_id)
-    # Issue 12 item 4: from here on, every log line, record and model call of this pass (its tasks and
-    # worker threads inherit the context) redacts the credentials it received; they leave with the pass.
+    # From here on every log line, record and model call of this pass takes out the credentials it received;
+    # they leave with the pass.
+    redactor = redactor_for_pass(params)
+    log = log.bind(**log_binding(redactor))
     try:
-        with bound_redactor(redactor_for_pass(params)), PAUSE.held():
-            return await _run_busy_compact(services, params, pass_id, log)
+        with PAUSE.held():
+            return await _run_busy_compact(services, params, _PassCall(pass_id, peer, redactor, log))
     finally:
         services.busy_sessions.discard(session_id)
 
 
-async def _run_busy_compact(
-    services: Services, params: CompactParams, pass_id: str, log: structlog.typing.FilteringBoundLogger
-) -> CompactResult:
+async def _run_busy_compact(services: Services, params: CompactParams, call: _PassCall) -> CompactResult:
     """The pass itself, its session marked busy: read the branch, run, count, record.
 
     However it ends (closed, timed out, failed, cancelled), the pass leaves its record in the record log. The
     budget ends it on time whatever step runs: the pure steps run in threads a cancelled pass does not wait
     for, so the reply below is sent within moments of the deadline.
     """
+    pass_id, redactor, log = call.pass_id, call.redactor, call.log
     started = time.monotonic()
     progress = PassProgress()  # PASS-16: a pass cut off after its Fold falls back under its span number
     try:
@@ -137,7 +149,7 @@ async def _run_busy_compact(
             read = await services.read_branch(params.session, params.leafId, span_refs(params.preparation))
             branch, branch_stats, users = read.entries, read.stats(), read.user_ids
     except anyio.get_cancelled_exc_class():
-        await _record_cancelled(services, params, pass_id, progress, started, log)
+        await _record_cancelled(services, params, call, progress, started)
         raise
     services.passes_in_flight += 1
     log.info("pass_started", reason=params.reason, branch_entries=len(branch or params.branchEntries or []))
@@ -160,59 +172,64 @@ async def _run_busy_compact(
                 progress=progress,
                 users=users,
                 settings=settings,
+                peer=call.peer,
+                redactor=redactor,
             )
             # CONFIG-6..9: no silent problem
-            ran = services.config_watch.after_pass(params, ran, log, settings)
+            ran = services.settings_notices.after_pass(params, ran, log, settings, redactor)
             # before it is counted, recorded or sent; a big pass's state is big, so off the loop like its CPU
             offload = Offload.for_read(branch_stats)
-            result = await offload.run(partial(redacted_result, ran, current_redactor()))
+            result = await offload.run(partial(redacted_result, ran, redactor))
         if result is None:
             services.pass_counts.fallback += 1
             services.count_reason("timeout")
             log.warning("pass_timeout", budget_s=services.pass_budget_s)
-            await services.recorder.pass_fallback(params, pass_id, "timeout", None, span=progress.span)
+            await services.recorder.pass_fallback(
+                params, pass_id, "timeout", None, span=progress.span, redactor=redactor
+            )
             return CompactResult(passId=pass_id, span=progress.span or 0, fallback="timeout")
         services.count_result(result)
         log.info("pass_finished", span=result.span, fallback=result.fallback)
-        await services.recorder.pass_finished(params, result, round((time.monotonic() - started) * 1000))
+        duration_ms = round((time.monotonic() - started) * 1000)
+        await services.recorder.pass_finished(params, result, duration_ms, redactor=redactor)
         return result
     except anyio.get_cancelled_exc_class():
-        await _record_cancelled(services, params, pass_id, progress, started, log)
+        await _record_cancelled(services, params, call, progress, started)
         raise
     except Exception as exc:
         services.pass_counts.fallback += 1
         services.count_reason("pass-error")
         log.error("pass_error", error_class=type(exc).__name__)
-        await services.recorder.pass_fallback(params, pass_id, "pass-error", exc, span=progress.span)
+        await services.recorder.pass_fallback(
+            params, pass_id, "pass-error", exc, span=progress.span, redactor=redactor
+        )
         return CompactResult(passId=pass_id, span=progress.span or 0, fallback="pass-error")
     finally:
         services.passes_in_flight -= 1
 
 
 async def _record_cancelled(
-    services: Services,
-    params: CompactParams,
-    pass_id: str,
-    progress: PassProgress,
-    started: float,
-    log: structlog.typing.FilteringBoundLogger,
+    services: Services, params: CompactParams, call: _PassCall, progress: PassProgress, started: float
 ) -> None:
     """A pass cancelled before it answered: counted, logged and recorded, shielded from the cancellation.
 
     Past its budget (the method's own deadline net cut it off) it is a ``timeout`` fallback, as the
     pass's own budget would have made it; otherwise its client went away or the daemon is stopping.
     """
+    pass_id, redactor, log = call.pass_id, call.redactor, call.log
     with anyio.CancelScope(shield=True):
         if time.monotonic() - started >= services.pass_budget_s:
             services.pass_counts.fallback += 1
             services.count_reason("timeout")
             log.warning("pass_timeout", budget_s=services.pass_budget_s)
-            await services.recorder.pass_fallback(params, pass_id, "timeout", None, span=progress.span)
+            await services.recorder.pass_fallback(
+                params, pass_id, "timeout", None, span=progress.span, redactor=redactor
+            )
             return
         services.pass_counts.aborted += 1
         services.count_reason("cancelled")
         log.info("pass_aborted")
-        await services.recorder.pass_aborted(params, pass_id, span=progress.span)
+        await services.recorder.pass_aborted(params, pass_id, span=progress.span, redactor=redactor)
 
 
 def build_methods(services: Services) -> dict[str, RpcMethod]:
@@ -242,9 +259,9 @@ def build_methods(services: Services) -> dict[str, RpcMethod]:
 
     deadline_s = services.pass_budget_s + _SAFETY_MARGIN_S
 
-    @rpc("compact", CompactParams, deadline_s=deadline_s, encode_in_thread=True)
-    async def compact(params: CompactParams) -> CompactResult:
-        return await _run_compact(services, params)
+    @rpc_with_peer("compact", CompactParams, deadline_s=deadline_s, encode_in_thread=True)
+    async def compact(params: CompactParams, peer: PiPeer | None) -> CompactResult:
+        return await _run_compact(services, params, peer)
 
     @rpc("compacted", CompactedParams)
     async def compacted(params: CompactedParams) -> OkResult:

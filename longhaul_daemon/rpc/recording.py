@@ -4,7 +4,8 @@ Ids and reason codes the shim sends are written in their real shapes only (:mod:
 a pass id that is not 12 hex digits, or a reason that is not ASCII ``[a-z0-9-]``, is written as its length.
 
 The methods await one function per event; each builds its fields from the request and the reply and hands
-them to :func:`~longhaul_daemon.log.records.write_record`, which never raises, in a worker thread: a record
+them to the daemon's :class:`~longhaul_daemon.log.records.RecordLog`, which never raises, in a worker thread:
+a record
 is a handful of syscalls (open the directory and the file, check them, write, close) that the event loop,
 answering every other session, has no time for. The record is on disk before the method answers. The
 ``compaction`` record is computed from the pass's ``CompactParams`` and ``CompactResult`` alone, so the pass
@@ -24,9 +25,8 @@ import anyio
 import anyio.to_thread
 import structlog
 
-from longhaul_daemon.config import choose_compactor, names_a_compactor
 from longhaul_daemon.log.fields import model_spec_field, pass_id_field, reason_field, token_field
-from longhaul_daemon.log.records import error_fields, pi_version_verified, write_record
+from longhaul_daemon.log.records import LogFile, RecordLog, error_fields, pi_version_verified
 from longhaul_daemon.log.report import build_report
 from longhaul_daemon.protocol import (
     CompactedParams,
@@ -39,6 +39,7 @@ from longhaul_daemon.protocol import (
     ReportResult,
     SessionFacts,
 )
+from longhaul_daemon.secrets.redaction import EMPTY, Redactor
 from longhaul_daemon.state.render import (
     MAX_COMMANDS,
     MAX_DIRTY,
@@ -48,9 +49,11 @@ from longhaul_daemon.state.render import (
     paths_left_out,
 )
 from longhaul_daemon.state.sanitize import sanitize_line
+from longhaul_daemon.user_settings import choose_compactor, names_a_compactor
 
 __all__ = [
     "EXCERPT_CHARS",
+    "KEPT_WINDOW_STRIP",
     "MAX_EXCERPTS",
     "Recorder",
     "cap_fit",
@@ -61,6 +64,8 @@ __all__ = [
 ]
 
 _log = structlog.get_logger("longhaul.methods")
+
+KEPT_WINDOW_STRIP = "kept-window-strip"  # LOG-21's event
 
 MAX_EXCERPTS = 20  # LOG-14: rejected quotes and left-out paths written per record, each
 EXCERPT_CHARS = 200  # ... each cut to this many characters
@@ -181,15 +186,37 @@ def compaction_fields(params: CompactParams, result: CompactResult, duration_ms:
 
 
 class Recorder:
-    """Per-daemon glue between the methods and the record log."""
+    """Per-daemon glue between the methods and the daemon's record log (``log``: its files, for ``status``).
 
-    def __init__(self) -> None:
+    A pass's records take its ``redactor``: whatever a field holds, that pass's credentials never reach the
+    file.
+    """
+
+    def __init__(self, log: RecordLog | None = None) -> None:
+        self._log = log if log is not None else RecordLog()
         self._recorded_fallbacks: deque[str] = deque(maxlen=_REMEMBERED_PASSES)
 
-    @staticmethod
-    async def _write(session: SessionFacts, event: str, fields: Callable[[], Mapping[str, object]]) -> None:
+    async def _write(
+        self,
+        session: SessionFacts,
+        event: str,
+        fields: Callable[[], Mapping[str, object]],
+        redactor: Redactor = EMPTY,
+    ) -> None:
         """Build ``fields()`` and write the record in a worker thread; a cancelled caller does not wait."""
-        await anyio.to_thread.run_sync(lambda: write_record(session, event, fields()), abandon_on_cancel=True)
+
+        def write() -> None:
+            self._log.write(session, event, fields(), redactor=redactor)
+
+        await anyio.to_thread.run_sync(write, abandon_on_cancel=True)
+
+    def log_files(self) -> list[LogFile]:
+        """The record-log files written since the daemon started; ``[]`` when listing them fails, since
+        ``status`` must answer whatever the log does."""
+        try:
+            return self._log.files()
+        except Exception:
+            return []
 
     async def hello(self, params: HelloParams) -> None:
         """LOG-16, written in stand-down sessions too (LOG-24).
@@ -209,22 +236,28 @@ class Recorder:
             fields["compactorValueChars"] = len(value)
         await self._write(params.session, "extension-loaded", lambda: fields)
 
-    async def pass_finished(self, params: CompactParams, result: CompactResult, duration_ms: int) -> None:
+    async def pass_finished(
+        self, params: CompactParams, result: CompactResult, duration_ms: int, *, redactor: Redactor
+    ) -> None:
         """LOG-17 for a compaction; a fallback the pass itself returned becomes a ``fallback`` record."""
         if choose_compactor(params.session.env.PI_COMPACTOR) == "pi":
             return  # LOG-24: never a compaction record when Longhaul stands down
         if result.compaction is not None:
             fields = partial(compaction_fields, params, result, duration_ms)
-            await self._write(params.session, "compaction", fields)
+            await self._write(params.session, "compaction", fields, redactor)
         elif result.fallback is not None:
-            await self.pass_fallback(params, result.passId, result.fallback, None, span=result.span or None)
+            await self.pass_fallback(
+                params, result.passId, result.fallback, None, span=result.span or None, redactor=redactor
+            )
 
-    async def pass_aborted(self, params: CompactParams, pass_id: str, *, span: int | None) -> None:
+    async def pass_aborted(
+        self, params: CompactParams, pass_id: str, *, span: int | None, redactor: Redactor
+    ) -> None:
         """A pass cancelled before it answered (its client went, or the daemon stopped): LOG-22's
         ``aborted``, with ``reason: cancelled``, so the record log says how every pass ended."""
         fields: dict[str, object] = {"reason": "cancelled", "passId": pass_id, "span": span}
         self._recorded_fallbacks.append(pass_id)
-        await self._write(params.session, "aborted", lambda: fields)
+        await self._write(params.session, "aborted", lambda: fields, redactor)
 
     async def pass_fallback(
         self,
@@ -234,13 +267,21 @@ class Recorder:
         exc: BaseException | None,
         *,
         span: int | None = None,
+        redactor: Redactor,
     ) -> None:
         """LOG-23/FAIL-13: the daemon answered with a fallback (timeout, pass error); ``span`` is the number
         the pass would have had (PASS-16), None when it fell back before its Fold."""
         fields: dict[str, object] = {"reason": reason, "passId": pass_id, "span": span}
-        fields.update(error_fields(exc) if exc is not None else {"errorClass": None, "error": None})
+        if exc is not None:
+            fields.update(error_fields(exc, redactor=redactor))
+        else:
+            fields.update({"errorClass": None, "error": None})
         self._recorded_fallbacks.append(pass_id)
-        await self._write(params.session, "fallback", lambda: fields)
+        await self._write(params.session, "fallback", lambda: fields, redactor)
+
+    async def kept_window_strip(self, session: SessionFacts, counts: Mapping[str, object]) -> None:
+        """LOG-21: a kept window that lost its reasoning, the first time it did."""
+        await self._write(session, KEPT_WINDOW_STRIP, lambda: counts)
 
     async def compacted(self, params: CompactedParams) -> None:
         """LOG-19 (and LOG-24: stand-down sessions too)."""

@@ -1,10 +1,12 @@
 """Turns typed handlers into JSON-RPC methods: pydantic params, a deadline, and errors that never leak text.
 
-A handler is ``async def handler(params: SomeParams) -> SomeResult``. ``rpc(name, SomeParams)`` wraps it into
-an :class:`RpcMethod` whose ``call(*args, **kwargs)`` accepts exactly what a JSON-RPC request carries and
-always returns an :data:`RpcOutcome`, never raises (cancellation aside). This module does not import
-jsonrpcserver: ``dispatch`` adapts outcomes to the library's result type, so the library can be swapped
-without touching handlers.
+A handler is ``async def handler(params: SomeParams) -> SomeResult``. ``rpc(name, SomeParams)`` wraps it
+into an :class:`RpcMethod` whose ``call(peer, *args, **kwargs)`` takes the shim's side of the connection the
+request came on, then exactly what a JSON-RPC request carries, and always returns an :data:`RpcOutcome`,
+never raises (cancellation aside). A handler that may send requests back to the shim (``compact``, for
+``model.complete``) is wrapped with :func:`rpc_with_peer` and gets the peer as its second argument. This
+module does not import jsonrpcserver: :mod:`.jsonrpcserver_adapter` adapts outcomes to the library's result
+type, so the library can be swapped without touching handlers.
 
 The wrapper deliberately does not use ``functools.wraps``: ``inspect.signature`` follows ``__wrapped__``, and
 jsonrpcserver would then bind the request against the handler's ``(params)`` signature and reject every call.
@@ -18,7 +20,7 @@ import typing
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -27,9 +29,11 @@ from pydantic import BaseModel, ValidationError
 
 from longhaul_daemon import jsoncodec
 from longhaul_daemon.errors import INTERNAL_ERROR, INVALID_PARAMS, DeadlineExceeded, DomainError
+from longhaul_daemon.models.via_pi import PiPeer
 
 __all__ = [
     "METHOD_DEADLINE_S",
+    "RpcCall",
     "RpcFailure",
     "RpcMethod",
     "RpcOutcome",
@@ -39,6 +43,7 @@ __all__ = [
     "internal_error",
     "new_error_id",
     "rpc",
+    "rpc_with_peer",
 ]
 
 METHOD_DEADLINE_S = 10.0  # what a method may take unless it names its own (the tools, reports, hello, status)
@@ -70,12 +75,19 @@ class RpcFailure:
 RpcOutcome = RpcSuccess | RpcFailure
 
 
+class RpcCall(Protocol):
+    """How a method is called: the shim's side of the connection the request came on (None for a request
+    handled without one), then the request's params as ``*args``/``**kwargs``."""
+
+    def __call__(self, peer: PiPeer | None, /, *args: Any, **kwargs: Any) -> Awaitable[RpcOutcome]: ...
+
+
 @dataclass(frozen=True)
 class RpcMethod:
-    """A named JSON-RPC method; ``call`` takes the request's params as ``*args``/``**kwargs``."""
+    """A named JSON-RPC method; see :class:`RpcCall` for ``call``."""
 
     name: str
-    call: Callable[..., Awaitable[RpcOutcome]]
+    call: RpcCall
     deadline_s: float = METHOD_DEADLINE_S  # how long the handler may run (-32001 past it)
 
 
@@ -157,14 +169,37 @@ def _echoes_input(msg: str, value: object) -> bool:
     return False
 
 
+Handler: TypeAlias = Callable[[ParamsT], Awaitable[BaseModel]]
+PeerHandler: TypeAlias = Callable[[ParamsT, PiPeer | None], Awaitable[BaseModel]]
+
+
 def rpc(
     name: str,
     params_model: type[ParamsT],
     *,
     deadline_s: float = METHOD_DEADLINE_S,
     encode_in_thread: bool = False,
-) -> Callable[[Callable[[ParamsT], Awaitable[BaseModel]]], RpcMethod]:
-    """Wrap ``handler(params) -> result`` as the JSON-RPC method ``name``.
+) -> Callable[[Handler[ParamsT]], RpcMethod]:
+    """Wrap ``handler(params) -> result`` as the JSON-RPC method ``name`` (see :func:`rpc_with_peer`)."""
+
+    def register(handler: Handler[ParamsT]) -> RpcMethod:
+        async def without_peer(params: ParamsT, _peer: PiPeer | None) -> BaseModel:
+            return await handler(params)
+
+        return _method(name, params_model, without_peer, deadline_s, encode_in_thread)
+
+    return register
+
+
+def rpc_with_peer(
+    name: str,
+    params_model: type[ParamsT],
+    *,
+    deadline_s: float = METHOD_DEADLINE_S,
+    encode_in_thread: bool = False,
+) -> Callable[[PeerHandler[ParamsT]], RpcMethod]:
+    """Wrap ``handler(params, peer) -> result`` as the JSON-RPC method ``name``; ``peer`` is the shim's side
+    of the connection the request came on, or None.
 
     By-name params only; they are validated by ``params_model``. Every method has a deadline, ``deadline_s``
     (-32001 when it runs over): no request holds a connection slot for ever. A :class:`DomainError` becomes
@@ -173,34 +208,44 @@ def rpc(
     in a worker thread and joins the reply as encoded JSON, so the loop only writes it out.
     """
 
-    def register(handler: Callable[[ParamsT], Awaitable[BaseModel]]) -> RpcMethod:
-        async def call(*args: Any, **kwargs: Any) -> RpcOutcome:
-            if args:
-                return RpcFailure(
-                    INVALID_PARAMS,
-                    "Invalid params",
-                    [{"type": "params_not_object", "loc": [], "msg": "params must be an object"}],
-                )
-            try:
-                params = params_model.model_validate(kwargs)
-            except ValidationError as exc:
-                described = describe_validation_error(exc, model=params_model)
-                return RpcFailure(INVALID_PARAMS, "Invalid params", described)
-            try:
-                result = await _run_with_deadline(handler, params, deadline_s)
-                if encode_in_thread:
-                    encoded = await anyio.to_thread.run_sync(_encoded, result, abandon_on_cancel=True)
-                    return RpcSuccess(encoded)
-                return RpcSuccess(result.model_dump(mode="json"))
-            except DomainError as exc:
-                _log.info("rpc_domain_error", method=name, code=exc.code)
-                return RpcFailure(exc.code, exc.message, exc.data)
-            except Exception as exc:
-                return internal_error(exc, where=name)
-
-        return RpcMethod(name=name, call=call, deadline_s=deadline_s)
+    def register(handler: PeerHandler[ParamsT]) -> RpcMethod:
+        return _method(name, params_model, handler, deadline_s, encode_in_thread)
 
     return register
+
+
+def _method(
+    name: str,
+    params_model: type[ParamsT],
+    handler: PeerHandler[ParamsT],
+    deadline_s: float,
+    encode_in_thread: bool,
+) -> RpcMethod:
+    async def call(peer: PiPeer | None, /, *args: Any, **kwargs: Any) -> RpcOutcome:
+        if args:
+            return RpcFailure(
+                INVALID_PARAMS,
+                "Invalid params",
+                [{"type": "params_not_object", "loc": [], "msg": "params must be an object"}],
+            )
+        try:
+            params = params_model.model_validate(kwargs)
+        except ValidationError as exc:
+            described = describe_validation_error(exc, model=params_model)
+            return RpcFailure(INVALID_PARAMS, "Invalid params", described)
+        try:
+            result = await _run_with_deadline(handler, params, peer, deadline_s)
+            if encode_in_thread:
+                encoded = await anyio.to_thread.run_sync(_encoded, result, abandon_on_cancel=True)
+                return RpcSuccess(encoded)
+            return RpcSuccess(result.model_dump(mode="json"))
+        except DomainError as exc:
+            _log.info("rpc_domain_error", method=name, code=exc.code)
+            return RpcFailure(exc.code, exc.message, exc.data)
+        except Exception as exc:
+            return internal_error(exc, where=name)
+
+    return RpcMethod(name=name, call=call, deadline_s=deadline_s)
 
 
 def _encoded(result: BaseModel) -> jsoncodec.Encoded:
@@ -209,8 +254,8 @@ def _encoded(result: BaseModel) -> jsoncodec.Encoded:
 
 
 async def _run_with_deadline(
-    handler: Callable[[ParamsT], Awaitable[BaseModel]], params: ParamsT, deadline_s: float
+    handler: PeerHandler[ParamsT], params: ParamsT, peer: PiPeer | None, deadline_s: float
 ) -> BaseModel:
     with anyio.move_on_after(deadline_s):
-        return await handler(params)
+        return await handler(params, peer)
     raise DeadlineExceeded()  # reached only when the scope's deadline cancelled the handler

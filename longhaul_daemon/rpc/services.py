@@ -1,59 +1,145 @@
 """What the RPC methods share for the daemon's life: the :class:`Services` one daemon builds at start.
 
 Counters, the busy set, the record log, route health, the session-file indexes and their warmer, the shared
-HTTP client, and the pass itself as a seam the tests replace. The methods (:mod:`.methods` and
-:mod:`.tool_methods`) close over one instance; nothing here is a module global.
+HTTP client, and the pass the daemon runs (:class:`RunPass`: the real one unless the daemon was built with
+another). The methods (:mod:`.methods` and :mod:`.tool_methods`) close over one instance; nothing here is a
+module global.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
 
 from longhaul_daemon import __version__
-from longhaul_daemon.config import DEFAULT_PASS_BUDGET_S
+from longhaul_daemon.defaults import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.limits import ProviderLimits
+from longhaul_daemon.models.route_health import RouteHealthBook
 from longhaul_daemon.models.route_table import DirectRefusals
 from longhaul_daemon.models.structured import StructuredMemory
-from longhaul_daemon.ops.status_view import RouteHealthBook, SeenSessions, known_log_files
+from longhaul_daemon.models.via_pi import PiPeer
+from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
     CompactParams,
     CompactResult,
+    LogFileStatus,
     PassCounts,
     SessionFacts,
     StatusResult,
 )
 from longhaul_daemon.rpc.recording import Recorder
+from longhaul_daemon.secrets.redaction import Redactor
 from longhaul_daemon.sessionfile.files import BranchRead, SessionFileRefused, SessionFiles, SessionWarmer
-from longhaul_daemon.settings import Settings
-from longhaul_daemon.settings_notices import ConfigWatch
+from longhaul_daemon.settings_notices import SettingsNotices
+from longhaul_daemon.tools.strip import WindowMemory
+from longhaul_daemon.user_settings import Settings
 
-__all__ = ["RunPass", "Services"]
+__all__ = ["MAX_SESSIONS_COUNTED", "RunPass", "SeenSessions", "Services", "real_pass"]
 
 _log = structlog.get_logger("longhaul.methods")
 
 _MAX_REASONS = 64  # distinct reason codes status counts; the daemon's own codes are far fewer
 
-RunPass = Callable[..., Awaitable[CompactResult]]
-"""``async def run_pass(params, *, pass_id, branch, branch_stats, access, pass_budget_s, progress, users,
-settings)`` (``users``: the u<n> ids the session file's index counted, or None; ``settings``: the pass's
-``longhaul.json``, read once by the method)."""
+MAX_SESSIONS_COUNTED = 65_536
+"""Distinct sessions ``sessionsSeen`` counts up to; past it the count stays there."""
 
 
-async def _default_run_pass(params: CompactParams, **context: Any) -> CompactResult:
+class RunPass(Protocol):
+    """The pass as ``compact`` runs it (:func:`longhaul_daemon.passes.run.run_pass`), every argument named.
+
+    ``branch``: the branch read from the session file, None when the request carried it inline;
+    ``branch_stats``: where it came from and what reading it cost; ``access``: the daemon's shared model
+    access; ``pass_budget_s``: what is left of the budget once the file was read; ``progress``: learns the
+    span number once the Fold ran; ``users``: the ``u<n>`` ids the session file's index counted; ``settings``:
+    the pass's ``longhaul.json``, read once by the method; ``peer``: the shim of the connection the request
+    came on (calls through pi), None without one; ``redactor``: the pass's credentials.
+    """
+
+    async def __call__(
+        self,
+        params: CompactParams,
+        /,
+        *,
+        pass_id: str,
+        branch: Sequence[dict[str, Any]] | None,
+        branch_stats: Mapping[str, Any] | None,
+        access: ModelAccess | None,
+        pass_budget_s: float,
+        progress: PassProgress | None,
+        users: Mapping[str, str] | None,
+        settings: Settings | None,
+        peer: PiPeer | None,
+        redactor: Redactor | None,
+    ) -> CompactResult: ...
+
+
+async def real_pass(
+    params: CompactParams,
+    *,
+    pass_id: str,
+    branch: Sequence[dict[str, Any]] | None,
+    branch_stats: Mapping[str, Any] | None,
+    access: ModelAccess | None,
+    pass_budget_s: float,
+    progress: PassProgress | None,
+    users: Mapping[str, str] | None,
+    settings: Settings | None,
+    peer: PiPeer | None,
+    redactor: Redactor | None,
+) -> CompactResult:
     """The real pass, imported on first use so the RPC layer loads even where the pass is absent or broken."""
     from longhaul_daemon.passes.run import run_pass
 
-    return await run_pass(params, **context)
+    return await run_pass(
+        params,
+        pass_id=pass_id,
+        branch=branch,
+        branch_stats=branch_stats,
+        access=access,
+        pass_budget_s=pass_budget_s,
+        progress=progress,
+        users=users,
+        settings=settings,
+        peer=peer,
+        redactor=redactor,
+    )
+
+
+class SeenSessions:
+    """How many distinct pi sessions talked to the daemon, for ``status``: a count, not a list of ids.
+
+    A session id is whatever the client sends (up to 4 KiB), so only an 8-byte digest of each is kept, and
+    at most :data:`MAX_SESSIONS_COUNTED` of them (half a megabyte at most).
+    """
+
+    def __init__(self, limit: int = MAX_SESSIONS_COUNTED) -> None:
+        self._digests: set[int] = set()
+        self._limit = limit
+
+    @staticmethod
+    def _digest(session_id: str) -> int:
+        raw = session_id.encode("utf-8", "surrogatepass")
+        return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
+
+    def add(self, session_id: str) -> None:
+        if len(self._digests) < self._limit:
+            self._digests.add(self._digest(session_id))
+
+    def __contains__(self, session_id: object) -> bool:
+        return isinstance(session_id, str) and self._digest(session_id) in self._digests
+
+    def __len__(self) -> int:
+        return len(self._digests)
 
 
 @dataclass
@@ -63,7 +149,7 @@ class Services:
     socket_path: str
     socket_activated: bool = False
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S
-    run_pass: RunPass = _default_run_pass
+    run_pass: RunPass = real_pass
     started_at: float = field(default_factory=time.monotonic)
     pass_counts: PassCounts = field(default_factory=PassCounts)
     busy_sessions: set[str] = field(default_factory=set)
@@ -79,7 +165,10 @@ class Services:
     session_files: SessionFiles = field(default_factory=SessionFiles)  # indexes of pi's session files
     warmer: SessionWarmer = field(init=False)  # indexes a session's file after its hello
     http_client: HttpClient | None = None  # the daemon's one client, opened and closed by the lifecycle
-    config_watch: ConfigWatch = field(default_factory=ConfigWatch)  # longhaul.json and route problems
+    settings_notices: SettingsNotices = field(
+        default_factory=SettingsNotices
+    )  # what longhaul.json or the route got wrong
+    kept_windows: WindowMemory = field(default_factory=WindowMemory)  # kept windows already logged (TOOLS-10)
 
     def __post_init__(self) -> None:
         self.warmer = SessionWarmer(self.session_files)
@@ -138,8 +227,8 @@ class Services:
             sessionFiles=len(self.session_files),
             sessionFilesWarmed=self.warmer.warmed,
             routes=self.route_health.snapshot(),
-            logFiles=known_log_files(),
-            config=self.config_watch.status(),
+            logFiles=[LogFileStatus.model_validate(f) for f in self.recorder.log_files()],
+            config=self.settings_notices.status(),
         )
 
     def count_reason(self, reason: object) -> None:

@@ -2,8 +2,8 @@
 
 The logic is pure and lives in ``tools``; these handlers add what only a daemon has: a worker thread for the
 branch-sized work (so one long transcript never stalls other sessions), the per-daemon memory of which kept
-windows were already logged (TOOLS-10), the ``kept-window-strip`` record (LOG-21), and operational log lines
-that hold codes and counts, never note or transcript text.
+windows were already logged (``Services.kept_windows``, TOOLS-10), the ``kept-window-strip`` record (LOG-21),
+and operational log lines that hold codes and counts, never note or transcript text.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 import structlog
 
-from longhaul_daemon.log.records import write_record
 from longhaul_daemon.protocol import (
     RecallParams,
     RecallResult,
@@ -25,23 +24,20 @@ from longhaul_daemon.protocol import (
 from longhaul_daemon.rpc.registry import RpcMethod, rpc
 from longhaul_daemon.tools.recall import recall
 from longhaul_daemon.tools.remember import remember
-from longhaul_daemon.tools.strip import WindowMemory, plan_strip
+from longhaul_daemon.tools.strip import plan_strip
 
 if TYPE_CHECKING:
     from longhaul_daemon.rpc.services import Services
 
-__all__ = ["STRIP_RECORD", "build_tool_methods"]
+__all__ = ["build_tool_methods"]
 
 STRIP_DEADLINE_S = 2.0  # the shim waits this long before leaving pi's context as it is (lib/strip.ts)
-
-STRIP_RECORD = "kept-window-strip"  # LOG-21
 
 _log = structlog.get_logger("longhaul.tools")
 
 
-def build_tool_methods(services: Services, *, windows: WindowMemory | None = None) -> dict[str, RpcMethod]:
-    """The three tool methods for one daemon; ``windows`` is injectable so tests can watch the memory."""
-    memory = windows if windows is not None else WindowMemory()
+def build_tool_methods(services: Services) -> dict[str, RpcMethod]:
+    """The three tool methods for one daemon; handlers close over ``services``."""
 
     @rpc("remember", RememberParams)
     async def remember_method(params: RememberParams) -> RememberResult:
@@ -89,9 +85,9 @@ def build_tool_methods(services: Services, *, windows: WindowMemory | None = Non
         logged = False
         # TOOLS-10: only a window that really lost reasoning is logged, and only the first time.
         if plan.cutoff is not None and plan.stripped_blocks > 0:
-            logged = memory.first_time(params.session.sessionId, plan.cutoff)
+            logged = services.kept_windows.first_time(params.session.sessionId, plan.cutoff)
             if logged:
-                write_record(params.session, STRIP_RECORD, counts)
+                await services.recorder.kept_window_strip(params.session, counts)
                 _log.info("kept_window_strip", session_id=params.session.sessionId, **counts)
         return StripResult(
             cutoff=plan.cutoff,

@@ -2,11 +2,12 @@
 
 A provider may echo the API key in an error body, a model may repeat a header value in its answer, a user may
 paste a key into the chat. Wherever the text came from, nothing the daemon writes or returns may hold a value
-it holds as a credential (issue 12, item 4). The compact handler builds a :class:`Redactor` from the pass's
-``ModelCredentials`` (session model and summarizer: API key and header values) and binds it to the pass's
-context with :func:`bound`; every writer asks :func:`current` for it, so the operational log's structlog
-processor (:func:`redact_log_event`) learns the secrets of the pass in flight without any global list of them,
-and they are gone from the daemon when the pass ends.
+it holds as a credential. The compact handler builds a :class:`Redactor` from the pass's ``ModelCredentials``
+(session model and summarizer: API key and header values) with :func:`redactor_for_pass` and hands it, as an
+argument, to everything that writes for the pass: the pass and its model calls, the reply, the records, the
+``status`` it feeds. The pass's operational-log lines go through a logger bound with it (:func:`log_binding`),
+which the structlog processor :func:`redact_log_event` applies; no global list of secrets exists, and they
+are gone from the daemon when the pass ends.
 
 What is redacted, replaced by :data:`MARK`:
 
@@ -23,10 +24,8 @@ megabyte costs about 2 ms, where a regular expression of every 8-character piece
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import sys
-from collections.abc import Iterable, Iterator, MutableMapping
+from collections.abc import Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -36,14 +35,14 @@ if TYPE_CHECKING:  # annotations only: the record log is read by `report` withou
 
 __all__ = [
     "EMPTY",
+    "LOG_REDACTOR",
     "MARK",
     "MIN_SECRET_CHARS",
     "PIECE_CHARS",
     "PIECE_SECRET_CHARS",
     "Redactor",
-    "bound",
     "credential_values",
-    "current",
+    "log_binding",
     "redact_log_event",
     "redactor_for_pass",
 ]
@@ -231,22 +230,13 @@ def _merge(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 EMPTY: Final = Redactor()
 
-_CURRENT: contextvars.ContextVar[Redactor] = contextvars.ContextVar("longhaul_redactor", default=EMPTY)
+LOG_REDACTOR: Final = "_redactor"
+"""The field a logger binds a pass's redactor under; :func:`redact_log_event` takes it out of every line."""
 
 
-def current() -> Redactor:
-    """The redactor of the pass this code runs in (its tasks and threads inherit it), else ``EMPTY``."""
-    return _CURRENT.get()
-
-
-@contextlib.contextmanager
-def bound(redactor: Redactor) -> Iterator[Redactor]:
-    """Make ``redactor`` (joined with any already bound) :func:`current` for the block, then forget it."""
-    token = _CURRENT.set(_CURRENT.get().union(redactor))
-    try:
-        yield _CURRENT.get()
-    finally:
-        _CURRENT.reset(token)
+def log_binding(redactor: Redactor) -> dict[str, Redactor]:
+    """What to ``bind`` on a structlog logger so that every line it writes is redacted with ``redactor``."""
+    return {LOG_REDACTOR: redactor} if redactor else {}
 
 
 def credential_values(credentials: ModelCredentials | None) -> list[str]:
@@ -268,9 +258,10 @@ def redactor_for_pass(params: CompactParams) -> Redactor:
 
 
 def redact_log_event(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> Any:
-    """structlog processor: every value of the event redacted with the current pass's redactor."""
-    redactor = _CURRENT.get()
-    if redactor:
+    """structlog processor: every value of a line redacted with the redactor its logger was bound with
+    (:func:`log_binding`), which leaves the line."""
+    redactor = event_dict.pop(LOG_REDACTOR, None)
+    if isinstance(redactor, Redactor) and redactor:
         for key, value in list(event_dict.items()):
             event_dict[key] = redactor.value(value)
     return event_dict

@@ -12,7 +12,7 @@ Once the daemon has sent the shim a request of its own (``model.complete``, :mod
 waits, the loop reads even with every slot taken: the reply it waits for must never queue behind the slot its
 own handler holds.
 
-Bounds (issue 12, item 6; the values are in :mod:`longhaul_daemon.config` and docs/reliability.md): the
+Bounds (issue 12, item 6; the values are in :mod:`longhaul_daemon.defaults` and docs/reliability.md): the
 daemon serves at most ``max_connections`` at once (one more is answered -32005 and closed), and every byte in
 a read buffer or a frame being handled counts against a :class:`~.framing.ByteBudget` shared by all
 connections (a connection that would pass it is answered -32005 and closed). A connection with no request
@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import structlog
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
-from longhaul_daemon.config import (
+from longhaul_daemon.defaults import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_BUFFERED_BYTES,
     DEFAULT_MAX_CONNECTIONS,
@@ -43,11 +42,17 @@ from longhaul_daemon.config import (
     MAX_IN_FLIGHT_PER_CONNECTION,
 )
 from longhaul_daemon.errors import INVALID_REQUEST, SERVER_BUSY
-from longhaul_daemon.models.via_pi import bind_peer
 from longhaul_daemon.rpc import Dispatcher, encode_message, error_response
-from longhaul_daemon.rpc.dispatch import NOT_DECODED, MethodCall
-from longhaul_daemon.rpc.registry import RpcOutcome, internal_error
-from longhaul_daemon.server.framing import BudgetExceeded, ByteBudget, Frame, FrameReader, FrameTooLarge, line
+from longhaul_daemon.rpc.dispatch import NOT_DECODED, Caller
+from longhaul_daemon.rpc.registry import internal_error
+from longhaul_daemon.server.framing import (
+    ByteBudget,
+    ByteBudgetExceeded,
+    Frame,
+    FrameReader,
+    FrameTooLarge,
+    line,
+)
 from longhaul_daemon.server.peer import ShimPeer, note_in, response_in
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
@@ -140,6 +145,8 @@ class _Connection:
         self._write_lock = anyio.Lock()
         self._slots = anyio.Semaphore(limits.max_in_flight)
         self.peer = ShimPeer(self.write)
+        # its requests run in the connection's request group, and compact may ask the shim back
+        self._caller = Caller(requests, self.peer)
         self.reader = FrameReader(stream, limits.max_frame, budget)
         self._running = 0  # requests of this connection being handled now
         self._quiet = anyio.Event()  # set whenever _running drops to 0
@@ -164,7 +171,7 @@ class _Connection:
                 reply = error_response(INVALID_REQUEST, "Frame too large", data={"maxFrame": exc.max_frame})
                 await self._refuse(reply)
                 return  # requests already running still get their replies
-            except BudgetExceeded:
+            except ByteBudgetExceeded:
                 if holds_slot:
                     self._slots.release()
                 _log.warning("buffer_budget_exceeded")
@@ -275,30 +282,11 @@ class _Connection:
     def _has_requests_running(self) -> bool:
         return self._slots.value < self._limits.max_in_flight
 
-    async def _run_method(self, call: MethodCall) -> RpcOutcome:
-        """Run one method call as a task of this connection's request group (see ``run_in_own_group``): the
-        client leaving cancels it at once, once, by scope, so its shielded cleanups run to the end."""
-        outcomes: list[RpcOutcome] = []
-        finished = anyio.Event()
-
-        async def run() -> None:
-            try:
-                outcomes.append(await call())
-            finally:
-                finished.set()
-
-        self._requests.start_soon(run)
-        await finished.wait()
-        if not outcomes:  # cancelled with the connection, and so is this wait: the checkpoint raises
-            await anyio.lowlevel.checkpoint()
-            return internal_error(RuntimeError("method ended without an outcome"), where="connection")
-        return outcomes[0]
-
     async def _handle(self, frame: Frame, decoded: Any) -> None:
         self._tracker.begin()
         try:
             try:
-                reply = await self._dispatcher.dispatch(frame, decoded=decoded, runner=self._run_method)
+                reply = await self._dispatcher.dispatch(frame, decoded=decoded, caller=self._caller)
             except Exception as exc:
                 failure = internal_error(exc, where="connection")
                 reply = encode_message(error_response(failure.code, failure.message, data=failure.data))
@@ -375,7 +363,6 @@ async def _serve_admitted(
     structlog.contextvars.bind_contextvars(conn=connection_id, peer_pid=peer_pid)
     async with anyio.create_task_group() as requests:
         connection = _Connection(stream, dispatcher, tracker, limits, requests, budget)
-        bind_peer(connection.peer)  # handlers start in this context, so current_peer() finds it
         try:
             with anyio.CancelScope() as reading:
                 async with anyio.create_task_group() as watch:

@@ -24,8 +24,8 @@ from anyio.abc import ByteReceiveStream
 __all__ = [
     "KEEP_BUFFER_BYTES",
     "READ_CHUNK",
-    "BudgetExceeded",
     "ByteBudget",
+    "ByteBudgetExceeded",
     "Frame",
     "FrameReader",
     "FrameTooLarge",
@@ -51,7 +51,7 @@ class FrameTooLarge(Exception):
         self.max_frame = max_frame
 
 
-class BudgetExceeded(Exception):
+class ByteBudgetExceeded(Exception):
     """The bytes buffered across all connections would pass the daemon's cap; this connection is refused."""
 
 
@@ -135,8 +135,8 @@ class FrameReader:
         """The next non-blank frame without its newline, or ``None`` once the client is gone (EOF or reset).
 
         A frame of exactly ``max_frame`` bytes is accepted; a longer one raises :class:`FrameTooLarge`, and
-        bytes the daemon-wide budget cannot hold raise :class:`BudgetExceeded`. Bytes after the last newline
-        at EOF are an incomplete frame and are dropped with the connection.
+        bytes the daemon-wide budget cannot hold raise :class:`ByteBudgetExceeded`. Bytes after the last
+        newline at EOF are an incomplete frame and are dropped with the connection.
         """
         while True:
             index = self._buffer.find(_NEWLINE, self._scanned)
@@ -153,7 +153,7 @@ class FrameReader:
             if chunk is None:
                 return None
             if not self._budget.take(len(chunk)):
-                raise BudgetExceeded()
+                raise ByteBudgetExceeded()
             self._buffer += chunk
 
     async def _receive(self) -> bytes | None:

@@ -1,9 +1,10 @@
 """The daemon's life from socket to exit: accept loop, systemd notify and watchdog, signals, graceful drain.
 
-Shutdown (SIGTERM/SIGINT, or the ``stop`` event in tests): ``STOPPING=1``, stop accepting and close the
-listener, wait up to ``grace_s`` for in-flight *requests* (not idle connections) to finish, cancel whatever is
-left, close the HTTP client every pass shared, then unlink the socket unless systemd owns it. The daemon
-keeps no truth of its own (the transcript does), so a cancelled pass only costs the shim a fallback.
+Shutdown (SIGTERM/SIGINT, or :meth:`DaemonHandle.stop` for a daemon run inside a program): ``STOPPING=1``,
+stop accepting and close the listener, wait up to ``grace_s`` for in-flight *requests* (not idle
+connections) to finish, cancel whatever is left, close the HTTP client every pass shared, then unlink the
+socket unless systemd owns it. The daemon keeps no truth of its own (the transcript does), so a cancelled
+pass only costs the shim a fallback.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from anyio.abc import SocketListener, SocketStream, TaskGroup, TaskStatus
 
 from longhaul_daemon import __version__, systemd
 from longhaul_daemon.collector import MAX_PAUSE_S, PAUSE, collect_all
-from longhaul_daemon.config import (
+from longhaul_daemon.defaults import (
     DEFAULT_GRACE_S,
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_BUFFERED_BYTES,
@@ -45,6 +46,7 @@ from longhaul_daemon.models.http import make_shared_client
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.rpc import Dispatcher, RunPass, Services, build_methods
 from longhaul_daemon.rpc.registry import internal_error
+from longhaul_daemon.rpc.services import real_pass
 from longhaul_daemon.secrets.redaction import redact_log_event
 from longhaul_daemon.server.connection import ConnectionLimits, RequestTracker, ServerLoad, serve_connection
 from longhaul_daemon.server.listener import OpenedListener, open_listener
@@ -58,7 +60,6 @@ __all__ = [
     "DaemonHandle",
     "ServeOptions",
     "configure_operational_log",
-    "full_collection",
     "return_large_blocks",
     "run_daemon",
     "tune_for_serving",
@@ -74,9 +75,15 @@ more threads add no throughput, and every busy one takes the GIL from the event 
 at once on 2 cores, 40 threads put ``status`` p99 near 0.4 s, 4 threads under 0.2 s, at the same wall time."""
 
 
+COLLECT_EVERY_S: Final = 5.0
+"""How often the daemon looks for a gap between passes to run a full garbage collection in."""
+
+
 @dataclass(frozen=True)
 class ServeOptions:
-    """Everything ``serve`` needs; the CLI builds it from flags and environment."""
+    """Everything ``serve`` needs; the CLI builds it from flags and environment. ``run_pass`` is the pass
+    ``compact`` runs, the real one unless a program embedding the daemon (the tests) gives another;
+    ``collect_every_s`` is how often a full garbage collection may run between passes."""
 
     socket_path: Path
     may_narrow_dir: bool = False
@@ -92,26 +99,30 @@ class ServeOptions:
     via_pi_apis: frozenset[str] = frozenset()  # model apis the daemon sends through pi (PASS-22)
     concurrency: Mapping[str, int] = field(default_factory=dict)  # calls at once per provider key
     worker_threads: int = WORKER_THREADS
+    run_pass: RunPass = real_pass
+    collect_every_s: float = COLLECT_EVERY_S
 
 
 @dataclass(frozen=True)
 class DaemonHandle:
-    """What a running daemon reports once it listens: where, the services its methods share, and the load
-    (open connections, buffered bytes) its connections share."""
+    """What a running daemon reports once it listens: where, the services its methods share, the load (open
+    connections, buffered bytes) its connections share, and :meth:`stop`."""
 
     socket_path: Path
     services: Services
     load: ServerLoad
+    _stopping: anyio.Event
+
+    def stop(self) -> None:
+        """Begin the shutdown a SIGTERM begins: stop accepting, drain within the grace period, return."""
+        self._stopping.set()
 
 
 async def run_daemon(
-    options: ServeOptions,
-    *,
-    run_pass: RunPass | None = None,
-    stop: anyio.Event | None = None,
-    task_status: TaskStatus[DaemonHandle] = anyio.TASK_STATUS_IGNORED,
+    options: ServeOptions, *, task_status: TaskStatus[DaemonHandle] = anyio.TASK_STATUS_IGNORED
 ) -> None:
-    """Serve until a signal (or ``stop``) arrives, then drain and return; StartupError if it cannot listen."""
+    """Serve until a signal arrives (or the handle's :meth:`~DaemonHandle.stop` is called), then drain and
+    return; StartupError if it cannot listen."""
     opened = await open_listener(options.socket_path, uid=os.getuid(), may_narrow_dir=options.may_narrow_dir)
     try:
         services = Services(
@@ -120,10 +131,9 @@ async def run_daemon(
             pass_budget_s=options.pass_budget_s,
             via_pi_apis=options.via_pi_apis,
             provider_limits=ProviderLimits(per_provider=options.concurrency),
+            run_pass=options.run_pass,
         )
-        if run_pass is not None:
-            services.run_pass = run_pass
-        stop_event = stop if stop is not None else anyio.Event()
+        stop_event = anyio.Event()
         anyio.to_thread.current_default_thread_limiter().total_tokens = options.worker_threads
         # One HTTP client for every pass (pool and SSL context built once); closed once nothing runs.
         async with make_shared_client() as client, anyio.create_task_group() as root:
@@ -217,7 +227,7 @@ async def _serve_until_stopped(
     load = ServerLoad(options.max_connections, options.max_buffered_bytes)
     async with anyio.create_task_group() as connections:
         connections.start_soon(_accept_loop, opened.listener, connections, dispatcher, tracker, limits, load)
-        connections.start_soon(_collect_between_passes, services, tracker)
+        connections.start_soon(_collect_between_passes, services, tracker, options.collect_every_s)
         systemd.notify("READY=1", f"STATUS=Listening on {opened.path}")
         _log.info(
             "daemon_ready",
@@ -227,7 +237,7 @@ async def _serve_until_stopped(
             socket_activated=opened.activated,
             pass_budget_s=options.pass_budget_s,
         )
-        task_status.started(DaemonHandle(opened.path, services, load))
+        task_status.started(DaemonHandle(opened.path, services, load, stop))
         await stop.wait()
         systemd.notify("STOPPING=1", f"STATUS=Draining {tracker.in_flight} request(s)")
         _log.info("daemon_stopping", in_flight=tracker.in_flight, grace_s=options.grace_s)
@@ -240,10 +250,7 @@ async def _serve_until_stopped(
         connections.cancel_scope.cancel()
 
 
-COLLECT_EVERY_S: Final = 5.0
-
-
-async def _collect_between_passes(services: Services, tracker: RequestTracker) -> None:
+async def _collect_between_passes(services: Services, tracker: RequestTracker, every_s: float) -> None:
     """A full garbage collection every few seconds while requests come in, whenever no pass is running.
 
     :data:`GC_THRESHOLDS` makes full collections rare so a big pass does not stall ``status``; but each failed
@@ -257,18 +264,13 @@ async def _collect_between_passes(services: Services, tracker: RequestTracker) -
     """
     handled = tracker.handled
     while True:
-        await anyio.sleep(COLLECT_EVERY_S)
+        await anyio.sleep(every_s)
         if tracker.handled != handled and services.passes_in_flight == 0:
             handled = tracker.handled
-            full_collection()
+            collect_all()
         elif PAUSE.paused_for() > MAX_PAUSE_S:
-            full_collection()
+            collect_all()
             PAUSE.collected()
-
-
-def full_collection() -> int:
-    """One full garbage collection, frozen objects included (a seam: tests watch when the daemon runs one)."""
-    return collect_all()
 
 
 async def _accept_loop(

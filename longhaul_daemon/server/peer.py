@@ -2,8 +2,9 @@
 
 PASS-22's ``model.complete`` runs inside a ``compact`` handler and must reach the very shim that asked: that
 shim's pi holds the model registry and credentials. So each connection has one :class:`ShimPeer`; the read
-loop hands it every inbound *response* (a frame with ``result`` or ``error`` and no ``method``), and a handler
-finds it through :func:`longhaul_daemon.models.via_pi.current_peer`. Our ids are strings ``d<n>``, so they
+loop hands it every inbound *response* (a frame with ``result`` or ``error`` and no ``method``), and the
+dispatcher hands it to the ``compact`` handler as an argument, which hands it to the pass (a
+:class:`~longhaul_daemon.models.via_pi.PiPeer`). Our ids are strings ``d<n>``, so they
 can never be mistaken for the shim's own numeric ids. When the connection closes, every waiting call fails
 with a retryable :class:`~longhaul_daemon.models.via_pi.ShimConnectionLost`; a cancelled call just stops
 waiting (a reply arriving later is dropped).

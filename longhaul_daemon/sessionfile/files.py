@@ -298,8 +298,7 @@ class SessionWarmer:
         self._waiting: OrderedDict[str, str] = OrderedDict()  # path -> session id
         self._thread: threading.Thread | None = None
         self._stopped = False
-        self._busy = False
-        self.warmed = 0  # files indexed (for status and tests)
+        self.warmed = 0  # files indexed, for status
 
     def submit(self, path: str, session_id: str) -> bool:
         """Queue ``path``; False when it was not queued (stopped, already waiting, or the queue is full)."""
@@ -320,11 +319,6 @@ class SessionWarmer:
             self._waiting.clear()
             self._cond.notify()
 
-    def idle(self, timeout: float) -> bool:
-        """Wait until nothing is waiting or being indexed; False on timeout (tests and benchmarks)."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._waiting and not self._busy, timeout)
-
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -332,7 +326,6 @@ class SessionWarmer:
                 if self._stopped:
                     return
                 path, session_id = self._waiting.popitem(last=False)
-                self._busy = True
             try:
                 with PAUSE.held():
                     warmed = self._files.warm(path, session_id=session_id)
@@ -340,7 +333,3 @@ class SessionWarmer:
                     self.warmed += 1
             except Exception as exc:  # a bug here must not end warming for every later session
                 _log.error("session_warm_failed", error_class=type(exc).__name__)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()

@@ -17,7 +17,6 @@ __all__ = [
     "SPAN_TYPE",
     "is_custom",
     "is_longhaul_compaction",
-    "is_own_custom",
 ]
 
 COMPACTOR = "longhaul"  # details.compactor of every compaction Longhaul writes (FOLD-2)
@@ -43,13 +42,3 @@ def is_longhaul_compaction(entry: Mapping[str, Any]) -> bool:
 def is_custom(entry: Mapping[str, Any], custom_type: str) -> bool:
     """A ``custom`` entry of ``custom_type``."""
     return entry.get("type") == "custom" and entry.get("customType") == custom_type
-
-
-def is_own_custom(entry: Mapping[str, Any]) -> bool:
-    """Any ``custom`` entry Longhaul wrote (events, span records, compaction lines)."""
-    custom_type = entry.get("customType")
-    return (
-        entry.get("type") == "custom"
-        and isinstance(custom_type, str)
-        and custom_type.startswith(OWN_CUSTOM_PREFIX)
-    )

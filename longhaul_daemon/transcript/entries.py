@@ -18,8 +18,6 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 __all__ = [
-    "KNOWN_ENTRY_TYPES",
-    "KNOWN_ROLES",
     "Block",
     "Entry",
     "ImageBlock",
@@ -32,23 +30,6 @@ __all__ = [
     "parse_entry",
     "parse_message",
 ]
-
-KNOWN_ROLES = frozenset(
-    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
-)
-KNOWN_ENTRY_TYPES = frozenset(
-    {
-        "message",
-        "model_change",
-        "thinking_level_change",
-        "compaction",
-        "branch_summary",
-        "custom",
-        "custom_message",
-        "label",
-        "session_info",
-    }
-)
 
 
 def _str_or_none(value: object) -> str | None:

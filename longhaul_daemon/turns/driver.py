@@ -36,7 +36,7 @@ from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
 from longhaul_daemon.diff.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.diff.schema import BOUNDS, DraftAnswer, ParsedAnswer
 from longhaul_daemon.models.budget import Budget
-from longhaul_daemon.models.errors import BudgetExceeded, ModelCallError, RateLimited
+from longhaul_daemon.models.call_errors import BudgetExceeded, ModelCallError, RateLimited
 from longhaul_daemon.turns.asks import SYSTEM_PROMPT, ask, repair_note
 from longhaul_daemon.turns.conversation import (
     ContextFull,

@@ -14,7 +14,7 @@ from typing import Any
 
 from longhaul_daemon.diff.planning import answer_tokens
 from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
-from longhaul_daemon.models.errors import ModelCallError
+from longhaul_daemon.models.call_errors import ModelCallError
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.result import CompletionResult, StopReason, Usage
 from longhaul_daemon.models.structured import OutputSchema

@@ -26,7 +26,7 @@ from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT
 from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
 from longhaul_daemon.diff.stage import run_diff
 from longhaul_daemon.diff.takeover import Takeover
-from longhaul_daemon.models.errors import BudgetExceeded, RetryableError
+from longhaul_daemon.models.call_errors import BudgetExceeded, RetryableError
 from longhaul_daemon.passes.model_calls import raised_budget
 from longhaul_daemon.state.model import Rule, State
 from longhaul_daemon.transcript.messages import SpanMessage

@@ -16,6 +16,7 @@ import pytest
 from models.scripted import scripted_server
 from passes.model_steps import answer_reply, state_of, with_model
 from passes.pi_branch import Session
+from rpc_replies import decoded
 
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams, CompactResult
@@ -44,7 +45,7 @@ async def _compact_over_rpc(services: Services, params: CompactParams, agent: Pa
     document: dict[str, Any] = params.model_dump(mode="json", exclude_none=True)
     document["session"]["agentDir"] = str(agent)
     with anyio.fail_after(30):
-        outcome = await build_methods(services)["compact"].call(**document)
+        outcome = decoded(await build_methods(services)["compact"].call(None, **document))
     assert isinstance(outcome, RpcSuccess)
     return CompactResult.model_validate(outcome.result)
 

@@ -38,15 +38,16 @@ async def test_methods_log_codes_and_counts_only(stream: io.StringIO, tmp_path: 
     session = facts(tmp_path)
     message = {"role": "user", "content": f"{MARKER} {SECRET}", "timestamp": 1}
     with anyio.fail_after(30):
-        await methods["hello"].call(session=session, reason=f"{MARKER} with spaces")
+        await methods["hello"].call(None, session=session, reason=f"{MARKER} with spaces")
         await methods["compact"].call(
+            None,
             session=session,
             customInstructions=MARKER,
             preparation={"firstKeptEntryId": "e1", "tokensBefore": 5, "messagesToSummarize": [message]},
             branchEntries=[{"type": "message", "id": "e0", "parentId": None, "message": message}],
         )
         await methods["incident"].call(
-            session=session, kind="fallback", reason="x", errorClass="Error", error=f"{MARKER} {SECRET}"
+            None, session=session, kind="fallback", reason="x", errorClass="Error", error=f"{MARKER} {SECRET}"
         )
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert {"hello", "pass_started", "pass_finished", "incident"} <= {line["event"] for line in lines}

@@ -107,7 +107,7 @@ def marked_params(agent: Path, project: Path, **env: str) -> dict[str, Any]:
 
 async def call(services: Services, method: str, params: dict[str, Any]) -> Any:
     with anyio.fail_after(30):
-        outcome = decoded(await build_methods(services)[method].call(**params))
+        outcome = decoded(await build_methods(services)[method].call(None, **params))
     assert isinstance(outcome, RpcSuccess | RpcFailure)
     return outcome
 
@@ -290,7 +290,8 @@ async def test_a_step_in_a_thread_past_the_budget_does_not_hold_the_answer(
     def stuck_step() -> None:
         finished.wait(30)
 
-    async def stuck(_params: CompactParams, *, progress: PassProgress, **_: object) -> CompactResult:
+    async def stuck(_params: CompactParams, *, progress: PassProgress | None, **_: object) -> CompactResult:
+        assert progress is not None
         progress.span = 2
         await Offload().run(stuck_step)
         raise AssertionError("the step ended first")
@@ -313,7 +314,8 @@ async def test_a_cancelled_pass_and_one_cut_off_by_the_methods_net_each_leave_a_
     """A pass whose client went away is recorded ``aborted`` (the shim's own incident for it is not written
     again); one cut off by the method's deadline net, past its budget, is a ``timeout`` fallback."""
 
-    async def slow(_params: CompactParams, *, progress: PassProgress, **_: object) -> CompactResult:
+    async def slow(_params: CompactParams, *, progress: PassProgress | None, **_: object) -> CompactResult:
+        assert progress is not None
         progress.span = 3
         await anyio.sleep_forever()
         raise AssertionError
@@ -324,7 +326,7 @@ async def test_a_cancelled_pass_and_one_cut_off_by_the_methods_net_each_leave_a_
 
     async def hung_up() -> None:
         started.set()
-        await method.call(**marked_params(agent, project))
+        await method.call(None, **marked_params(agent, project))
 
     async with anyio.create_task_group() as group:
         group.start_soon(hung_up)
@@ -337,7 +339,8 @@ async def test_a_cancelled_pass_and_one_cut_off_by_the_methods_net_each_leave_a_
     await call(services, "incident", {**incident, "passId": aborted["passId"]})
     assert len(records(agent)) == 1 and services.pass_counts.aborted == 1
 
-    async def deaf(_params: CompactParams, *, progress: PassProgress, **_: object) -> CompactResult:
+    async def deaf(_params: CompactParams, *, progress: PassProgress | None, **_: object) -> CompactResult:
+        assert progress is not None
         progress.span = 3
         with anyio.CancelScope(shield=True):  # a step the pass's own budget cannot reach
             await anyio.sleep(0.3)
@@ -346,7 +349,7 @@ async def test_a_cancelled_pass_and_one_cut_off_by_the_methods_net_each_leave_a_
 
     services = Services(socket_path="/s", run_pass=deaf, pass_budget_s=0.05)
     with anyio.move_on_after(0.1):  # as the registry's net does, past the budget
-        await build_methods(services)["compact"].call(**marked_params(agent, project))
+        await build_methods(services)["compact"].call(None, **marked_params(agent, project))
     record = records(agent)[-1]
     assert (record["event"], record["reason"], record["span"]) == ("fallback", "timeout", 3)
 
@@ -359,15 +362,17 @@ async def test_pass16_a_pass_cut_off_after_its_fold_falls_back_under_its_span_nu
     pass-error's."""
 
     async def folded_then_slow(
-        _params: CompactParams, *, progress: PassProgress, **_: object
+        _params: CompactParams, *, progress: PassProgress | None, **_: object
     ) -> CompactResult:
+        assert progress is not None
         progress.span = 4
         await anyio.sleep_forever()
         raise AssertionError
 
     async def folded_then_crash(
-        _params: CompactParams, *, progress: PassProgress, **_: object
+        _params: CompactParams, *, progress: PassProgress | None, **_: object
     ) -> CompactResult:
+        assert progress is not None
         progress.span = 4
         raise KeyError("boom")
 

@@ -15,7 +15,7 @@ import pytest
 
 from longhaul_daemon.models import Budget, CallTrace, complete, make_client
 from longhaul_daemon.models import http as model_http
-from longhaul_daemon.models.errors import FatalError, ReplyTooLarge
+from longhaul_daemon.models.call_errors import FatalError, ReplyTooLarge
 from longhaul_daemon.models.http import HttpClient, SseParser
 
 from .scripted import json_reply, scripted_server

@@ -9,7 +9,7 @@ import anyio.lowlevel
 import pytest
 
 from longhaul_daemon.models import Budget, BudgetExceeded, FatalError, QuotaExceeded, RetryableError
-from longhaul_daemon.models.errors import ModelCallError
+from longhaul_daemon.models.call_errors import ModelCallError
 from longhaul_daemon.models.retry import backoff, error_for_status, retry_after_seconds, run_with_retries
 
 

@@ -9,7 +9,7 @@ import pytest
 from longhaul_daemon.models.request import default_compat
 from longhaul_daemon.models.routing import RoutePlan, compat_from_pi, plan_routes
 from longhaul_daemon.protocol import CompactParams
-from longhaul_daemon.settings import Settings
+from longhaul_daemon.user_settings import Settings
 
 SESSION_KEY = "sk-session-7f3a9c1e"
 SUMMARIZER_KEY = "sk-summarizer-2b8d4e6f"

@@ -27,7 +27,7 @@ from longhaul_daemon.models import (
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.tool_calls import ToolCall, ToolResult, ToolSpec
 from longhaul_daemon.models.via_pi import TOOLS_NOT_CARRIED, NoteSink
-from longhaul_daemon.secrets.redaction import MARK, Redactor, bound
+from longhaul_daemon.secrets.redaction import MARK, Redactor
 
 pytestmark = pytest.mark.anyio
 
@@ -120,7 +120,7 @@ async def test_a_shim_that_did_not_carry_the_tools_is_refused_by_name(client: Ht
 async def test_through_pi_both_routes_keys_leave_neither_the_request_nor_the_reply(
     client: HttpClient,
 ) -> None:
-    """A call made by pi is scrubbed like one the daemon makes: the other route's key (bound for the pass)
+    """A call made by pi is scrubbed like one the daemon makes: the other route's key (the pass's redactor)
     and pi's own are taken out of what the shim is sent and of the calls it hands back."""
     other = "sk-summarizer-Hh3Jj8Gg2Ff6"
     echoed = {"id": other, "name": f"x{other}", "arguments": {"ref": other}}
@@ -128,9 +128,13 @@ async def test_through_pi_both_routes_keys_leave_neither_the_request_nor_the_rep
     peer = Peer(reply)
     request = ask()
     leaky = (Message("user", f"the key is {other}"), *request.messages[1:])
-    with bound(Redactor([other])), anyio.fail_after(10):
+    with anyio.fail_after(10):
         result = await complete(
-            replace(request, messages=leaky), budget=Budget.after(10), client=client, peer=peer
+            replace(request, messages=leaky),
+            budget=Budget.after(10),
+            client=client,
+            peer=peer,
+            redactor=Redactor([other]),
         )
     assert other[:12] not in json.dumps(peer.params) and MARK in json.dumps(peer.params)
     [call] = result.tool_calls

@@ -20,7 +20,7 @@ from models.wires import KEY
 from pydantic import SecretStr
 
 from longhaul_daemon.models.access import ModelAccess
-from longhaul_daemon.models.via_pi import NoteSink, ShimErrorReply, bind_peer
+from longhaul_daemon.models.via_pi import NoteSink, ShimErrorReply
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import (
     CompactParams,
@@ -84,15 +84,8 @@ def summarizer(server_url: str, *, provider: str, api: str, key: str) -> Summari
 
 
 async def run_with_shim(params: CompactParams, shim: RecordingShim, access: ModelAccess) -> CompactResult:
-    results: list[CompactResult] = []
-
-    async def bound() -> None:
-        bind_peer(shim)  # this task only, as a connection binds its own shim
-        results.append(await run_pass(params, pass_id="p1", access=access))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(bound)
-    return results[0]
+    # as a connection hands the pass its own shim
+    return await run_pass(params, pass_id="p1", access=access, peer=shim)
 
 
 def carried(requests: list[Recorded]) -> str:

@@ -188,7 +188,7 @@ async def test_diff13_fail13_a_verifier_that_raises_leaves_no_state_and_the_pass
     params = with_model(session.params(len(session.entries) - 1), server)
     from longhaul_daemon.rpc.methods import _run_compact
 
-    result = await _run_compact(services, params)
+    result = await _run_compact(services, params, None)
     assert result.fallback == "pass-error" and result.compaction is None and result.after is None
 
 

@@ -59,7 +59,7 @@ def compaction_record(params: CompactParams) -> dict[str, Any]:
 async def compact(tmp_path: Path, server: ScriptedServer, **env: str) -> tuple[dict[str, Any], str]:
     server.script.append(answer_reply({"u1": ("rule", MISQUOTE), "u2": "not a rule"}))
     params = params_for(tmp_path, server, **env)
-    result = await _run_compact(Services(socket_path="/unused"), params)
+    result = await _run_compact(Services(socket_path="/unused"), params, None)
     assert result.compaction is not None and result.after is not None
     assert result.after.spanRecord["closedAs"] == "whole"
     assert "rejected_quotes" not in result.model_dump_json()  # never sent back over the socket

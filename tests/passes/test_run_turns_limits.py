@@ -18,7 +18,7 @@ from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS
 
 from longhaul_daemon.models.access import ModelAccess
-from longhaul_daemon.models.via_pi import NoteSink, bind_peer
+from longhaul_daemon.models.via_pi import NoteSink
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams, CompactResult, FileOps, ModelFacts
 from longhaul_daemon.turns.result import NO_NARRATIVE
@@ -222,15 +222,7 @@ def via_pi(params: CompactParams) -> CompactParams:
 
 
 async def run_with_peer(params: CompactParams, shim: Shim) -> CompactResult:
-    results: list[CompactResult] = []
-
-    async def bound() -> None:
-        bind_peer(shim)  # this task only, as a connection binds its own shim
-        results.append(await run_pass(params, pass_id="p1"))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(bound)
-    return results[0]
+    return await run_pass(params, pass_id="p1", peer=shim)  # as a connection hands the pass its own shim
 
 
 async def test_turns7_through_pi_model_complete_the_tool_and_its_results_travel(session: Session) -> None:

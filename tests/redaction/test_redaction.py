@@ -9,8 +9,6 @@ from __future__ import annotations
 import string
 from typing import Any
 
-import anyio
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,8 +18,7 @@ from longhaul_daemon.secrets.redaction import (
     MARK,
     PIECE_CHARS,
     Redactor,
-    bound,
-    current,
+    log_binding,
     redact_log_event,
     redactor_for_pass,
 )
@@ -141,27 +138,12 @@ def test_a_pass_redactor_holds_both_models_key_and_header_values() -> None:
     assert redactor.text(f"{KEY} {HEADER} sum-key-0123456789") == f"{MARK} {MARK} {MARK}"
 
 
-@pytest.mark.anyio
-async def test_bound_reaches_tasks_and_threads_and_ends_with_the_block() -> None:
-    seen: list[str] = []
-
-    def in_thread() -> None:
-        seen.append(current().text(KEY))
-
-    async def in_task() -> None:
-        seen.append(current().text(KEY))
-
-    with bound(Redactor([KEY])):
-        await anyio.to_thread.run_sync(in_thread)
-        async with anyio.create_task_group() as group:
-            group.start_soon(in_task)
-    assert seen == [MARK, MARK]
-    assert current() is EMPTY
-
-
-def test_the_log_processor_redacts_every_value_of_the_pass_in_flight() -> None:
+def test_the_log_processor_redacts_every_value_of_a_line_whose_logger_holds_a_pass_redactor() -> None:
     event = {"event": "model_call", "code": KEY[4:20], "nested": {"k": [HEADER]}, "n": 3}
     assert redact_log_event(None, "info", dict(event)) == event  # no pass: nothing to redact
-    with bound(Redactor([KEY, HEADER])):
-        out = redact_log_event(None, "info", dict(event))
-    assert out == {"event": "model_call", "code": MARK, "nested": {"k": [MARK]}, "n": 3}
+    out = redact_log_event(None, "info", {**event, **log_binding(Redactor([KEY, HEADER]))})
+    assert out == {"event": "model_call", "code": MARK, "nested": {"k": [MARK]}, "n": 3}  # the field left
+
+
+def test_a_pass_without_credentials_binds_nothing_to_its_logger() -> None:
+    assert log_binding(EMPTY) == {} and log_binding(Redactor(["short"])) == {}

@@ -34,9 +34,9 @@ from fuzz_frames import FUZZ_KEY, Case, FrameFactory, hostile_value
 from fuzz_load import burst, slow_loris
 from model_stub import model_stub
 
-from longhaul_daemon.config import MAX_BATCH
+from longhaul_daemon.defaults import MAX_BATCH
 from longhaul_daemon.jsoncodec import loads
-from longhaul_daemon.rpc.dispatch import InvalidEnvelope, check_envelope
+from longhaul_daemon.rpc.jsonrpcserver_adapter import InvalidEnvelope, check_envelope
 
 __all__ = ["ALLOWED_CODES", "FuzzConfig", "FuzzReport", "run_fuzz"]
 

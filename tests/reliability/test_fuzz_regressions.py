@@ -15,16 +15,16 @@ from pydantic import SecretStr
 
 from longhaul_daemon.log.report import build_report
 from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.call_errors import FatalError
 from longhaul_daemon.models.client import complete
-from longhaul_daemon.models.errors import FatalError
 from longhaul_daemon.models.http import make_client
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.routing import compat_from_pi
 from longhaul_daemon.protocol import Preparation, SessionFacts
 from longhaul_daemon.rpc.recording import report_for_session
-from longhaul_daemon.settings import load_settings
 from longhaul_daemon.tools.strip import plan_strip
 from longhaul_daemon.transcript.messages import select_span
+from longhaul_daemon.user_settings import load_settings
 
 UNHASHABLE: list[Any] = [["x"], {"a": 1}]
 NO_SUCH_PATHS = ["/tmp/a\x00b", "/tmp/\ud800", "/tmp/" + "x" * 5000]

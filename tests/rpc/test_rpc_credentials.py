@@ -20,10 +20,10 @@ from models.scripted import json_reply, scripted_server
 from pydantic import ValidationError
 from server.harness import connect, running_daemon
 
+from longhaul_daemon.ops.status_command import run_status
 from longhaul_daemon.ops.status_view import format_status
 from longhaul_daemon.protocol import CompactParams, StatusResult
 from longhaul_daemon.rpc.registry import describe_validation_error
-from longhaul_daemon.status_client import run_status
 
 KEY = "sk-planted-9d1e47c2b8a05f36"
 HEADER_SECRET = "hdr-planted-4c7b19e2"

@@ -13,13 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
-from longhaul_daemon.rpc.dispatch import (
-    Dispatcher,
-    InvalidEnvelope,
-    check_envelope,
-    decode_frame,
-    encode_message,
-)
+from longhaul_daemon.rpc.dispatch import Dispatcher, decode_frame, encode_message
+from longhaul_daemon.rpc.jsonrpcserver_adapter import InvalidEnvelope, check_envelope
 from longhaul_daemon.rpc.registry import rpc
 
 # jsonrpcserver 5.0.9's request-schema.json less its descriptions: the decision check_envelope must keep.

@@ -14,13 +14,12 @@ import structlog
 from rpc_replies import decoded
 
 from longhaul_daemon import __version__
-from longhaul_daemon.config import choose_compactor
 from longhaul_daemon.protocol import PROTOCOL_VERSION, CompactParams, CompactResult
 from longhaul_daemon.rpc import methods
 from longhaul_daemon.rpc.methods import Services, build_methods
 from longhaul_daemon.rpc.registry import METHOD_DEADLINE_S, RpcFailure, RpcSuccess
 from longhaul_daemon.rpc.tool_methods import STRIP_DEADLINE_S
-from longhaul_daemon.settings import Settings, load_settings
+from longhaul_daemon.user_settings import Settings, choose_compactor, load_settings
 
 SESSION = {"cwd": "/w", "sessionId": "s1", "agentDir": "/a", "piVersion": "0.1"}
 
@@ -53,7 +52,7 @@ def result_for(
 
 async def call(services: Services, method: str, params: dict[str, Any]) -> RpcSuccess | RpcFailure:
     with anyio.fail_after(10):
-        return decoded(await build_methods(services)[method].call(**params))
+        return decoded(await build_methods(services)[method].call(None, **params))
 
 
 @pytest.mark.parametrize(
@@ -193,20 +192,20 @@ async def test_a_second_compact_for_a_busy_session_is_refused_and_others_run() -
     first: list[Any] = []
 
     async def first_pass() -> None:
-        first.append(decoded(await methods["compact"].call(**compact_params("s1"))))
+        first.append(decoded(await methods["compact"].call(None, **compact_params("s1"))))
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(first_pass)
             await started.wait()
             assert services.passes_in_flight == 1
-            busy = decoded(await methods["compact"].call(**compact_params("s1")))
+            busy = decoded(await methods["compact"].call(None, **compact_params("s1")))
             assert busy == RpcFailure(-32002, "A pass for this session is already running", None)
-            status = await methods["status"].call()
+            status = await methods["status"].call(None)
             assert isinstance(status, RpcSuccess)
             assert status.result["inFlight"] == 1
             release.set()
-            other = decoded(await methods["compact"].call(**compact_params("s2")))
+            other = decoded(await methods["compact"].call(None, **compact_params("s2")))
             assert isinstance(other, RpcSuccess)
     assert isinstance(first[0], RpcSuccess)
     assert services.pass_counts.whole == 2
@@ -225,7 +224,7 @@ async def test_a_cancelled_pass_counts_as_aborted_and_frees_the_session() -> Non
     methods = build_methods(services)
 
     async def compact() -> None:
-        await methods["compact"].call(**compact_params())
+        await methods["compact"].call(None, **compact_params())
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:

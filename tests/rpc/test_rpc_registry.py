@@ -48,7 +48,7 @@ def make(handler_body: Any = None, *, deadline_s: float = METHOD_DEADLINE_S) -> 
 
 async def run(method: RpcMethod, *args: Any, **kwargs: Any) -> RpcSuccess | RpcFailure:
     with anyio.fail_after(10):
-        return await method.call(*args, **kwargs)
+        return await method.call(None, *args, **kwargs)
 
 
 @pytest.mark.anyio
@@ -58,10 +58,12 @@ async def test_success_dumps_the_result_in_json_mode() -> None:
 
 
 def test_wrapper_does_not_expose_the_handler_signature() -> None:
-    """No functools.wraps: jsonrpcserver binds against the wrapper's own (*args, **kwargs)."""
+    """No functools.wraps: jsonrpcserver binds against the wrapper's own (peer, *args, **kwargs)."""
     method = make()
     assert not hasattr(method.call, "__wrapped__")
-    assert str(inspect.signature(method.call)) == "(*args: 'Any', **kwargs: 'Any') -> 'RpcOutcome'"
+    assert str(inspect.signature(method.call)) == (
+        "(peer: 'PiPeer | None', /, *args: 'Any', **kwargs: 'Any') -> 'RpcOutcome'"
+    )
 
 
 @pytest.mark.anyio

@@ -25,7 +25,7 @@ def session_in(tmp_path: Path) -> tuple[dict[str, Any], Path, Path]:
 
 async def route(session: dict[str, Any]) -> RpcSuccess | RpcFailure:
     with anyio.fail_after(10):
-        return await build_methods(Services(socket_path="/s"))["route"].call(session=session)
+        return await build_methods(Services(socket_path="/s"))["route"].call(None, session=session)
 
 
 async def test_config8_route_names_the_agent_summarizer_and_the_project_overrides_it(tmp_path: Path) -> None:
@@ -41,10 +41,10 @@ async def test_config8_route_names_the_agent_summarizer_and_the_project_override
 async def test_config5_route_is_read_again_at_every_call(tmp_path: Path) -> None:
     session, agent, _ = session_in(tmp_path)
     methods = build_methods(Services(socket_path="/s"))
-    first = await methods["route"].call(session=session)
+    first = await methods["route"].call(None, session=session)
     assert isinstance(first, RpcSuccess) and first.result == {"summarizer": None}
     (agent / "longhaul.json").write_text(json.dumps({"summarizer": "cheap/small"}))
-    second = await methods["route"].call(session=session)
+    second = await methods["route"].call(None, session=session)
     assert isinstance(second, RpcSuccess) and second.result == {"summarizer": "cheap/small"}
 
 
@@ -58,5 +58,5 @@ async def test_config9_a_bad_file_means_no_summarizer_not_an_error(tmp_path: Pat
 
 async def test_route_without_session_facts_is_invalid_params() -> None:
     with anyio.fail_after(10):
-        outcome = await build_methods(Services(socket_path="/s"))["route"].call()
+        outcome = await build_methods(Services(socket_path="/s"))["route"].call(None)
     assert isinstance(outcome, RpcFailure) and outcome.code == -32602

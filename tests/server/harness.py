@@ -18,7 +18,6 @@ from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteStream
 
 from longhaul_daemon.protocol import CompactParams, CompactResult
-from longhaul_daemon.rpc import RunPass
 from longhaul_daemon.server.lifecycle import DaemonHandle, ServeOptions, run_daemon
 
 WAIT_S = 10.0  # the bound on every wait in these tests; never an assertion about speed
@@ -94,29 +93,17 @@ async def connect(socket_path: Path) -> AsyncIterator[RpcConnection]:
 
 
 @asynccontextmanager
-async def running_daemon(
-    socket_path: Path, *, run_pass: RunPass | None = None, stop: anyio.Event | None = None, **options: Any
-) -> AsyncIterator[DaemonHandle]:
-    """A daemon in this process (no signal handlers), drained when the block ends or ``stop`` is set."""
-    stop = stop if stop is not None else anyio.Event()
+async def running_daemon(socket_path: Path, **options: Any) -> AsyncIterator[DaemonHandle]:
+    """A daemon in this process (no signal handlers) built from ``options`` (``run_pass=``: the pass it runs),
+    drained when the block ends or its handle's ``stop()`` is called."""
     serve_options = ServeOptions(socket_path=socket_path, handle_signals=False, **options)
     async with anyio.create_task_group() as tg:
         with anyio.fail_after(WAIT_S):
-            handle: DaemonHandle = await tg.start(_run, serve_options, run_pass, stop)
+            handle: DaemonHandle = await tg.start(run_daemon, serve_options)
         try:
             yield handle
         finally:
-            stop.set()
-
-
-async def _run(
-    options: ServeOptions,
-    run_pass: RunPass | None,
-    stop: anyio.Event,
-    *,
-    task_status: anyio.abc.TaskStatus[DaemonHandle] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    await run_daemon(options, run_pass=run_pass, stop=stop, task_status=task_status)
+            handle.stop()
 
 
 def session(session_id: str = "s1", compactor: str | None = None) -> dict[str, Any]:

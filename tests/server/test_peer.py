@@ -1,7 +1,7 @@
 """PASS-20/PASS-22: the daemon's own requests to the shim, on the connection that carries ``compact``.
 
 Every test drives a real daemon on a real socket; the test plays the shim and answers (or not) the request the
-pass sends back through ``current_peer()``.
+pass sends back through the peer the connection hands it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from longhaul_daemon.models.via_pi import ShimConnectionLost, ShimErrorReply, current_peer
+from longhaul_daemon.models.via_pi import PiPeer, ShimConnectionLost, ShimErrorReply
 from longhaul_daemon.protocol import CompactParams, CompactResult
+from longhaul_daemon.rpc import Dispatcher, Services, build_methods
 from longhaul_daemon.server.peer import ShimPeer, response_in
 
 from .harness import compact_params, connect, eventually, running_daemon, whole_result
@@ -29,9 +30,10 @@ def result_with(pass_id: str, summary: str) -> CompactResult:
     return result.model_copy(update={"compaction": result.compaction.model_copy(update={"summary": summary})})
 
 
-async def asking_pass(params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
+async def asking_pass(
+    params: CompactParams, *, pass_id: str, peer: PiPeer | None, **_: object
+) -> CompactResult:
     """A pass that asks the shim once and reports the answer (or the error code) in its summary."""
-    peer = current_peer()
     assert peer is not None
     try:
         answer = await peer.request("model.complete", ASK)
@@ -122,8 +124,9 @@ async def test_a_closed_peer_fails_the_waiting_call_and_refuses_new_ones_as_retr
 async def test_a_cancelled_call_stops_waiting_sends_nothing_more_and_drops_the_late_reply(
     short_tmp: Path,
 ) -> None:
-    async def impatient_pass(params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
-        peer = current_peer()
+    async def impatient_pass(
+        params: CompactParams, *, pass_id: str, peer: PiPeer | None, **_: object
+    ) -> CompactResult:
         assert peer is not None
         with anyio.move_on_after(0.2):
             await peer.request("model.complete", ASK)
@@ -191,5 +194,19 @@ async def test_garbage_after_a_shim_call_is_a_parse_error_and_the_call_still_get
         assert reply["id"] == compact_id and reply["result"]["compaction"]["summary"] == 'answer "R"'
 
 
-def test_there_is_no_peer_outside_a_connection() -> None:
-    assert current_peer() is None
+@pytest.mark.anyio
+async def test_there_is_no_peer_outside_a_connection() -> None:
+    peers: list[PiPeer | None] = []
+
+    async def peer_watching_pass(
+        params: CompactParams, *, pass_id: str, peer: PiPeer | None, **_: object
+    ) -> CompactResult:
+        peers.append(peer)
+        return whole_result(pass_id)
+
+    dispatcher = Dispatcher(build_methods(Services(socket_path="/s", run_pass=peer_watching_pass)))
+    frame = {"jsonrpc": "2.0", "id": 1, "method": "compact", "params": compact_params()}
+    with anyio.fail_after(10):
+        reply = await dispatcher.dispatch(json.dumps(frame).encode())
+    assert reply is not None and "result" in json.loads(reply)
+    assert peers == [None]

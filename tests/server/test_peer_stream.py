@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from longhaul_daemon.models.via_pi import MODEL_DELTA, MODEL_STOP, current_peer
+from longhaul_daemon.models.via_pi import MODEL_DELTA, MODEL_STOP, PiPeer
 from longhaul_daemon.protocol import CompactParams, CompactResult
 
 from .harness import compact_params, connect, running_daemon
@@ -21,9 +21,10 @@ from .test_peer import result_with
 ASK = {"model": {"provider": "p", "id": "m"}, "messages": [{"role": "user", "text": "hi"}], "watch": True}
 
 
-async def watching_pass(params: CompactParams, *, pass_id: str, **_: object) -> CompactResult:
+async def watching_pass(
+    params: CompactParams, *, pass_id: str, peer: PiPeer | None, **_: object
+) -> CompactResult:
     """Asks the shim once, collecting its notes, and asks it to stop once a note says ``END``."""
-    peer = current_peer()
     assert peer is not None
     notes: list[str] = []
     stop = anyio.Event()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -164,37 +166,47 @@ async def test_a_frame_that_is_the_whole_buffer_is_handed_over_without_a_copy() 
     assert not reader.partial
 
 
-def _watch_collections(monkeypatch: pytest.MonkeyPatch, services: Services) -> list[int]:
-    """The daemon's full collections, each as the number of passes in flight when it ran."""
+@contextmanager
+def _watch_collections(services: Services) -> Iterator[list[int]]:
+    """The daemon's full collections, each as the number of passes in flight when it ran.
+
+    The collector's own collections are off meanwhile, so every full collection seen is one somebody asked
+    for: in this process, only the daemon does. What the daemon's collections froze is unfrozen after.
+    """
     in_flight_at_collection: list[int] = []
 
-    def watched_collection() -> int:
-        in_flight_at_collection.append(services.passes_in_flight)
-        return 0
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            in_flight_at_collection.append(services.passes_in_flight)
 
-    monkeypatch.setattr("longhaul_daemon.server.lifecycle.full_collection", watched_collection)
-    return in_flight_at_collection
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.callbacks.append(watch)
+    try:
+        yield in_flight_at_collection
+    finally:
+        gc.callbacks.remove(watch)
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
 
 
-async def test_garbage_is_collected_between_passes_never_during_one(
-    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("longhaul_daemon.server.lifecycle.COLLECT_EVERY_S", 0.05)
+async def test_garbage_is_collected_between_passes_never_during_one(short_tmp: Path) -> None:
     async with (
-        running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass) as handle,
+        running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass, collect_every_s=0.05) as handle,
         connect(handle.socket_path) as conn,
     ):
         services = handle.services
-        in_flight_at_collection = _watch_collections(monkeypatch, services)
-        await conn.call("status", {})
-        await eventually(lambda: len(in_flight_at_collection) == 1)
-        await conn.request("compact", compact_params(instructions="0.6"))
-        await eventually(lambda: services.passes_in_flight == 1)
-        for _ in range(5):
-            await conn.call("status", {})  # requests keep coming while the pass runs
-            await anyio.sleep(0.05)
-        assert "result" in await conn.receive()
-        await eventually(lambda: len(in_flight_at_collection) >= 2)
+        with _watch_collections(services) as in_flight_at_collection:
+            await conn.call("status", {})
+            await eventually(lambda: len(in_flight_at_collection) == 1)
+            await conn.request("compact", compact_params(instructions="0.6"))
+            await eventually(lambda: services.passes_in_flight == 1)
+            for _ in range(5):
+                await conn.call("status", {})  # requests keep coming while the pass runs
+                await anyio.sleep(0.05)
+            assert "result" in await conn.receive()
+            await eventually(lambda: len(in_flight_at_collection) >= 2)
     assert set(in_flight_at_collection) == {0}
 
 
@@ -207,23 +219,22 @@ async def test_passes_without_a_gap_still_get_a_collection_once_the_pause_is_ove
     pause = CollectorPause(clock=lambda: now[0])
     pause.enabled = True
     monkeypatch.setattr("longhaul_daemon.server.lifecycle.PAUSE", pause)
-    monkeypatch.setattr("longhaul_daemon.server.lifecycle.COLLECT_EVERY_S", 0.05)
     try:
         with pause.held():  # heavy work all along, as when passes follow each other without a gap
             async with (
-                running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass) as handle,
+                running_daemon(short_tmp / "d.sock", run_pass=sleeping_pass, collect_every_s=0.05) as handle,
                 connect(handle.socket_path) as conn,
             ):
                 services = handle.services
-                in_flight_at_collection = _watch_collections(monkeypatch, services)
-                await conn.request("compact", compact_params(instructions="1.0"))
-                await eventually(lambda: services.passes_in_flight == 1)
-                await anyio.sleep(0.2)
-                assert in_flight_at_collection == []  # paused, and not for long yet
-                now[0] = MAX_PAUSE_S + 1
-                await eventually(lambda: len(in_flight_at_collection) == 1)
-                assert in_flight_at_collection == [1]  # during the pass
-                assert pause.paused_for() == 0.0  # the next one is due MAX_PAUSE_S from now
-                assert "result" in await conn.receive()
+                with _watch_collections(services) as in_flight_at_collection:
+                    await conn.request("compact", compact_params(instructions="1.0"))
+                    await eventually(lambda: services.passes_in_flight == 1)
+                    await anyio.sleep(0.2)
+                    assert in_flight_at_collection == []  # paused, and not for long yet
+                    now[0] = MAX_PAUSE_S + 1
+                    await eventually(lambda: len(in_flight_at_collection) == 1)
+                    assert in_flight_at_collection == [1]  # during the pass
+                    assert pause.paused_for() == 0.0  # the next one is due MAX_PAUSE_S from now
+                    assert "result" in await conn.receive()
     finally:
         gc.unfreeze()  # what the held pause froze in this process

@@ -44,8 +44,8 @@ async def slow_pass(params, *, pass_id, **_):
 
 
 async def main():
-    options = ServeOptions(socket_path=Path(sys.argv[1]), grace_s=float(sys.argv[2]))
-    await run_daemon(options, run_pass=slow_pass)
+    options = ServeOptions(socket_path=Path(sys.argv[1]), grace_s=float(sys.argv[2]), run_pass=slow_pass)
+    await run_daemon(options)
 
 
 configure_operational_log()
@@ -115,16 +115,15 @@ async def test_stopping_waits_for_requests_not_for_idle_connections(short_tmp: P
         await finish.wait()
         return CompactResult(passId=pass_id, span=1, fallback="held")
 
-    stop = anyio.Event()
     async with (
-        running_daemon(short_tmp / "d.sock", run_pass=held, stop=stop, grace_s=WAIT_S * 10) as handle,
+        running_daemon(short_tmp / "d.sock", run_pass=held, grace_s=WAIT_S * 10) as handle,
         connect(handle.socket_path) as idle,
         connect(handle.socket_path) as busy,
     ):
         await busy.request("compact", compact_params())
         with anyio.fail_after(WAIT_S):
             await started.wait()
-        stop.set()  # the daemon now drains: the pass may finish, the idle connection is not waited for
+        handle.stop()  # the daemon now drains: the pass may finish, the idle connection is not waited for
         finish.set()
         reply = await busy.receive()
         assert reply["result"]["fallback"] == "held"

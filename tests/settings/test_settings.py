@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from longhaul_daemon.settings import (
+from longhaul_daemon.user_settings import (
     DEFAULT_RETRY_NOTE_CHARS,
     KNOWN_KEYS,
     Settings,

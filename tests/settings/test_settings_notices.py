@@ -20,8 +20,9 @@ from longhaul_daemon.ops.status_view import format_status
 from longhaul_daemon.protocol import CompactParams, CompactResult, RouteChoice, StatusResult
 from longhaul_daemon.rpc.methods import Services, build_methods
 from longhaul_daemon.rpc.registry import RpcSuccess
-from longhaul_daemon.settings import load_settings
-from longhaul_daemon.settings_notices import ConfigWatch, route_issue, settings_issues
+from longhaul_daemon.secrets.redaction import EMPTY
+from longhaul_daemon.settings_notices import SettingsNotices, route_issue, settings_issues
+from longhaul_daemon.user_settings import load_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +61,7 @@ def _pass(route: RouteChoice, notice: str | None = None) -> Any:
 
 async def _compact(services: Services, params: dict[str, Any]) -> dict[str, Any]:
     with anyio.fail_after(10):
-        outcome = decoded(await build_methods(services)["compact"].call(**params))
+        outcome = decoded(await build_methods(services)["compact"].call(None, **params))
     assert isinstance(outcome, RpcSuccess), outcome
     assert isinstance(outcome.result, dict)
     return outcome.result
@@ -177,7 +178,7 @@ def test_a_summarizer_that_was_used_is_no_problem(tmp_path: Path) -> None:
 
 def test_a_failing_report_never_spoils_the_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     agent, project = _dirs(tmp_path)
-    watch = ConfigWatch()
+    watch = SettingsNotices()
 
     def broken(*_: object) -> object:
         raise OSError("disk on fire")
@@ -187,7 +188,7 @@ def test_a_failing_report_never_spoils_the_pass(monkeypatch: pytest.MonkeyPatch,
     result = CompactResult(passId="p", span=1)
     log = _Recorder()
     settings = load_settings(str(agent), str(project))
-    assert watch.after_pass(params, result, log, settings) is result  # type: ignore[arg-type]
+    assert watch.after_pass(params, result, log, settings, EMPTY) is result  # type: ignore[arg-type]
     assert log.events == [("config_report_failed", {"error_class": "OSError"})]
 
 

@@ -32,7 +32,7 @@ def session(log: Path | None = None) -> dict[str, Any]:
 async def call(method: str, params: dict[str, Any], methods: dict[str, RpcMethod] | None = None) -> Any:
     """One call; pass ``methods`` (built once, as the daemon does) to share its memory across calls."""
     with anyio.fail_after(10):
-        outcome = await (methods or build_methods(Services(socket_path="/s")))[method].call(**params)
+        outcome = await (methods or build_methods(Services(socket_path="/s")))[method].call(None, **params)
     assert isinstance(outcome, RpcSuccess), outcome
     return outcome.result
 
@@ -58,9 +58,9 @@ async def test_remember_returns_the_entry_for_the_shim_to_append() -> None:
 
 async def test_remember_rejects_unknown_fields_and_oversized_payloads() -> None:
     method = build_methods(Services(socket_path="/s"))["remember"]
-    outcome = await method.call(session=session(), text="x", extra=1)
+    outcome = await method.call(None, session=session(), text="x", extra=1)
     assert isinstance(outcome, RpcFailure) and outcome.code == -32602
-    outcome = await method.call(session=session(), text="x" * 200_001)
+    outcome = await method.call(None, session=session(), text="x" * 200_001)
     assert isinstance(outcome, RpcFailure) and outcome.code == -32602
     assert "xxxx" not in json.dumps(outcome.data)  # the input is never echoed
 

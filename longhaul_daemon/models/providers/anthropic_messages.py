@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from longhaul_daemon.models.errors import FatalError, StreamError
+from longhaul_daemon.models.call_errors import FatalError, StreamError
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,

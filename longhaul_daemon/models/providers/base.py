@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from longhaul_daemon.models.errors import FatalError, RetryableError, StreamError
+from longhaul_daemon.models.call_errors import FatalError, RetryableError, StreamError
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.request import ModelRequest
 from longhaul_daemon.models.result import CompletionResult, Usage, normalize_stop

@@ -20,7 +20,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from longhaul_daemon.models.errors import FatalError, StreamError
+from longhaul_daemon.models.call_errors import FatalError, StreamError
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,

@@ -1,10 +1,11 @@
 """Typed failures of one model call, so the retry loop and the pass decide by class, never by message text.
 
-The tree::
+The tree (its root is in :mod:`longhaul_daemon.errors`)::
 
     ModelCallError(LonghaulError)   base; carries status, provider code, request id and attempts, never text
     ├── RetryableError              transient: 408/409/429/≥500 (incl. 529), connection, timeout
-    │   └── StreamError             the stream broke or sent an error event (retryable only before any text)
+    │   ├── StreamError             the stream broke or sent an error event (retryable only before any text)
+    │   └── ShimConnectionLost      the shim's connection closed while a call through pi waited (via_pi.py)
     ├── FatalError                  retrying cannot help: other 4xx, a malformed or refused reply
     │   ├── QuotaExceeded           a quota or spend-limit 429 (``insufficient_quota``, spend limits)
     │   ├── ReplyTooLarge           the reply passed MAX_REPLY_BYTES; the connection was closed unread

@@ -1,4 +1,9 @@
-"""``longhaul.json``: the user's per-agent and per-project settings, read again at every pass.
+"""What the user chose for Longhaul: ``PI_COMPACTOR`` in pi's environment, and ``longhaul.json``.
+
+The compactor choice is made from the *shim's* environment as it arrives with each request (CONFIG-10); the
+daemon never consults its own ``PI_COMPACTOR`` (:func:`choose_compactor`).
+
+``longhaul.json`` holds the user's per-agent and per-project settings, read again at every pass.
 
 The file in pi's agent directory is read first; ``<cwd>/.pi/longhaul.json`` then overrides it key by
 key, the same precedence pi gives its own ``settings.json`` (CONFIG-5). A missing file is simply absent.
@@ -33,10 +38,13 @@ __all__ = [
     "DEFAULT_RETRY_NOTE_CHARS",
     "KNOWN_KEYS",
     "SETTINGS_FILE",
+    "Compactor",
     "NarrativeMode",
     "Settings",
     "SettingsProblem",
+    "choose_compactor",
     "load_settings",
+    "names_a_compactor",
     "unknown_key_problems",
 ]
 
@@ -50,6 +58,25 @@ NarrativeMode = Literal["diff", "turns"]
 KNOWN_KEYS: Final = ("summarizer", "narrativeMode", "retryNoteChars", "concurrency")
 """Every top-level key :func:`load_settings` reads; any other one is reported as unknown."""
 _SHOWN_KEY_CHARS: Final = 64
+
+Compactor = Literal["longhaul", "pi"]
+_LONGHAUL_VALUES: Final = frozenset({"", "state"})
+
+
+def choose_compactor(value: str | None) -> Compactor:
+    """Which compactor a session asked for through ``PI_COMPACTOR``.
+
+    Unset, empty or ``state`` selects Longhaul (CONFIG-1); ``pi`` and any other value make Longhaul stand down
+    (CONFIG-2, CONFIG-3). Surrounding whitespace and letter case are ignored (CONFIG-4).
+    """
+    if value is None:
+        return "longhaul"
+    return "longhaul" if value.strip().lower() in _LONGHAUL_VALUES else "pi"
+
+
+def names_a_compactor(value: str) -> bool:
+    """Whether ``value`` is a spelling CONFIG-1/CONFIG-2 define, not one of CONFIG-3's other values."""
+    return value.strip().lower() in (*_LONGHAUL_VALUES, "pi")
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
-"""Daemon-wide defaults and the compactor choice, shared by the RPC layer, the pass and the CLI.
+"""The daemon's own defaults and bounds, shared by the RPC layer, the pass and the CLI.
 
-The compactor choice is made from the *shim's* environment as it arrives with each request (CONFIG-10); the
-daemon never consults its own ``PI_COMPACTOR``.
+Standard library only, since ``--help`` and ``status`` read them. What the *user* chose (``PI_COMPACTOR`` and
+``longhaul.json``) is in :mod:`longhaul_daemon.user_settings`.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
 
 __all__ = [
     "DEFAULT_GRACE_S",
@@ -21,12 +21,7 @@ __all__ = [
     "MAX_CONCURRENCY",
     "MAX_IN_FLIGHT_PER_CONNECTION",
     "MAX_STATE_COMMANDS",
-    "Compactor",
-    "choose_compactor",
-    "names_a_compactor",
 ]
-
-Compactor = Literal["longhaul", "pi"]
 
 DEFAULT_PASS_BUDGET_S: Final = 300.0
 """Time budget of one pass, in seconds; a pass that overruns it answers with fallback ``timeout``."""
@@ -67,21 +62,3 @@ MAX_BATCH: Final = 16
 
 MAX_IN_FLIGHT_PER_CONNECTION: Final = 8
 """Requests one connection may have running before the daemon stops reading from it (backpressure)."""
-
-_LONGHAUL_VALUES: Final = frozenset({"", "state"})
-
-
-def choose_compactor(value: str | None) -> Compactor:
-    """Which compactor a session asked for through ``PI_COMPACTOR``.
-
-    Unset, empty or ``state`` selects Longhaul (CONFIG-1); ``pi`` and any other value make Longhaul stand down
-    (CONFIG-2, CONFIG-3). Surrounding whitespace and letter case are ignored (CONFIG-4).
-    """
-    if value is None:
-        return "longhaul"
-    return "longhaul" if value.strip().lower() in _LONGHAUL_VALUES else "pi"
-
-
-def names_a_compactor(value: str) -> bool:
-    """Whether ``value`` is a spelling CONFIG-1/CONFIG-2 define, not one of CONFIG-3's other values."""
-    return value.strip().lower() in (*_LONGHAUL_VALUES, "pi")
