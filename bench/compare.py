@@ -27,8 +27,7 @@ from scripted_summarizer import scripted_diff_answer, scripted_pi_summary
 
 from longhaul_daemon.evaluation.common import key_path
 from longhaul_daemon.evaluation.corpus import write_corpus
-from longhaul_daemon.evaluation.harness.model_server import ModelServer as FakeModel
-from longhaul_daemon.evaluation.harness.model_server import Speed
+from longhaul_daemon.evaluation.harness.model_server import ModelServer, Speed
 from longhaul_daemon.evaluation.key import AnswerKey, load_key
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_corpus(root / "corpus", sessions=args.sessions, seed=args.seed, max_compactions=10)
         files = sorted((root / "corpus").glob("*.jsonl"))
         chains = [len(_key(f).compactions) for f in files]
-        scripted = FakeModel(
+        scripted = ModelServer(
             model_id="scripted", pi_summary=scripted_pi_summary, longhaul=scripted_diff_answer, speed=speed
         )
         with scripted as model:
