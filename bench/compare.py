@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from scripted_summarizer import scripted_diff_answer, scripted_pi_summary
+
 from longhaul_daemon.evaluation.common import key_path
 from longhaul_daemon.evaluation.corpus import write_corpus
-from longhaul_daemon.evaluation.fake_model import FakeModel, Speed
+from longhaul_daemon.evaluation.harness.model_server import ModelServer, Speed
 from longhaul_daemon.evaluation.key import AnswerKey, load_key
-from longhaul_daemon.evaluation.scripted import scripted_diff_answer, scripted_pi_summary
 
 REPO = Path(__file__).resolve().parents[1]
 PERFORMANCE = REPO / "docs" / "performance.md"
@@ -160,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_corpus(root / "corpus", sessions=args.sessions, seed=args.seed, max_compactions=10)
         files = sorted((root / "corpus").glob("*.jsonl"))
         chains = [len(_key(f).compactions) for f in files]
-        scripted = FakeModel(
+        scripted = ModelServer(
             model_id="scripted", pi_summary=scripted_pi_summary, longhaul=scripted_diff_answer, speed=speed
         )
         with scripted as model:

@@ -21,7 +21,7 @@ at temperature 0 from an empty KV cache per request. It never calls a tool, so t
 through pi's RPC ``bash`` (a user's ``!cmd``): real commands in a scratch git project, some of them failing.
 Each stretch of work ends with ``cat`` of a CI log longer than pi's ``keepRecentTokens``, so pi keeps that
 and compacts everything before it. Nothing outside a scratch directory is read or written: pi, the daemon and
-git get their own HOME and agent dir (``tests/e2e/sandbox.py``).
+git get their own HOME and agent dir (``longhaul_daemon/evaluation/harness/sandbox.py``).
 
 Numbers to compare between changes; they depend on the machine and on the model's words. No test asserts
 them. ``--doc docs/performance.md`` also writes the table into that file, between its model-bench markers.
@@ -45,13 +45,14 @@ from typing import Any, Literal
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # realmodel/ and the e2e helpers (tests/e2e/)
 
-from e2e.daemon_proc import Daemon  # noqa: E402
 from e2e.diff_script import write_longhaul_settings  # noqa: E402
-from e2e.pi_driver import PiRpc  # noqa: E402
+from e2e.e2e_sandbox import build_sandbox  # noqa: E402
 from e2e.real_model import Call, RealModelServer, installed  # noqa: E402
-from e2e.sandbox import Sandbox, build_sandbox  # noqa: E402
 from e2e.session_log import compactions, is_longhaul, read_entries  # noqa: E402
 
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon  # noqa: E402
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc  # noqa: E402
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox  # noqa: E402
 from realmodel.pi_agent import write_agent_config  # noqa: E402
 
 Compactor = Literal["longhaul", "turns", "pi"]  # longhaul: the Diff; turns: narrativeMode "turns"

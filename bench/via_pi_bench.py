@@ -2,8 +2,8 @@
 
 ``python bench/via_pi_bench.py`` (``make bench-via-pi``) plays the same short session through real pi 0.73.1
 (``pi --mode rpc`` with the shim loaded) and a real daemon twice against one scripted OpenAI-compatible model
-on loopback (``tests/e2e/model_server.py``, SSE streaming, answers at once): once with the daemon calling the
-model itself (the route table's ``custom-openai-compatible`` route), once with every call going through pi
+on loopback (the harness's ``model_server.py``, SSE streaming, answers at once): once with the daemon calling
+the model itself (the route table's ``custom-openai-compatible`` route), once with every call going through pi
 (``serve --via-pi openai-completions``: the shim's ``model.complete``, pi-ai's ``streamSimple``, the answer
 streamed back as ``model.delta`` notes). Each way compacts ``--passes`` times after one unmeasured warm-up.
 
@@ -13,8 +13,8 @@ With a model that answers at once, the difference between the two ways is what g
 call. With ``--trailing N`` the model writes N more characters after its answer, to show that both ways stop
 reading at the answer (the calls' durations stay flat as N grows).
 
-Nothing outside a scratch directory is read or written (``tests/e2e/sandbox.py``). Numbers to compare between
-changes on one machine; no test asserts them.
+Nothing outside a scratch directory is read or written (the harness's ``sandbox.py``). Numbers to compare
+between changes on one machine; no test asserts them.
 """
 
 from __future__ import annotations
@@ -32,11 +32,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the e2e helpers (tests/e2e/)
 
-from e2e.daemon_proc import Daemon  # noqa: E402
-from e2e.model_server import ModelServer, Reply, diff_answer, text  # noqa: E402
-from e2e.pi_driver import PiRpc  # noqa: E402
-from e2e.sandbox import build_sandbox  # noqa: E402
+from e2e.e2e_sandbox import build_sandbox  # noqa: E402
 from e2e.scenario import wrap_up  # noqa: E402
+
+from longhaul_daemon.evaluation.harness.answers import diff_answer  # noqa: E402
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon  # noqa: E402
+from longhaul_daemon.evaluation.harness.model_server import ModelServer  # noqa: E402
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc  # noqa: E402
+from longhaul_daemon.evaluation.harness.replies import Reply, text  # noqa: E402
 
 WAYS = {"direct": (), "through pi": ("--via-pi", "openai-completions")}
 

@@ -27,7 +27,7 @@ from longhaul_daemon.defaults import (
 )
 from longhaul_daemon.errors import StartupError
 from longhaul_daemon.evaluation.args import EVALUATION_COMMANDS, add_evaluation_parsers
-from longhaul_daemon.inspect.state_args import add_state_parser
+from longhaul_daemon.inspector.state_args import add_state_parser
 from longhaul_daemon.log.report_args import add_report_parser
 from longhaul_daemon.ops.install_args import add_install_commands
 from longhaul_daemon.server.paths import SOCKET_ENV, resolve_socket_path
@@ -365,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_install_command(args, out=sys.stdout)
     if args.command == "state":
-        from longhaul_daemon.inspect.command import run_state
+        from longhaul_daemon.inspector.command import run_state
 
         return run_state(args, out=sys.stdout, err=sys.stderr)
     if args.command == "report":

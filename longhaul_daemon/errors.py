@@ -23,8 +23,9 @@ the connection is answered -32600 or -32005 and closed), ``InvalidEnvelope`` (rp
 the library answers -32600), ``SinkRefused`` (log/sink.py: the record is dropped and counted),
 ``TurnsUnavailable`` and ``ContextFull`` (turns/conversation.py: the pass runs the Diff, or the turn is not
 sent), ``DaemonNotRunning`` and ``StatusQueryFailed`` (status_client.py: exit 3 or 1), and the evaluation
-commands' ``TranscriptError`` (inspect/session_file.py), ``BadKey`` (evaluation/key.py), ``PiFailed``
-(evaluation/pi_rpc.py) and ``StartError`` (evaluation/isolation.py), each printed as one line by its command.
+commands' ``TranscriptError`` (inspector/session_file.py) and ``BadKey`` (evaluation/key.py), each printed as
+one line by its command, and the harness's ``PiError`` (evaluation/harness/pi_rpc.py) and ``DaemonError``
+(evaluation/harness/daemon_process.py), which ``replay`` and ``score`` report as a transcript's problem code.
 
 Wire codes the RPC layer produces without an exception class (JSON-RPC 2.0 reserved range):
 -32700 parse error, -32600 invalid request (also "Frame too large" and "Batch too large"), -32601 method not

@@ -66,7 +66,7 @@ def input_transcripts(files: Sequence[str], env: Mapping[str, str]) -> list[Path
     """The files named on the command line, else every transcript in the agent dir (FACTS-4)."""
     if files:
         return [Path(f) for f in files]
-    from longhaul_daemon.inspect.session_file import agent_dir
+    from longhaul_daemon.inspector.session_file import agent_dir
 
     return agent_transcripts(agent_dir(env))
 
@@ -74,7 +74,11 @@ def input_transcripts(files: Sequence[str], env: Mapping[str, str]) -> list[Path
 def check_named_files(files: Sequence[str], command: str, err: TextIO) -> bool:
     """Whether every file named on the command line holds a pi transcript; each one that does not is named
     on ``err`` with the reason, before a command starts pi, a daemon or a paid model on any of them."""
-    from longhaul_daemon.inspect.session_file import TranscriptError, check_transcript, transcript_error_line
+    from longhaul_daemon.inspector.session_file import (
+        TranscriptError,
+        check_transcript,
+        transcript_error_line,
+    )
 
     usable = True
     for file in files:

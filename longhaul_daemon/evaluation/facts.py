@@ -22,8 +22,13 @@ from typing import Any, TextIO
 from longhaul_daemon.diff.values import find_value, learn_values
 from longhaul_daemon.evaluation.common import input_transcripts, key_path, path_hash, share
 from longhaul_daemon.evaluation.key import AnswerKey, BadKey, load_key
-from longhaul_daemon.evaluation.spans import COMPACTORS, find_compactions, message_of, message_pieces
-from longhaul_daemon.inspect.session_file import TranscriptError, read_transcript, transcript_error_line
+from longhaul_daemon.evaluation.recorded_compactions import (
+    COMPACTORS,
+    find_compactions,
+    message_of,
+    message_pieces,
+)
+from longhaul_daemon.inspector.session_file import TranscriptError, read_transcript, transcript_error_line
 from longhaul_daemon.plural import counted
 
 __all__ = ["EXIT_OK", "EXIT_UNREADABLE", "CompactionFacts", "branch_facts", "run_facts"]

@@ -25,7 +25,12 @@ from typing import Any, Literal
 
 from longhaul_daemon.diff.values import find_value, learn_values
 from longhaul_daemon.evaluation.key import AnswerKey
-from longhaul_daemon.evaluation.spans import find_compactions, message_of, message_pieces, text_of
+from longhaul_daemon.evaluation.recorded_compactions import (
+    find_compactions,
+    message_of,
+    message_pieces,
+    text_of,
+)
 
 __all__ = ["KINDS", "Probe", "ProbeKind", "check", "derived_probes", "key_probes", "probes_for"]
 

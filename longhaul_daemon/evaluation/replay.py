@@ -19,29 +19,36 @@ from pathlib import Path
 from typing import Any, Literal
 
 from longhaul_daemon.evaluation.common import key_path, path_hash
-from longhaul_daemon.evaluation.fake_model import Answerer, FakeModel, Speed
-from longhaul_daemon.evaluation.isolation import (
-    REPLAY_MODEL,
-    REPLAY_PROVIDER,
-    DaemonProcess,
-    ReplayDirs,
-    StartError,
-    make_dirs,
-    replay_env,
-    write_agent_config,
-)
-from longhaul_daemon.evaluation.pi_rpc import PiFailed, PiRpc
-from longhaul_daemon.evaluation.script import ReplayScript, Step, build_script
-from longhaul_daemon.evaluation.spans import compactor_of
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon, DaemonError
+from longhaul_daemon.evaluation.harness.model_server import DaemonAnswer, ModelServer, Speed, SummaryAnswer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiError, PiRpc
+from longhaul_daemon.evaluation.harness.replies import Reply, ToolCall, http_error
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox, Tools, make_sandbox, write_agent_config
+from longhaul_daemon.evaluation.recorded_compactions import compactor_of
+from longhaul_daemon.evaluation.script import RecordedReply, ReplayScript, Step, build_script
 from longhaul_daemon.evaluation.standins import install_standins
-from longhaul_daemon.inspect.session_file import TranscriptError, read_transcript
-from longhaul_daemon.state.entry_kinds import LINE_TYPE, is_custom
+from longhaul_daemon.inspector.session_file import TranscriptError, read_transcript
+from longhaul_daemon.state.own_entries import compaction_lines
 
-__all__ = ["CompactionRun", "ModelSwitch", "ReplayConfig", "ReplayOutcome", "replay_transcript"]
+__all__ = [
+    "REPLAY_MODEL",
+    "REPLAY_PROVIDER",
+    "CompactionRun",
+    "ModelSwitch",
+    "ReplayConfig",
+    "ReplayOutcome",
+    "replay_transcript",
+    "write_replay_config",
+]
 
 Who = Literal["longhaul", "pi"]
 _REASON = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _QUICK_S = 30.0  # bound for RPC commands that answer at once (get_state, set_model, bash)
+REPLAY_PROVIDER = "longhaul-replay"
+REPLAY_MODEL = "replay"
+# A large window, so pi never compacts on its own: compactions come only where the recording has them.
+_MODEL: dict[str, Any] = {"id": REPLAY_MODEL, "name": "Longhaul replay", "input": ["text", "image"]}
+_MODEL |= {"contextWindow": 1_000_000, "maxTokens": 16384}
 
 
 @dataclass(frozen=True)
@@ -64,8 +71,8 @@ class ReplayConfig:
     models: Mapping[str, Any] | None = None  # score: the user's models.json, pointed at the recording proxy
     auth: bytes | None = None  # score: the user's auth.json
     env_base: Mapping[str, str] | None = None  # score: the user's environment (API keys)
-    pi_summary: Answerer | None = None
-    longhaul: Answerer | None = None
+    pi_summary: SummaryAnswer | None = None
+    longhaul: DaemonAnswer | None = None
     speed: Speed | None = None
 
 
@@ -98,16 +105,11 @@ class ReplayOutcome:
 
 
 def _fallback_reasons(branch: list[dict[str, Any]]) -> list[str | None]:
-    """For each compaction, the fallback code of the compaction line written after it (None if none)."""
+    """For each compaction, the fallback code its compaction line names (None when it names none)."""
     reasons: list[str | None] = []
-    for entry in branch:
-        if entry.get("type") == "compaction":
-            reasons.append(None)
-        elif reasons and reasons[-1] is None and is_custom(entry, LINE_TYPE):
-            data = entry.get("data")
-            code = data.get("fallback") if isinstance(data, dict) else None
-            if isinstance(code, str):
-                reasons[-1] = code if _REASON.fullmatch(code) else "other"
+    for line in compaction_lines(branch):
+        code = line.get("fallback") if line is not None else None
+        reasons.append((code if _REASON.fullmatch(code) else "other") if isinstance(code, str) else None)
     return reasons
 
 
@@ -128,14 +130,49 @@ def _read_back(outcome: ReplayOutcome, session: Path) -> None:
             outcome.fallbacks[code] = outcome.fallbacks.get(code, 0) + 1
 
 
-def _run_step(pi: PiRpc, fake: FakeModel, step: Step, config: ReplayConfig, outcome: ReplayOutcome) -> None:
+def write_replay_config(
+    box: Sandbox,
+    *,
+    base_url: str,
+    keep: int,
+    shell: Path,
+    models: Mapping[str, Any] | None = None,
+    auth: bytes | None = None,
+) -> None:
+    """pi's configuration in a replay: the scripted model the only default, pi's own compaction off (the
+    replay compacts where the recording did), ``keep`` recent tokens kept, ``shell`` as pi's shell; for
+    score, the user's ``models`` and ``auth`` beside it."""
+    write_agent_config(
+        box,
+        base_url=base_url,
+        provider=REPLAY_PROVIDER,
+        model=_MODEL,
+        compaction={"enabled": False, "reserveTokens": 16384, "keepRecentTokens": keep},
+        shell=shell,
+        models=models,
+        auth=auth,
+    )
+
+
+def _reply(recorded: RecordedReply) -> Reply:
+    """A recorded assistant message as the scripted model streams it again."""
+    if recorded.stop == "error":
+        return http_error(500, message="recorded error")
+    calls = tuple(ToolCall(c.name, dict(c.arguments), c.id) for c in recorded.calls)
+    finish = "tool_calls" if calls else ("length" if recorded.stop == "length" else "stop")
+    return Reply(content=recorded.text, reasoning=recorded.thinking, calls=calls, finish_reason=finish)
+
+
+def _run_step(
+    pi: PiRpc, model: ModelServer, step: Step, config: ReplayConfig, outcome: ReplayOutcome
+) -> None:
     timeout = config.step_timeout
     if step.kind == "prompt":
-        fake.script(step.replies)
+        model.enqueue(*(_reply(r) for r in step.replies))
         pi.prompt(step.text, step.images, timeout=timeout)
-        outcome.divergences += fake.leftover()
+        outcome.divergences += model.drop_pending()
     elif step.kind == "bash":
-        pi.ok({"type": "bash", "command": step.text}, timeout=timeout)
+        pi.bash(step.text, timeout=timeout)
     else:
         switch = config.switch
         if switch is not None:
@@ -144,7 +181,7 @@ def _run_step(pi: PiRpc, fake: FakeModel, step: Step, config: ReplayConfig, outc
                 timeout=_QUICK_S,
             )
         started = time.monotonic()
-        response = pi.request({"type": "compact"}, timeout=timeout)
+        response = pi.compact(timeout=timeout)
         outcome.runs.append(
             CompactionRun(len(outcome.runs) + 1, bool(response.get("success")), time.monotonic() - started)
         )
@@ -156,49 +193,43 @@ def _run_step(pi: PiRpc, fake: FakeModel, step: Step, config: ReplayConfig, outc
 
 def _drive(
     script: ReplayScript,
-    dirs: ReplayDirs,
-    fake: FakeModel,
+    box: Sandbox,
+    model: ModelServer,
     config: ReplayConfig,
     outcome: ReplayOutcome,
     progress: Callable[[str], None] | None,
 ) -> Path | None:
-    standins = install_standins(dirs.tools, script)
+    standins = install_standins(box.tools_dir, script)
     keep = config.keep_recent_tokens or script.keep_recent_tokens
-    write_agent_config(
-        dirs,
-        base_url=fake.base_url,
-        keep_recent_tokens=keep,
-        shell=standins.shell,
-        models=config.models,
-        auth=config.auth,
+    write_replay_config(
+        box, base_url=model.base_url, keep=keep, shell=standins.shell, models=config.models, auth=config.auth
     )
-    extra = dict(standins.env)
+    box.extra_pi_env.update(standins.env)
     if config.compactor == "pi":
-        extra["PI_COMPACTOR"] = "pi"
-    env = replay_env(dirs, base=config.env_base, **extra)
-    daemon = DaemonProcess(dirs)
+        box.extra_pi_env["PI_COMPACTOR"] = "pi"
+    daemon = Daemon(box.socket_path, box.root)
     try:
         if config.compactor == "longhaul":
             try:
-                daemon.start(env)
-            except StartError:
+                daemon.start(box.daemon_env())
+            except DaemonError:
                 outcome.problem = "daemon-failed"
                 return None
-        pi = PiRpc(config.pi_bin, [config.shim, standins.extension], cwd=dirs.project, env=env)
+        pi = PiRpc(box, extensions=[box.shim_dir, standins.extension], diagnose=False)
         try:
             pi.ok({"type": "set_auto_compaction", "enabled": False}, timeout=_QUICK_S)
             total = len(script.steps)
             for index, step in enumerate(script.steps, start=1):
                 if progress is not None:
                     progress(f"step {index}/{total}")
-                _run_step(pi, fake, step, config, outcome)
-            session = pi.session_file(timeout=_QUICK_S)
+                _run_step(pi, model, step, config, outcome)
+            session = pi.get_state(timeout=_QUICK_S).get("sessionFile")
         finally:
             outcome.handler_errors = pi.count("extension_error")
             pi.close()
-        return session
+        return Path(session) if isinstance(session, str) else None
     finally:
-        daemon.stop()
+        daemon.sweep()
 
 
 def replay_transcript(
@@ -216,15 +247,22 @@ def replay_transcript(
     outcome.recorded = script.compactions
     outcome.skipped = script.skipped
     outcome.prompts = script.prompts
-    dirs = make_dirs()
+    box = make_sandbox(Tools(config.pi_bin, config.shim), prefix="lh-replay-", inherit=config.env_base)
+    answers = ModelServer(
+        model_id=REPLAY_MODEL,
+        pi_summary=config.pi_summary,
+        longhaul=config.longhaul,
+        speed=config.speed,
+        keep_requests=False,  # a long replay's requests would hold the transcript many times over
+    )
     try:
-        with FakeModel(pi_summary=config.pi_summary, longhaul=config.longhaul, speed=config.speed) as fake:
+        with answers as model:
             try:
-                session = _drive(script, dirs, fake, config, outcome, progress)
-            except PiFailed:
+                session = _drive(script, box, model, config, outcome, progress)
+            except PiError:
                 outcome.problem = "pi-failed"
                 session = None
-            outcome.divergences += fake.divergences
+            outcome.divergences += model.unscripted
         if session is not None and session.is_file():
             try:
                 _read_back(outcome, session)
@@ -235,7 +273,7 @@ def replay_transcript(
         elif outcome.problem is None:
             outcome.problem = "no-session"
     finally:
-        dirs.cleanup()
+        box.cleanup()
         outcome.seconds = time.monotonic() - started
     return outcome
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from longhaul_daemon.evaluation.common import Progress, check_named_files, path_hash
-from longhaul_daemon.evaluation.isolation import find_tools
+from longhaul_daemon.evaluation.harness.sandbox import find_tools
 from longhaul_daemon.evaluation.replay import ReplayConfig, ReplayOutcome, replay_transcript
 from longhaul_daemon.plural import counted
 

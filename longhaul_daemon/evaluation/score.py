@@ -21,14 +21,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from longhaul_daemon.evaluation.common import Progress, check_named_files, key_path, path_hash
-from longhaul_daemon.evaluation.isolation import find_tools, make_dirs, replay_env, write_agent_config
+from longhaul_daemon.evaluation.harness.pi_rpc import PiError, PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Tools, find_tools, make_sandbox
 from longhaul_daemon.evaluation.key import AnswerKey, BadKey, load_key
-from longhaul_daemon.evaluation.pi_rpc import PiFailed, PiRpc
 from longhaul_daemon.evaluation.probes import Probe, check, probes_for
 from longhaul_daemon.evaluation.proxy import RecordingProxy
-from longhaul_daemon.evaluation.replay import ModelSwitch, ReplayConfig, replay_transcript
+from longhaul_daemon.evaluation.replay import (
+    ModelSwitch,
+    ReplayConfig,
+    replay_transcript,
+    write_replay_config,
+)
 from longhaul_daemon.evaluation.score_report import RunResult, report_json, report_text, summarize
-from longhaul_daemon.inspect.session_file import TranscriptError, agent_dir, read_transcript
+from longhaul_daemon.inspector.session_file import TranscriptError, agent_dir, read_transcript
 from longhaul_daemon.pi_json import loads_pi_json
 from longhaul_daemon.plural import counted
 
@@ -69,28 +74,25 @@ def _plan(path: Path) -> _Plan | None:
     return _Plan(path, path_hash(path), probes_for(branch, key), key is not None)
 
 
-def _lookup(pi_bin: Path, spec: str, models: dict[str, Any], auth: bytes | None) -> ModelInfo | str:
+def _lookup(tools: Tools, spec: str, models: dict[str, Any], auth: bytes | None) -> ModelInfo | str:
     """Ask a private pi with the user's model configuration what ``spec`` is: its api and base URL."""
     provider, _, model_id = spec.partition("/")
-    dirs = make_dirs()
+    box = make_sandbox(tools, prefix="lh-replay-", inherit=os.environ)
     try:
-        write_agent_config(
-            dirs,
+        write_replay_config(
+            box,
             base_url="http://127.0.0.1:9/v1",
-            keep_recent_tokens=20_000,
+            keep=20_000,
             shell=Path("/bin/false"),
             models=models,
             auth=auth,
         )
-        pi = PiRpc(pi_bin, [], cwd=dirs.project, env=replay_env(dirs, base=os.environ))
-        try:
+        with PiRpc(box, extensions=(), diagnose=False) as pi:
             data = pi.ok({"type": "get_available_models"}, timeout=60).get("data")
-        finally:
-            pi.close()
-    except PiFailed:
+    except PiError:
         return "pi could not list its models"
     finally:
-        dirs.cleanup()
+        box.cleanup()
     found = data.get("models") if isinstance(data, dict) else None
     for model in found if isinstance(found, list) else []:
         if isinstance(model, dict) and model.get("provider") == provider and model.get("id") == model_id:
@@ -174,7 +176,7 @@ def run_score(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         err.write("longhaul-daemon score: pi's models.json could not be read\n")
         return EXIT_FAILED
     auth = (source / "auth.json").read_bytes() if (source / "auth.json").is_file() else None
-    info = _lookup(tools.pi, args.model, models, auth)
+    info = _lookup(tools, args.model, models, auth)
     if isinstance(info, str):
         err.write(f"longhaul-daemon score: {info}\n")
         return EXIT_FAILED

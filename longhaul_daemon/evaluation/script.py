@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from longhaul_daemon.evaluation.spans import message_of, text_of
+from longhaul_daemon.evaluation.recorded_compactions import message_of, text_of
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_TOKENS",

@@ -34,7 +34,7 @@ from longhaul_daemon.models.structured import OutputSchema, is_schema_refusal
 from longhaul_daemon.models.tool_calls import ToolChoice, ToolSpec
 from longhaul_daemon.models.via_pi import TOOLS_NOT_CARRIED, PiPeer
 from longhaul_daemon.secrets.redaction import EMPTY, Redactor
-from longhaul_daemon.state.entry_kinds import SPAN_TYPE, is_custom
+from longhaul_daemon.state.fold import SpanInfo
 from longhaul_daemon.turns.conversation import TurnsUnavailable
 
 __all__ = [
@@ -63,14 +63,12 @@ def first_budget(need: int, max_tokens: int | None) -> int:
     return min(need, max_tokens) if max_tokens else need
 
 
-def unusable_routes(branch: Iterable[Mapping[str, Any]]) -> frozenset[str]:
-    """The models that gave a reply with no usable answer in an earlier pass on this branch (issue 11)."""
+def unusable_routes(spans: Iterable[SpanInfo]) -> frozenset[str]:
+    """The models that gave a reply with no usable answer in an earlier pass on this branch, read from the
+    span records the fold read for its spans."""
     found: set[str] = set()
-    for entry in branch:
-        if not is_custom(entry, SPAN_TYPE):
-            continue
-        data = entry.get("data")
-        counts = data.get(UNUSABLE_KEY) if isinstance(data, Mapping) else None
+    for span in spans:
+        counts = span.record.get(UNUSABLE_KEY) if span.record is not None else None
         if isinstance(counts, Mapping):
             found.update(k for k, n in counts.items() if isinstance(k, str) and type(n) is int and n > 0)
     return frozenset(found)

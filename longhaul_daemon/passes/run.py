@@ -104,7 +104,7 @@ def _prepare(
         ledger=ledger,
         carried=carried,
         takeover=takeover,
-        failed_routes=unusable_routes(folded.span_record_entries),  # found in the fold's scan
+        failed_routes=unusable_routes(folded.spans),
     )
 
 

@@ -30,6 +30,7 @@ from longhaul_daemon.collector import PAUSE
 from longhaul_daemon.errors import SessionFileRefused
 from longhaul_daemon.sessionfile.index import SessionIndex
 from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
+from longhaul_daemon.state.own_entries import Refusal, read_details_state
 
 __all__ = [
     "MAX_CACHED_SESSIONS",
@@ -233,11 +234,11 @@ def _is_user_message(entry: dict[str, Any]) -> bool:
     return entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "user"
 
 
-def _readable_base(entry: dict[str, Any]) -> bool:
-    """A Longhaul compaction of the format this daemon reads: a newer one is taken over like a foreign
-    compaction (FORMAT-3), so the messages before it are the takeover's to read, not judged already."""
-    details = entry.get("details")
-    return is_longhaul_compaction(entry) and isinstance(details, dict) and details.get("stateFormat") == 1
+def _judged(base: dict[str, Any]) -> bool:
+    """Whether the fold reads the base compaction's state: one it refuses (a newer format, a broken state) is
+    taken over like a foreign compaction (FORMAT-3), so the messages before it are the takeover's to read,
+    not judged already."""
+    return not isinstance(read_details_state(base), Refusal)
 
 
 def _whole_from(index: SessionIndex, positions: list[int], span_ids: Sequence[str]) -> tuple[int, bool]:
@@ -260,13 +261,15 @@ def _whole_from(index: SessionIndex, positions: list[int], span_ids: Sequence[st
         span_first = min(span_first, at)
     rows = index.rows
     start = 0
-    for base_at in range(len(positions) - 1, -1, -1):  # the newest compaction this daemon reads
+    for base_at in range(len(positions) - 1, -1, -1):  # the fold's base: the newest Longhaul compaction
         base = rows[positions[base_at]].body
-        if base is not None and _readable_base(base):
+        if base is None or not is_longhaul_compaction(base):
+            continue
+        if _judged(base):
             kept = base.get("firstKeptEntryId")
             kept_at = index.first_on_walk(kept) if isinstance(kept, str) else None
             start = kept_at if kept_at is not None and kept_at < base_at else base_at + 1
-            break
+        break
     start = min(start, span_first)
     budget = UNSEEN_BYTES
     at = span_first

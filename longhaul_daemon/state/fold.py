@@ -5,7 +5,8 @@ applied in sequence-number order (FOLD-3) and ``compaction-state.span`` records 
 (FOLD-5).
 Transcript bytes are untrusted: anything the fold cannot use becomes an :class:`Anomaly` and the fold never
 raises on content (FOLD-6), and what it reads is cleaned (:func:`~longhaul_daemon.state.clean.clean_state`),
-so a state an older daemon stored with control characters reaches no reader with them (issue 12).
+so a state an older daemon stored with control characters reaches no reader with them. Each record is
+read by :mod:`~longhaul_daemon.state.own_entries`, which every other reader of it shares.
 ``compaction-state.line`` entries are display only and never read (PASS-15).
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,7 +26,14 @@ from longhaul_daemon.state.entry_kinds import (
     is_custom,
     is_longhaul_compaction,
 )
-from longhaul_daemon.state.model import NOTE_KINDS, STATE_FORMAT, ClosedAs, Item, Note, Rule, State, Value
+from longhaul_daemon.state.model import NOTE_KINDS, ClosedAs, Item, Note, Rule, State, Value
+from longhaul_daemon.state.own_entries import (
+    Refusal,
+    SpanRecord,
+    format_refusal,
+    read_details_state,
+    read_span_record,
+)
 from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = [
@@ -37,7 +45,6 @@ __all__ = [
 ]
 
 EVENT_KINDS = frozenset({"rule", "lift", "decision", "deadEnd", "value", "remember", "objective", "now"})
-_DETAILS_KIND = "compaction details"
 _TEXT = 4000
 
 
@@ -61,6 +68,7 @@ class SpanInfo:
     pass_id: str | None
     closed_as: ClosedAs | None  # None when the record is missing or not v1 (FORMAT-5)
     detail_available: bool
+    record: dict[str, Any] | None = None  # the v1 span record read for this span, as the transcript holds it
 
 
 @dataclass(frozen=True)
@@ -73,8 +81,6 @@ class FoldResult:
     foreign_compactions: list[str] = field(default_factory=list)  # ids, oldest first (INSPECT-9)
     spans: list[SpanInfo] = field(default_factory=list)
     remembered: list[Note] = field(default_factory=list)  # remember events since the base, not yet numbered
-    # the branch's span record entries as written, for readers of fields the fold itself does not read
-    span_record_entries: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def judged_up_to(self) -> str | None:
@@ -112,14 +118,6 @@ class _TextPayload(_Payload):
     text: str = Field(min_length=1, max_length=_TEXT)
 
 
-class _SpanRecord(_Payload):
-    v: Literal[1]
-    span: int | None = None
-    compactionId: str = Field(min_length=1)
-    passId: str | None = None
-    closedAs: ClosedAs | None = None
-
-
 _PAYLOADS: dict[str, type[_Payload]] = {
     "rule": _RulePayload,
     "lift": _LiftPayload,
@@ -135,39 +133,8 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _format_problem(value: object, kind: str, entry_id: str | None) -> Anomaly | None:
-    """FORMAT-2 / FORMAT-4: a Longhaul entry is read only when it says ``stateFormat: 1``."""
-    if type(value) is not int or value < 1:
-        return Anomaly(entry_id, "bad-format", f"{kind} has a missing or invalid stateFormat")
-    if value > STATE_FORMAT:
-        return Anomaly(
-            entry_id, "newer-format", f"{kind} has stateFormat {value}; this daemon reads {STATE_FORMAT}"
-        )
-    return None
-
-
-def _read_base(entry: Mapping[str, Any], span: int, anomalies: list[Anomaly]) -> State | None:
-    entry_id = _str(entry.get("id"))
-    details = entry["details"]
-    problem = _format_problem(details.get("stateFormat"), _DETAILS_KIND, entry_id)
-    if problem is not None:
-        anomalies.append(problem)
-        return None
-    raw = details.get("state")
-    if isinstance(raw, dict):  # the state names its format too; an inner mismatch is refused the same way
-        problem = _format_problem(raw.get("stateFormat", STATE_FORMAT), f"{_DETAILS_KIND} state", entry_id)
-        if problem is not None:
-            anomalies.append(problem)
-            return None
-    try:
-        if not isinstance(raw, dict):
-            raise TypeError("state is not an object")
-        state = State.model_validate(raw)
-    except (ValidationError, ValueError, TypeError) as exc:
-        reason = "state does not match format 1" if isinstance(exc, ValidationError) else str(exc)
-        anomalies.append(Anomaly(entry_id, "malformed", f"{_DETAILS_KIND} of span {span}: {reason}"))
-        return None
-    return state
+def _anomaly(entry_id: str | None, refusal: Refusal) -> Anomaly:
+    return Anomaly(entry_id, refusal.code, refusal.detail)
 
 
 @dataclass(frozen=True)
@@ -184,9 +151,9 @@ def _read_event(entry: Mapping[str, Any], anomalies: list[Anomaly]) -> _Event | 
     if not isinstance(data, dict):
         anomalies.append(Anomaly(entry_id, "malformed", f"{EVENT_TYPE} has no data object"))
         return None
-    problem = _format_problem(data.get("stateFormat"), EVENT_TYPE, entry_id)
-    if problem is not None:
-        anomalies.append(problem)
+    refused = format_refusal(data.get("stateFormat"), EVENT_TYPE)
+    if refused is not None:
+        anomalies.append(_anomaly(entry_id, refused))
         return None
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in EVENT_KINDS:
@@ -258,16 +225,15 @@ def _span_infos(
     compactions, Longhaul's among them, and span records are found by the fold's one scan of the branch)."""
     compaction_ids = {_str(entries[i].get("id")) for i in compactions} - {None}
     number_of = {_str(entries[i].get("id")): n for n, i in enumerate(longhaul, start=1)}
-    records: dict[str, _SpanRecord] = {}
+    records: dict[str, SpanRecord] = {}
+    raw: dict[str, dict[str, Any]] = {}
     for entry in (entries[i] for i in span_records):
         entry_id = _str(entry.get("id"))
-        data = entry.get("data")
-        if not isinstance(data, dict) or type(data.get("v")) is not int or data.get("v") != 1:
+        record = read_span_record(entry)
+        if record is None:
             continue  # another version: skipped without an anomaly, the span's detail is unavailable
-        try:
-            record = _SpanRecord.model_validate(data)
-        except ValidationError:
-            anomalies.append(Anomaly(entry_id, "malformed", f"{SPAN_TYPE} v1 with missing or invalid fields"))
+        if isinstance(record, Refusal):
+            anomalies.append(_anomaly(entry_id, record))
             continue
         if record.compactionId not in compaction_ids or record.compactionId not in number_of:
             what = (
@@ -282,6 +248,7 @@ def _span_infos(
             )
         else:
             records[record.compactionId] = record
+            raw[record.compactionId] = entry["data"]
     infos: list[SpanInfo] = []
     for number, index in enumerate(longhaul, start=1):
         entry_id = _str(entries[index].get("id"))
@@ -294,6 +261,7 @@ def _span_infos(
                 pass_id=found.passId if found is not None and found.passId else details_pass,
                 closed_as=found.closedAs if found is not None else None,
                 detail_available=found is not None,
+                record=raw.get(entry_id) if entry_id is not None else None,
             )
         )
     return infos
@@ -318,7 +286,7 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
     """
     entries = [e for e in branch if isinstance(e, dict)]
     anomalies: list[Anomaly] = []
-    # One scan of the whole branch; everything after it looks only at the entries it found (issue 10).
+    # One scan of the whole branch; everything after it looks only at the entries it found.
     compactions: list[int] = []
     span_records: list[int] = []
     for i, e in enumerate(entries):
@@ -347,7 +315,12 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
     if base_number > 0:
         base_index = longhaul[base_number - 1]
         base_id = _str(entries[base_index].get("id"))
-        state = _read_base(entries[base_index], base_number, anomalies)
+        base = read_details_state(entries[base_index], base_number)
+        if isinstance(base, Refusal):
+            anomalies.append(_anomaly(base_id, base))
+            state = None
+        else:
+            state = base
     refused = state is None
     if state is None:
         # FORMAT-3: nothing is read from it, but its number is spent so span numbers stay unique (PASS-16),
@@ -390,5 +363,4 @@ def fold(branch: list[dict[str, Any]], *, stop_after_span: int | None = None) ->
         foreign_compactions=foreign,
         spans=spans,
         remembered=remembered,
-        span_record_entries=[entries[i] for i in span_records],
     )

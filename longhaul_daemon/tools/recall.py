@@ -5,7 +5,7 @@ detail lines that contain it (case-insensitive); both together narrow each other
 in one line each. A span whose record is missing or not ``v: 1`` is reported as unavailable, never guessed
 (TOOLS-6, FORMAT-5). Every field is sanitized and cut, and the whole answer stays within 8,000 code points.
 A ``u<n>`` ref also shows that message's own words, read from the branch: the summary shows a carried
-message only up to a cut and points here for the rest (issue 11).
+message only up to a cut and points here for the rest.
 """
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from longhaul_daemon.state.entry_kinds import SPAN_TYPE
 from longhaul_daemon.state.fold import FoldResult, SpanInfo, fold
-from longhaul_daemon.state.model import STATE_FORMAT, Command, ErrorEntry, Rule, State
+from longhaul_daemon.state.model import Command, ErrorEntry, Rule, State
+from longhaul_daemon.state.own_entries import Refusal, read_details_state
 from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize_block, sanitize_line
 from longhaul_daemon.transcript.messages import user_ids, user_text
 
@@ -62,42 +60,17 @@ def _list(record: Mapping[str, Any], key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _records(entries: list[dict[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """The first v1 span record naming each compaction id, as the fold reads them (FOLD-5)."""
-    found: dict[str, Mapping[str, Any]] = {}
-    for entry in entries:
-        data = entry.get("data")
-        if (
-            entry.get("type") != "custom"
-            or entry.get("customType") != SPAN_TYPE
-            or not isinstance(data, dict)
-        ):
-            continue
-        cid = data.get("compactionId")
-        if type(data.get("v")) is int and data.get("v") == 1 and isinstance(cid, str):
-            found.setdefault(cid, data)
-    return found
-
-
 def _state_of(entry: Mapping[str, Any] | None) -> State | None:
-    details = entry.get("details") if entry is not None else None
-    if not isinstance(details, Mapping) or details.get("stateFormat") != STATE_FORMAT:
+    if entry is None:
         return None
-    try:
-        return State.model_validate(details.get("state"))
-    except ValidationError:
-        return None
+    state = read_details_state(entry)
+    return None if isinstance(state, Refusal) else state
 
 
 def _spans(entries: list[dict[str, Any]], folded: FoldResult) -> list[_Span]:
-    records = _records(entries)
     # An id is whatever the client sent: only a string can name a compaction (a list is not even hashable).
     by_id = {e["id"]: e for e in entries if e.get("type") == "compaction" and isinstance(e.get("id"), str)}
-    spans: list[_Span] = []
-    for info in folded.spans:
-        record = records.get(info.compaction_id or "") if info.detail_available else None
-        spans.append(_Span(info, record, _state_of(by_id.get(info.compaction_id))))
-    return spans
+    return [_Span(info, info.record, _state_of(by_id.get(info.compaction_id))) for info in folded.spans]
 
 
 def _labels(span: _Span) -> list[str]:

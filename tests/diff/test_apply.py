@@ -11,7 +11,7 @@ from longhaul_daemon.diff.quotes import OfferedMessage
 from longhaul_daemon.diff.schema import DeadEnd, Decision
 from longhaul_daemon.diff.values import ValueCandidate
 from longhaul_daemon.diff.verify import evaluate
-from longhaul_daemon.inspect.views import state_text
+from longhaul_daemon.inspector.views import state_text
 from longhaul_daemon.passes.close import close_span
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.state.fold import FoldResult

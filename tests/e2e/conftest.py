@@ -6,11 +6,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
+from .e2e_sandbox import build_sandbox, missing_prerequisites
 from .fake_git import FakeGit
-from .model_server import ModelServer
-from .pi_driver import PiRpc
-from .sandbox import Sandbox, build_sandbox, missing_prerequisites
 from .tui import PiScreen, tmux_missing
 
 

@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .model_server import ModelServer, Reply, content_text, cut_off, delayed, http_error, text
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
+from longhaul_daemon.evaluation.harness.callers import content_text
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import Reply, cut_off, delayed, http_error, text
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 
 __all__ = [
     "NULL",

@@ -6,15 +6,16 @@ import json
 import time
 from typing import Any
 
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .diff_script import (
     DiffScript,
     Responder,
     section,
     standing_rules,
 )
-from .model_server import ModelServer
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import LonghaulCompaction, expect_longhaul, wrap_up
 
 FILLER = (

@@ -17,11 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.answers import PI_OWN_MARKER
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .fake_git import FakeGit
-from .model_server import PI_OWN_MARKER, ModelServer
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import agent_bash, command_ids, commands_by_id, expect_longhaul, wrap_up
 from .session_log import LINE_TYPE, Entry, compactions, customs, index_of, read_entries, wait_for_entries
 

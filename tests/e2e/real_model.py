@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .model_server import RequestKind, classify
-from .sandbox import REPO_ROOT
+from longhaul_daemon.evaluation.harness.callers import RequestKind, classify
+
+from .e2e_sandbox import REPO_ROOT
 
 __all__ = [
     "INSTALLER",

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model_server import ModelServer, RecordedRequest, text, tool_call
-from .pi_driver import PiRpc
+from longhaul_daemon.evaluation.harness.model_server import ModelServer, RecordedRequest
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import text, tool_call
+
 from .session_log import (
     LINE_TYPE,
     SPAN_TYPE,

@@ -3,9 +3,10 @@ each answering in its API's real streaming wire format.
 
 One server hosts any number of stand-ins. A request under a stand-in's prefix is checked; a refused one gets
 the real API's status and error body, an accepted one a streamed answer: pi's own agent turns get ``ACK: …``,
-pi's summariser a canned summary, and the daemon's model calls (the Diff's system prompt, or the answer schema
-in any of its forms) a Diff-shaped answer, as a forced answer tool's input where the request forced one. Every
-request is recorded with the stand-in's verdict, so a test can assert that nothing pi would not send arrived.
+pi's summariser a canned summary, and the daemon's model calls a Diff-shaped answer, as a forced answer tool's
+input where the request forced one; who called is decided by the shared harness's rule
+(:func:`~longhaul_daemon.evaluation.harness.callers.kind_of`) over each API's system prompt. Every request is
+recorded with the stand-in's verdict, so a test can assert that nothing pi would not send arrived.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .model_server import PI_SUMMARY_SYSTEM_MARKER, diff_answer
+from longhaul_daemon.evaluation.harness.answers import PI_OWN_MARKER, diff_answer
+from longhaul_daemon.evaluation.harness.callers import RequestKind, content_text, kind_of
+
 from .strict_checks import Check, Refusal
 
 __all__ = ["Seen", "StandIn", "StrictServer"]
 
-DIFF_SYSTEM_MARKER = "You update the carried state of a coding session"
 ANSWER_TOOL = "diff_answer"
 
 
@@ -47,7 +49,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
-    kind: str  # agent, pi-summary, daemon
+    kind: RequestKind
     refusal: Refusal | None
 
     @property
@@ -76,20 +78,25 @@ def _text(value: Any) -> str:
     return ""
 
 
-def _system(api: str, body: Mapping[str, Any]) -> str:
+def _system_parts(api: str, body: Mapping[str, Any]) -> list[str]:
+    """The request's system prompt, block by block, in its API's own form."""
     if api == "anthropic-messages":
-        return _text(body.get("system"))
+        system = body.get("system")
+        return (
+            [system] if isinstance(system, str) else [_text(b) for b in system or [] if isinstance(b, dict)]
+        )
     if api == "google-generative-ai":
-        return _text(body.get("systemInstruction"))
+        return [_text(body.get("systemInstruction"))]
     if api == "openai-responses":
         items = [
             i
             for i in body.get("input") or []
             if isinstance(i, dict) and i.get("role") in ("system", "developer")
         ]
-        return _text(body.get("instructions")) + _text(items)
+        return [_text(body.get("instructions")), *(_text(i.get("content")) for i in items)]
     messages = body.get("messages") or []
-    return _text([m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")])
+    system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+    return [content_text(m.get("content")) for m in system]
 
 
 def _prompt(api: str, body: Mapping[str, Any]) -> str:
@@ -233,17 +240,17 @@ class StrictServer:
         refusal = stand_in.check(path, headers, body)
         if refusal is None and stand_in.refuse is not None:
             refusal = stand_in.refuse(headers, body)
-        system = _system(stand_in.api, body)
-        if DIFF_SYSTEM_MARKER in system or Seen(stand_in.name, path, headers, body, "", None).structured:
-            kind, answer = "daemon", diff_answer(_prompt(stand_in.api, body))
+        kind = kind_of(_system_parts(stand_in.api, body))
+        if kind == "other":
+            answer = diff_answer(_prompt(stand_in.api, body))
             if stand_in.trailing and _forced_tool(body) is None:
                 answer += "\n\nThat is the answer; let me explain it at some length. " * (
                     stand_in.trailing // 50
                 )
-        elif PI_SUMMARY_SYSTEM_MARKER in system:
-            kind, answer = "pi-summary", "## Goal\nPI-OWN-SUMMARY from a strict stand-in.\n"
+        elif kind == "pi-summary":
+            answer = f"## Goal\n{PI_OWN_MARKER} from a strict stand-in.\n"
         else:
-            kind, answer = "agent", "ACK: " + _prompt(stand_in.api, body)[-60:].replace("\n", " ")
+            answer = "ACK: " + _prompt(stand_in.api, body)[-60:].replace("\n", " ")
         seen = Seen(stand_in.name, path, headers, body, kind, refusal)
         with self._lock:
             self.seen.append(seen)

@@ -6,10 +6,13 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer, text, tool_call
-from .pi_driver import PiRpc, PrintRun, run_print
-from .sandbox import Sandbox
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import text, tool_call
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
+from .print_mode import PrintRun, run_print
 from .scenario import LONG_WRAP_UP, agent_bash, expect_longhaul
 from .session_log import Entry, compactions, is_longhaul, read_entries
 

@@ -21,7 +21,12 @@ from typing import Any
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import Reply, text, tool_call
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .diff_script import (
     DiffCall,
     DiffScript,
@@ -39,9 +44,6 @@ from .diff_script import (
     standing_rules,
     status,
 )
-from .model_server import ModelServer, Reply, text, tool_call
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import LonghaulCompaction, expect_longhaul, wrap_up
 
 pytestmark = pytest.mark.e2e

@@ -16,11 +16,12 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .diff_script import notices
-from .model_server import ModelServer
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import expect_longhaul, wrap_up
 
 pytestmark = pytest.mark.e2e

@@ -20,12 +20,15 @@ from typing import Any
 
 import pytest
 
+from longhaul_daemon.evaluation.harness.answers import diff_answer
+from longhaul_daemon.evaluation.harness.callers import content_text
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import Reply, http_error, text
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 from longhaul_daemon.secrets.redaction import MARK
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer, Reply, content_text, diff_answer, http_error, text
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import agent_bash, expect_longhaul, wrap_up
 from .session_log import SPAN_TYPE, customs, read_entries
 from .socket_tap import SocketTap

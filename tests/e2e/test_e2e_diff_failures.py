@@ -15,7 +15,12 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import Reply, text, tool_call
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .diff_script import (
     RETRY_NOTE_MARKER,
     DiffCall,
@@ -41,9 +46,6 @@ from .diff_steps import (
     single_rule,
     wait_log_record,
 )
-from .model_server import ModelServer, Reply, text, tool_call
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .session_log import compactions, read_entries
 
 pytestmark = pytest.mark.e2e

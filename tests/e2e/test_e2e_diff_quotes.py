@@ -13,6 +13,10 @@ import json
 
 import pytest
 
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import Reply, text, tool_call
+
 from .diff_script import (
     RETRY_NOTE_MARKER,
     DiffCall,
@@ -39,8 +43,6 @@ from .diff_steps import (
     single_rule,
     state_text,
 )
-from .model_server import ModelServer, Reply, text, tool_call
-from .pi_driver import PiRpc
 from .scenario import expect_longhaul, wrap_up
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,12 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import Reply, text, tool_call, with_reasoning
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .diff_script import (
     NULL,
     DiffCall,
@@ -40,9 +45,6 @@ from .diff_steps import (
     state_text,
     wait_log_record,
 )
-from .model_server import ModelServer, Reply, text, tool_call, with_reasoning
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import expect_longhaul
 
 pytestmark = pytest.mark.e2e

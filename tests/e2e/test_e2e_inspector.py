@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer, text, tool_call
-from .pi_driver import PiRpc
-from .sandbox import REPO_ROOT, Sandbox
+from longhaul_daemon.evaluation.harness.answers import FIXED_NARRATIVE
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import text, tool_call
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
+from .e2e_sandbox import REPO_ROOT
 from .scenario import agent_bash, expect_longhaul, wrap_up
 from .session_log import LINE_TYPE, compactions, customs, read_entries, wait_for_entries
 
@@ -107,7 +111,7 @@ def test_inspector_on_a_longhaul_session(
         head = f"Span {n}: compaction {comp.entry['id']}, pass {comp.details['passId']}"
         assert f"{head}, closed whole" in spans.stdout
     assert "exit 2: ls /nonexistent-dir-alpha" in spans.stdout
-    assert "exit 3: printf" in spans.stdout and "work log: E2E scripted narrative" in spans.stdout
+    assert "exit 3: printf" in spans.stdout and f"work log: {FIXED_NARRATIVE}" in spans.stdout
     assert "line: 1 model calls, " in spans.stdout  # the Diff's one call, counted in the Compaction line
 
     anomalies = _state(sandbox, str(session_file), "--anomalies")  # INSPECT-4

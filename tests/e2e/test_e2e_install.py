@@ -25,10 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer
-from .pi_driver import PiRpc
-from .sandbox import REPO_ROOT, Sandbox, build_sandbox
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
+from .e2e_sandbox import REPO_ROOT, build_sandbox
 from .scenario import agent_bash, expect_longhaul, wrap_up
 
 pytestmark = pytest.mark.e2e
@@ -206,7 +208,7 @@ def test_install_for_everyday_use_from_a_fresh_clone(user: User, model_server: M
     try:
         status = user.run("longhaul-daemon", "status").stdout  # the default socket: no --socket anywhere
         assert f"{user.socket} (socket-activated)" in status
-        pi = PiRpc(user.sandbox, env=user.env, with_e=False)  # the shim comes from pi's settings only
+        pi = PiRpc(user.sandbox, env=user.env, extensions=())  # the shim comes from pi's settings only
         agent_bash(pi, model_server, "echo installed")
         wrap_up(pi, "install")
         response = pi.compact()
@@ -270,7 +272,7 @@ def test_pi_install_of_the_repository_root_loads_the_shim_without_node_modules(
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    with PiRpc(sandbox, with_e=False) as pi:
+    with PiRpc(sandbox, extensions=()) as pi:
         agent_bash(pi, model_server, "echo from-the-root-package")
         wrap_up(pi, "root")
         response = pi.compact()

@@ -11,12 +11,13 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .fake_git import FakeGit
 from .kill_loop import kill_loop
-from .model_server import ModelServer
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 
 pytestmark = pytest.mark.e2e
 

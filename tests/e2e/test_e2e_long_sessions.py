@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiError, PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 from longhaul_daemon.evaluation.synthetic import write_session
 from longhaul_daemon.passes.close import MAX_STATE_COMMANDS
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer
-from .pi_driver import PiError, PiRpc
-from .sandbox import Sandbox
 from .scenario import agent_bash, expect_longhaul, wrap_up
 from .session_log import compactions, read_entries
 from .socket_tap import SocketTap, send_line

@@ -6,9 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer, text, tool_call
-from .pi_driver import PiRpc
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import text, tool_call
+
 from .scenario import (
     agent_bash,
     block_lines,

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from .model_server import PI_OWN_MARKER, ModelServer, diff_answer, text, tool_call
+from longhaul_daemon.diff.instructions import SYSTEM_PROMPT as DIFF_SYSTEM_PROMPT
+from longhaul_daemon.evaluation.harness.answers import PI_OWN_MARKER, diff_answer
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.replies import text, tool_call
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +50,7 @@ def test_streams_text_tool_calls_and_usage(model_server: ModelServer) -> None:
     model_server.enqueue(tool_call("bash", command="echo ok"), text("done"))
     chunks = _sse(_post(model_server, _agent_body({"role": "user", "content": "go [[tokens=30000]]"})))
     calls = [tc for c in chunks for ch in c["choices"] for tc in ch["delta"].get("tool_calls", [])]
-    assert calls[0]["function"]["name"] == "bash" and calls[0]["id"].startswith("call_e2e_")
+    assert calls[0]["function"]["name"] == "bash" and calls[0]["id"].startswith("call_fake_")
     assert json.loads("".join(tc["function"]["arguments"] for tc in calls)) == {"command": "echo ok"}
     finishes = [ch["finish_reason"] for c in chunks for ch in c["choices"] if ch["finish_reason"]]
     assert finishes == ["tool_calls"]
@@ -91,8 +94,12 @@ def test_non_streaming_and_request_kinds(model_server: ModelServer) -> None:
     )
     assert first.startswith("## Goal") and PI_OWN_MARKER in first and first != second
 
-    other = {"model": "fake-model", "messages": [{"role": "user", "content": "label u1 and u3"}]}
+    prompt = "Messages u1, u2 and u3.\n\nLabel exactly these messages: u1, u3."
+    other = {
+        "model": "fake-model",
+        "messages": [{"role": "system", "content": DIFF_SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+    }
     reply = json.loads(_post(model_server, other))["choices"][0]["message"]["content"]
-    assert reply == diff_answer("label u1 and u3")
+    assert reply == diff_answer(prompt)
     assert [lab["msg"] for lab in json.loads(reply)["labels"]] == ["u1", "u3"]
     assert [r.kind for r in model_server.requests()] == ["agent", "pi-summary", "pi-summary", "other"]

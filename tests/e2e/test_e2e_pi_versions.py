@@ -21,13 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 from longhaul_daemon.ops.shim import shim_files
 
-from .daemon_proc import Daemon
 from .diff_script import notices
-from .model_server import ModelServer
-from .pi_driver import PiRpc
-from .sandbox import PI_BIN_RELATIVE, REPO_ROOT, SHIM_DIR, Sandbox
+from .e2e_sandbox import PI_BIN_RELATIVE, REPO_ROOT, SHIM_DIR
 from .scenario import expect_longhaul, wrap_up
 from .session_log import compactions, is_longhaul, read_entries
 from .tui import READY, PiScreen, compact_by_hand, notice_after_compaction

@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from . import strict_checks as checks
-from .daemon_proc import Daemon
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import expect_longhaul, wrap_up
 from .strict_server import StandIn, StrictServer
 
@@ -287,7 +288,7 @@ def test_pass22_every_login_compacts_whole_and_the_provider_sees_only_what_pi_wo
         record = compaction_records(sandbox, n)[-1]
         assert record["route"]["used"] == f"{model.provider}/{model.model_id}", record["route"]
         assert set(record["narrative"]["viaWhy"]) == {model.via}, record["narrative"]
-        asked = strict.requests(model.stand_in, "daemon")
+        asked = strict.requests(model.stand_in, "other")
         assert asked, f"{model}: the daemon's calls never reached the stand-in\n{daemon.log_tail()}"
         assert all(s.structured for s in asked), f"{model}: a call went without the answer schema"
         stand_in = next(s for s in strict.stand_ins if s.name == model.stand_in)
@@ -337,7 +338,7 @@ def test_pass22_a_direct_call_refused_with_401_finishes_through_pi_in_the_same_p
     assert first["narrative"]["via"]["daemon"] == 1, first["narrative"]
     assert first["narrative"]["viaWhy"].keys() == {"daemon:custom-openai-compatible", "pi:refused-401"}
     assert second["narrative"]["viaWhy"].keys() == {"pi:refused-401"}  # the route stays through pi
-    direct = [s for s in strict.requests("local", "daemon") if s.refusal is not None]
+    direct = [s for s in strict.requests("local", "other") if s.refusal is not None]
     assert len(direct) == 1 and direct[0].refusal is not None and direct[0].refusal.status == 401
     assert all(s.refusal is None for s in strict.requests("local", "agent"))
     row = {r["route"]: r for r in daemon.status()["routes"]}["local-llm/local-llm-7b"]

@@ -35,14 +35,15 @@ from urllib.parse import urlsplit
 import pytest
 from home_guard import GUARD
 
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.pi_rpc import Event, PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 from longhaul_daemon.state.render import CARRIED_TITLE
 from realmodel.pi_agent import write_agent_config
 
-from .daemon_proc import Daemon
 from .diff_script import write_longhaul_settings
-from .pi_driver import Event, PiRpc
+from .e2e_sandbox import build_sandbox
 from .real_model import Call, Installed, RealModelError, RealModelServer, installed
-from .sandbox import Sandbox, build_sandbox
 from .scenario import expect_longhaul
 from .session_log import compactions, is_longhaul, read_entries
 

@@ -16,10 +16,13 @@ from typing import Any
 
 import pytest
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer, text, tool_call
-from .pi_driver import PiRpc, run_print
-from .sandbox import Sandbox
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import text, tool_call
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
+from .print_mode import run_print
 from .scenario import agent_bash, expect_longhaul, wrap_up
 from .session_log import compactions, read_entries
 

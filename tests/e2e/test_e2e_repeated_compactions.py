@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer
-from .pi_driver import PiRpc
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+
 from .scenario import LonghaulCompaction, agent_bash, command_ids, commands_by_id, expect_longhaul, wrap_up
 from .session_log import compactions
 

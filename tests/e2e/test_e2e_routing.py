@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import SCRIPTED_KEY, Sandbox
+
 from .scenario import expect_longhaul, wrap_up
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +28,7 @@ SUMMARIZER_PROVIDER = "cheap"
 SUMMARIZER_ID = "small-model"
 SUMMARIZER_SPEC = f"{SUMMARIZER_PROVIDER}/{SUMMARIZER_ID}"
 SUMMARIZER_KEY = "e2e-cheap-key-3b9f"
-SESSION_KEY = "e2e-fake-key"  # what sandbox.py gives the session provider
+SESSION_KEY = SCRIPTED_KEY  # what the sandbox gives the session provider
 WAIT_S = 20.0
 
 

@@ -12,12 +12,13 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .diff_script import answer, standing_rules
 from .diff_steps import install
-from .model_server import ModelServer
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import expect_longhaul, wrap_up
 from .session_log import compactions, read_entries
 

@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
-from .daemon_proc import Daemon
-from .model_server import ModelServer, RecordedRequest, content_text, text, tool_call, with_reasoning
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
+from longhaul_daemon.evaluation.harness.callers import content_text
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer, RecordedRequest
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import text, tool_call, with_reasoning
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .scenario import agent_bash, expect_longhaul, wrap_up
 from .session_log import customs, read_entries
 
@@ -39,7 +42,7 @@ def request_after_tool(server: ModelServer, call_id: str) -> RecordedRequest:
 
 
 def last_call_id(server: ModelServer, tool: str) -> str:
-    calls = [r.reply.call_id for r in server.requests("agent") if r.reply.tool == tool]
+    calls = [c.id for r in server.requests("agent") for c in r.reply.calls if c.name == tool]
     assert calls and calls[-1], f"the model server never answered with a {tool} call"
     return calls[-1]
 

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
+from .e2e_sandbox import REPO_ROOT
 from .real_model import RealModelError, installed
-from .sandbox import REPO_ROOT, Sandbox
 from .scenario import expect_longhaul
 from .session_log import read_entries
 from .tui import COMPACTED, PiScreen, tmux_missing

@@ -14,11 +14,12 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .diff_script import raw
 from .diff_steps import install
-from .model_server import ModelServer
-from .sandbox import Sandbox
 from .session_log import compactions, is_longhaul, read_entries
 from .tui import PiScreen, compact_by_hand, notice_after_compaction
 

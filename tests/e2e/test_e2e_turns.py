@@ -12,12 +12,15 @@ from collections.abc import Callable
 
 import pytest
 
-from .daemon_proc import Daemon
+from longhaul_daemon.evaluation.harness.callers import content_text
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import text, tool_call
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .diff_script import standing_rules, write_longhaul_settings
 from .diff_steps import close_span, wait_log_record
-from .model_server import ModelServer, content_text, text, tool_call
-from .pi_driver import PiRpc
-from .sandbox import Sandbox
 from .scenario import agent_bash, expect_longhaul, wrap_up
 from .session_log import compactions, read_entries
 from .turns_script import TurnsScript

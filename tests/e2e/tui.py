@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .sandbox import Sandbox
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+
 from .scenario import LONG_WRAP_UP
 
 __all__ = ["PiScreen", "ScreenError", "compact_by_hand", "flat", "notice_after_compaction", "tmux_missing"]

@@ -18,7 +18,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model_server import ModelServer, Reply, content_text, delayed, text, tool_call
+from longhaul_daemon.evaluation.harness.callers import content_text, is_turn
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.replies import Reply, delayed, text, tool_call
 
 __all__ = ["TurnCall", "TurnsScript"]
 
@@ -63,8 +65,8 @@ class TurnsScript:
 
     def __call__(self, body: dict[str, Any]) -> Reply | None:
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-        if not body.get("tools") and not any(m.get("role") == "tool" for m in messages):
-            return None  # not a turns-mode request: the server's default (a Diff answer) applies
+        if not is_turn(body):
+            return None  # the Diff's call: the server's default (a Diff answer) applies
         with self._lock:
             return self._answer(body, messages)
 

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scripted_summarizer import scripted_diff_answer, scripted_pi_summary
+
 from longhaul_daemon.evaluation.corpus_text import WRAP_UP, WRAP_UP_REPLY
-from longhaul_daemon.evaluation.fake_model import FakeModel
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
 from longhaul_daemon.evaluation.key import AnswerKey, KeyCommand, KeyCompaction, KeyRule, dump_key
-from longhaul_daemon.evaluation.scripted import scripted_diff_answer, scripted_pi_summary
 
 from .branches import BranchBuilder, write_transcript
 
@@ -76,9 +77,9 @@ def keeps_the_lifted_rule(body: dict[str, Any]) -> str:
 Answer = Callable[[dict[str, Any]], str]
 
 
-def scored_model(agent_dir: Path, pi_summary: Answer = scripted_pi_summary) -> FakeModel:
+def scored_model(agent_dir: Path, pi_summary: Answer = scripted_pi_summary) -> ModelServer:
     """The scored model, started, and registered in ``agent_dir``'s models.json as ``scripted/summarizer``."""
-    model = FakeModel(model_id="summarizer", pi_summary=pi_summary, longhaul=scripted_diff_answer).start()
+    model = ModelServer(model_id="summarizer", pi_summary=pi_summary, longhaul=scripted_diff_answer).start()
     agent_dir.mkdir(parents=True, exist_ok=True)
     provider = {
         "baseUrl": model.base_url,

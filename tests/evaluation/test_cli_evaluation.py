@@ -34,7 +34,7 @@ MODULES = {
     "score": "longhaul_daemon.evaluation.score",
     "corpus": "longhaul_daemon.evaluation.corpus",
     "serve": "longhaul_daemon.server.lifecycle",
-    "state": "longhaul_daemon.inspect.command",
+    "state": "longhaul_daemon.inspector.command",
 }
 THIRD_PARTY = frozenset({"anyio", "httpx", "jsonrpcserver", "pydantic", "structlog"})
 
@@ -68,7 +68,7 @@ def test_help_loads_no_evaluation_command(tmp_path: Path) -> None:
     [
         ("facts", ["{file}", "--json"], 0, {"pydantic"}),  # VALUE-4's matcher lives beside the state model
         ("corpus", ["{dir}/out", "--sessions", "1"], 0, set()),
-        ("replay", ["{file}", "--pi", "{dir}/no-pi"], 1, set()),
+        ("replay", ["{file}", "--pi", "{dir}/no-pi"], 1, {"pydantic"}),  # the one reader of our records
         ("score", ["{file}"], 2, {"pydantic", "httpx"}),
         ("state", ["{file}"], 0, {"pydantic"}),  # and the other way round: no evaluation code in state
     ],

@@ -22,8 +22,13 @@ from longhaul_daemon.evaluation.common import key_path
 from longhaul_daemon.evaluation.corpus import run_corpus, write_corpus
 from longhaul_daemon.evaluation.corpus_text import RULES
 from longhaul_daemon.evaluation.key import load_key
-from longhaul_daemon.evaluation.spans import find_compactions, message_of, message_pieces, text_of
-from longhaul_daemon.inspect.session_file import read_transcript
+from longhaul_daemon.evaluation.recorded_compactions import (
+    find_compactions,
+    message_of,
+    message_pieces,
+    text_of,
+)
+from longhaul_daemon.inspector.session_file import read_transcript
 
 
 @pytest.fixture(scope="module")

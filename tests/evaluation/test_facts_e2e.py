@@ -14,12 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from e2e.daemon_proc import Daemon
 from e2e.diff_script import DiffScript, Val, answer
-from e2e.model_server import ModelServer
-from e2e.pi_driver import PiRpc
-from e2e.sandbox import Sandbox
 from e2e.scenario import agent_bash, expect_longhaul, wrap_up
+
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 
 from .cli_run import private_env, run_cli
 

@@ -6,7 +6,8 @@ import json
 
 import httpx
 
-from longhaul_daemon.evaluation.fake_model import FakeModel
+from longhaul_daemon.diff.instructions import SYSTEM_PROMPT
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
 from longhaul_daemon.evaluation.proxy import CallRecord, RecordingProxy, usage_of
 
 
@@ -39,9 +40,12 @@ def test_a_streamed_call_passes_through_and_is_counted_under_its_tag() -> None:
     body = {
         "model": "m",
         "stream": True,
-        "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "hello " * 40}],
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": "hello " * 40},
+        ],
     }
-    with FakeModel(longhaul=lambda _: "the answer text") as model, RecordingProxy(model.base_url) as proxy:
+    with ModelServer(longhaul=lambda _: "the answer text") as model, RecordingProxy(model.base_url) as proxy:
         url = proxy.base_url("run-7") + "/chat/completions"
         with httpx.stream(
             "POST", url, json=body, headers={"Authorization": "Bearer k"}, timeout=30
@@ -54,7 +58,7 @@ def test_a_streamed_call_passes_through_and_is_counted_under_its_tag() -> None:
         assert text == "the answer text"
         [call] = proxy.calls("run-7")
         assert proxy.calls("other") == []
-        served = model.stats()["longhaul"]
+        served = model.stats()["other"]  # the daemon's call
         assert (call.status, call.input_tokens, call.output_tokens) == (
             200,
             served.input_tokens,

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.daemon_proc import Daemon
-from e2e.model_server import ModelServer, text, tool_call
-from e2e.pi_driver import PiRpc
-from e2e.sandbox import Sandbox
 from e2e.scenario import agent_bash, expect_longhaul, wrap_up
 
 from longhaul_daemon.evaluation.common import path_hash
+from longhaul_daemon.evaluation.harness.daemon_process import Daemon
+from longhaul_daemon.evaluation.harness.model_server import ModelServer
+from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
+from longhaul_daemon.evaluation.harness.replies import text, tool_call
+from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 from longhaul_daemon.evaluation.replay_command import run_replay
 
 from .cli_run import private_env, run_cli

@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from longhaul_daemon.evaluation.isolation import find_tools
+from longhaul_daemon.evaluation.harness.answers import FIXED_NARRATIVE, FIXED_NOW
+from longhaul_daemon.evaluation.harness.sandbox import find_tools
 from longhaul_daemon.evaluation.replay import ReplayConfig, replay_transcript
 from longhaul_daemon.state.model import State
 
@@ -181,8 +182,8 @@ def test_replay4_replay5_replay7_a_replay_answers_itself_stays_local_and_leaves_
     entries = [json.loads(line) for line in replayed.read_text().splitlines()]
     [compaction] = [e for e in entries if e["type"] == "compaction"]
     state = State.model_validate(compaction["details"]["state"])
-    assert [(line.closedAs, line.text) for line in state.workLog] == [("whole", "Replayed span.")]
-    assert (state.now, state.rules, state.decisions) == ("Continue the replayed session.", [], [])
+    assert [(line.closedAs, line.text) for line in state.workLog] == [("whole", FIXED_NARRATIVE)]
+    assert (state.now, state.rules, state.decisions) == (FIXED_NOW, [], [])
 
     # REPLAY-5: what pi and the daemon were started with.
     started = _started(trace)

@@ -21,6 +21,7 @@ from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams, CompactResult
 from longhaul_daemon.sessionfile import files as files_module
 from longhaul_daemon.sessionfile.files import SessionFileRefused, SessionFiles
+from longhaul_daemon.state.fold import fold
 from longhaul_daemon.transcript.messages import user_ids
 
 from .pi_branch import Session
@@ -271,6 +272,43 @@ def test_heavy_entries_before_the_states_boundary_are_left_out(tmp_path: Path) -
     users_before = [e for e in s.entries[:kept] if e["message"]["role"] == "user"]
     assert read.entries == users_before + s.entries[kept:]
     assert read.left_out == len(s.entries[:kept]) - len(users_before) > 0
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        {"stateFormat": 1.0, "compactor": "longhaul", "state": {"span": 2}},
+        {"stateFormat": 1, "compactor": "longhaul", "state": {"span": "two"}},
+    ],
+    ids=["format-as-float", "broken-state"],
+)
+def test_a_base_the_fold_refuses_leaves_nothing_judged(tmp_path: Path, details: dict[str, Any]) -> None:
+    """FORMAT-3: the newest Longhaul compaction is the fold's base; when the fold refuses its state, the
+    takeover reads from the root, so the file reader leaves out nothing before it (not even what an older,
+    readable base judged)."""
+    s = Session(tmp_path)
+    _work(s, 2, "a")
+    kept = len(s.entries)
+    s.user("kept turn")
+    good = {"stateFormat": 1, "compactor": "longhaul", "passId": "p1", "span": 1, "state": {"span": 1}}
+    for n, compaction in enumerate((good, details), start=1):
+        s.entries.append(
+            {
+                "type": "compaction",
+                "id": f"cccc000{n}",
+                "parentId": s.entries[-1]["id"],
+                "firstKeptEntryId": s.entries[kept]["id"],
+                "details": compaction,
+            }
+        )
+        s.bash("ls", "files")
+    s.user("now")
+    path = s.write(tmp_path / "s.jsonl")
+    read = SessionFiles().read_branch(
+        str(path), session_id="s1", leaf_id=s.entries[-1]["id"], span_ids=[s.entries[-1]["id"]]
+    )
+    assert fold(read.entries).base_refused
+    assert read.entries == s.entries and read.left_out == 0
 
 
 def test_a_long_unseen_stretch_is_read_whole_for_its_newest_part_only(

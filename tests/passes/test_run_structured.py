@@ -19,6 +19,7 @@ from longhaul_daemon.diff.schema import answer_schema
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, unusable_routes
 from longhaul_daemon.passes.run import run_pass
+from longhaul_daemon.state.fold import fold
 
 from .model_steps import SPEC, answer_reply, state_of, with_model
 from .pi_branch import Session
@@ -116,7 +117,7 @@ async def test_a_model_that_gave_no_answer_before_gets_one_retry_a_chunk_in_the_
     server.script.append(OPENAI_COMPLETIONS.stream_reply([ECHO]))
     first = await run_pass(with_model(session.params(keep(session)), server), pass_id="p1")
     session.store(first, keep(session))
-    assert unusable_routes(session.entries) == {SPEC}
+    assert unusable_routes(fold(session.entries).spans) == {SPEC}
     session.user("Now the report page.")
     server.script += [cut('{"labels": [{"msg": "u1"'), cut('{"labels": ['), cut("never asked")]
     second = await run_pass(with_model(session.params(keep(session)), server), pass_id="p2")

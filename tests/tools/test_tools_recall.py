@@ -180,3 +180,16 @@ def test_issue11_a_u_ref_shows_the_users_own_words_from_the_branch() -> None:
     assert "u2: rule R2" in out.text
     narrowed = recall(b.entries, ref="u2", query="fridays")
     assert narrowed.text.splitlines() == ["u2, the user's own words:", "  Never deploy on Fridays."]
+
+
+def test_recall_shows_the_span_record_the_fold_reads() -> None:
+    """FOLD-5, TOOLS-5: of two v1 records naming one compaction, the fold reads the first usable one (a record
+    with an unknown closedAs is malformed); recall answers from that same record."""
+    entries = two_spans().entries
+    at, record = next(
+        (i, e) for i, e in enumerate(entries) if e.get("customType") == "compaction-state.span" and i > 3
+    )
+    broken = dict(record["data"], closedAs="bogus", commands=[cmd("C3", "echo WRONG", 0, 2).model_dump()])
+    entries.insert(at, {**record, "id": "e9999", "data": broken})
+    out = recall(entries, ref="span:2")
+    assert out.ok and "echo gamma" in out.text and "echo WRONG" not in out.text

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_transcripts import HEADER, Branch, write_session
+from inspector_transcripts import HEADER, Branch, write_session
 
-from longhaul_daemon.inspect import session_file
-from longhaul_daemon.inspect.session_file import (
+from longhaul_daemon.inspector import session_file
+from longhaul_daemon.inspector.session_file import (
     TranscriptError,
     agent_dir,
     newest_transcript,

@@ -1,4 +1,9 @@
-"""Runs the real Longhaul daemon as a subprocess on a real Unix socket, and can crash and restart it."""
+"""The real Longhaul daemon as a child process on a private socket, which can be crashed and restarted.
+
+``python -m longhaul_daemon serve --socket PATH`` in its own process group, its output in a log file per
+start; :meth:`Daemon.start` returns once the socket answers ``status``. :meth:`Daemon.sweep` stops it and
+kills whatever is left in every group it ran in (a ``git`` the World step started and the daemon left).
+"""
 
 from __future__ import annotations
 
@@ -30,13 +35,13 @@ def rpc_call(socket_path: Path, method: str, params: dict[str, Any], *, timeout:
         sock.connect(str(socket_path))
         request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
         sock.sendall(json.dumps(request).encode() + b"\n")
-        buf = b""
-        while b"\n" not in buf:
+        buffer = b""
+        while b"\n" not in buffer:
             chunk = sock.recv(65536)
             if not chunk:
                 break
-            buf += chunk
-    line = buf.split(b"\n", 1)[0]
+            buffer += chunk
+    line = buffer.split(b"\n", 1)[0]
     if not line:
         raise DaemonError(f"{method}: the daemon closed the connection without answering")
     answer = json.loads(line)
@@ -46,7 +51,7 @@ def rpc_call(socket_path: Path, method: str, params: dict[str, Any], *, timeout:
 
 
 class Daemon:
-    """One daemon process (``python -m longhaul_daemon serve --socket PATH``) in its own process group."""
+    """One daemon on ``socket_path``, logging to ``log_dir/daemon-<n>.log`` for its n-th start."""
 
     def __init__(self, socket_path: Path, log_dir: Path) -> None:
         self.socket_path = socket_path
@@ -54,7 +59,7 @@ class Daemon:
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._starts = 0
-        self._pgids: list[int] = []  # every group we started, for the final sweep of leftovers
+        self._pgids: list[int] = []  # every group it ran in, for the final sweep of leftovers
 
     @property
     def log_path(self) -> Path:
@@ -67,8 +72,8 @@ class Daemon:
             return "<no daemon log>"
 
     def start(self, env: dict[str, str], *, extra_args: tuple[str, ...] = ()) -> None:
-        """Start and wait until the socket answers ``status``; fail loudly with the daemon's output if not.
-        ``extra_args`` go after ``serve --socket PATH`` (e.g. ``("--pass-budget", "5")``)."""
+        """Start and wait until the socket answers ``status``; ``extra_args`` go after ``serve --socket
+        PATH`` (e.g. ``("--pass-budget", "5")``). The error names the daemon's output."""
         if self.proc is not None and self.proc.poll() is None:
             raise DaemonError("daemon already running")
         self._close_log()
@@ -140,7 +145,7 @@ class Daemon:
         return self.proc.returncode
 
     def sweep(self) -> None:
-        """Stop the daemon and kill what is left in the process groups it ran in (a sleeping fake git)."""
+        """Stop the daemon and kill what is left in the process groups it ran in."""
         self.stop()
         for pgid in self._pgids:
             with contextlib.suppress(ProcessLookupError, PermissionError):

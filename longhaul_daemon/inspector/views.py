@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.inspect.session_file import Transcript
-from longhaul_daemon.inspect.spans import CompactionRow
+from longhaul_daemon.inspector.compaction_rows import CompactionRow
+from longhaul_daemon.inspector.session_file import Transcript
 from longhaul_daemon.plural import counted
 from longhaul_daemon.state.fold import FoldResult
 from longhaul_daemon.state.model import Rule

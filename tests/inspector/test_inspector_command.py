@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_transcripts import Branch, sample_session, span_state, write_session
+from inspector_transcripts import Branch, sample_session, span_state, write_session
 
 from longhaul_daemon.cli import build_parser, main
-from longhaul_daemon.inspect.command import run_state
+from longhaul_daemon.inspector.command import run_state
 from longhaul_daemon.state.fold import fold
 from longhaul_daemon.state.model import Rule, State
 from longhaul_daemon.state.render import render_summary
@@ -318,3 +318,26 @@ def test_span_record_fields_of_the_wrong_type(tmp_path: Path, capsys: pytest.Cap
         "  narrative: none\n" in out
     )
     assert f"Foreign compaction {legacy['id']}: a compaction by another compactor, not read as state" in out
+
+
+@pytest.mark.parametrize("span", ["1", 1.0])
+def test_a_span_record_the_fold_reads_is_the_one_the_inspector_shows(
+    span: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FOLD-5, INSPECT-3: the fold reads a v1 record whose ``span`` is ``"1"`` or ``1.0``; the inspector,
+    reading the record through the fold, shows that record (not "detail unavailable")."""
+    b = Branch("lenient")
+    b.user("hello")
+    one = b.longhaul(span_state(1, commands=[], errors=[], rules=[]), pass_id="p1")
+    b.span_record(one, span=span, closedAs="whole", reason=None, narrative="Said hello.")
+    b.line(1)
+    path = write_session(tmp_path / "s.jsonl", b.entries)
+    [info] = fold(b.entries).spans
+    assert info.detail_available and info.closed_as == "whole"
+    code, out, _ = _run(capsys, str(path), "--spans")
+    assert code == 0
+    assert f"Span 1: compaction {one['id']}, pass p1, closed whole\n" in out
+    assert "  narrative: Said hello.\n" in out and "detail unavailable" not in out
+    code, out, _ = _run(capsys, str(path), "--json", "--spans")
+    [row] = json.loads(out)["spans"]
+    assert row["detailAvailable"] is True and row["record"]["narrative"] == "Said hello."

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from longhaul_daemon.inspect.session_file import (
+from longhaul_daemon.inspector.compaction_rows import CompactionRow, compaction_rows
+from longhaul_daemon.inspector.session_file import (
     Transcript,
     TranscriptError,
     agent_dir,
@@ -22,8 +23,7 @@ from longhaul_daemon.inspect.session_file import (
     read_transcript,
     transcript_error_line,
 )
-from longhaul_daemon.inspect.spans import CompactionRow, compaction_rows
-from longhaul_daemon.inspect.views import (
+from longhaul_daemon.inspector.views import (
     anomalies_text,
     anomaly_rows,
     header_text,

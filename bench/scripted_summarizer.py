@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from longhaul_daemon.evaluation.fake_model import content_text
+from longhaul_daemon.evaluation.harness.callers import content_text
 
 __all__ = ["Reading", "read_conversation", "scripted_diff_answer", "scripted_pi_summary"]
 

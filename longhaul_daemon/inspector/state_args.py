@@ -1,6 +1,6 @@
 """The ``state`` arguments, apart from the fold so building the CLI's parser loads neither it nor pydantic.
 
-Every ``longhaul-daemon`` invocation registers ``state``; :mod:`longhaul_daemon.inspect.command` (the fold,
+Every ``longhaul-daemon`` invocation registers ``state``; :mod:`longhaul_daemon.inspector.command` (the fold,
 the views, the state model) is imported only when it runs.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from longhaul_daemon.inspect.session_file import AGENT_DIR_ENV
+from longhaul_daemon.inspector.session_file import AGENT_DIR_ENV
 
 __all__ = ["add_state_parser"]
 

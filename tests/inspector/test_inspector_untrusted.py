@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from inspect_transcripts import Branch, span_state, write_session
+from inspector_transcripts import Branch, span_state, write_session
 
 from longhaul_daemon.cli import main
 from longhaul_daemon.state.model import Command, Commit, DirtyPath, ErrorEntry, Rule, World
