@@ -67,8 +67,13 @@ def ask_report(pi: PiRpc) -> str:
     start = pi.mark()
     response = pi.request({"type": "prompt", "message": REPORT_COMMAND})
     assert response.get("success") is True, f"{REPORT_COMMAND} rejected: {response}\n{pi.diagnostics()}"
+    # A notice held through a compaction shows after pi's redraw and may come first: wait for the report's.
     _, notice = pi.wait_event(
-        lambda e: e.get("type") == "extension_ui_request" and e.get("method") == "notify",
+        lambda e: (
+            e.get("type") == "extension_ui_request"
+            and e.get("method") == "notify"
+            and str(e.get("message", "")).startswith("Longhaul report")
+        ),
         start=start,
         what=f"the {REPORT_COMMAND} notice",
     )
