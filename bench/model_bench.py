@@ -2,9 +2,10 @@
 
 ``python bench/model_bench.py`` (``make bench-model`` runs it) generates a few coding sessions, plays each
 through real pi 0.73.1 (``pi --mode rpc`` with the shim loaded) three times: Longhaul with the Diff
-(``longhaul``), Longhaul in turns mode (``turns``, ``"narrativeMode": "turns"`` in ``longhaul.json``) and
-pi's own compaction (``pi``, ``PI_COMPACTOR=pi``); ``--compactors`` picks. It prints one Markdown table row
-per compaction:
+(``longhaul``), the Diff with every model call made through pi (``longhaul-via-pi``: ``serve --via-pi
+openai-completions``, the shim's ``model.complete``), Longhaul in turns mode (``turns``, ``"narrativeMode":
+"turns"`` in ``longhaul.json``) and pi's own compaction (``pi``, ``PI_COMPACTOR=pi``); ``--compactors``
+picks. It prints one Markdown table row per compaction:
 
 - wall time of the RPC ``compact`` call;
 - the model calls made meanwhile and their input and output tokens, from the model server's request log;
@@ -55,7 +56,11 @@ from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc  # noqa: E402
 from longhaul_daemon.evaluation.harness.sandbox import Sandbox  # noqa: E402
 from realmodel.pi_agent import write_agent_config  # noqa: E402
 
-Compactor = Literal["longhaul", "turns", "pi"]  # longhaul: the Diff; turns: narrativeMode "turns"
+# longhaul: the Diff, the daemon calling the model; longhaul-via-pi: the Diff with every call made by pi;
+# turns: narrativeMode "turns"; pi: pi's own compaction
+Compactor = Literal["longhaul", "longhaul-via-pi", "turns", "pi"]
+COMPACTORS: tuple[Compactor, ...] = ("longhaul", "longhaul-via-pi", "turns", "pi")
+DAEMON_ARGS: dict[Compactor, tuple[str, ...]] = {"longhaul-via-pi": ("--via-pi", "openai-completions")}
 KEEP_RECENT_TOKENS = 300  # the `cat ci-N.log` ending each stretch (about 600 tokens) is what pi keeps
 PROMPT_TIMEOUT_S = 600.0
 BASH_TIMEOUT_S = 60.0
@@ -347,7 +352,7 @@ def play(
     elif compactor == "turns":
         write_longhaul_settings(sandbox, narrativeMode="turns")
     daemon = Daemon(sandbox.socket_path, sandbox.root)
-    daemon.start(sandbox.daemon_env())
+    daemon.start(sandbox.daemon_env(), extra_args=DAEMON_ARGS.get(compactor, ()))
     pi = PiRpc(sandbox)
     rows: list[Row] = []
     try:
@@ -405,6 +410,14 @@ def _rules_cell(rules: list[tuple[str, bool]]) -> str:
     if not rules:
         return "none in force"
     return ", ".join(f"{key} {'yes' if seen else 'NO'}" for key, seen in rules)
+
+
+MODE_NAMES: dict[Compactor, str] = {
+    "longhaul": "the Diff",
+    "longhaul-via-pi": "the Diff through pi",
+    "turns": "turns mode",
+    "pi": "pi's own",
+}
 
 
 def table(rows: list[Row]) -> list[str]:
@@ -494,12 +507,13 @@ def main() -> None:
         "--compactors",
         default="longhaul,turns,pi",
         type=lambda text: [c for c in text.split(",") if c],
-        help="which to run, in order (default longhaul,turns,pi: the Diff, turns mode, pi's own)",
+        help="which to run, in order (default longhaul,turns,pi: the Diff, turns mode, pi's own;"
+        " longhaul-via-pi: the Diff with every model call made through pi)",
     )
     args = parser.parse_args()
-    unknown = [c for c in args.compactors if c not in ("longhaul", "turns", "pi")]
+    unknown = [c for c in args.compactors if c not in COMPACTORS]
     if unknown or not args.compactors:
-        parser.error(f"--compactors takes longhaul, turns and pi, comma-separated (got {unknown or 'none'})")
+        parser.error(f"--compactors takes {', '.join(COMPACTORS)}, comma-separated (got {unknown or 'none'})")
     chosen = [s for s in sessions(args.seed) if not args.only or s.name in args.only]
     work = Path(tempfile.mkdtemp(prefix="lh-model-bench-"))
     model = installed()
@@ -525,11 +539,10 @@ def main() -> None:
         "",
         *(
             line
-            for mode in ("longhaul", "turns")
+            for mode in ("longhaul", "longhaul-via-pi", "turns")
             if mode in args.compactors and "pi" in args.compactors
             for line in (
-                f"Targets ({'the Diff' if mode == 'longhaul' else 'turns mode'} against pi's own compaction, "
-                "same sessions):",
+                f"Targets ({MODE_NAMES[mode]} against pi's own compaction, same sessions):",
                 *targets(rows, mode),
             )
         ),
