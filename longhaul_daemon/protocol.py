@@ -373,6 +373,16 @@ class ConfigStatus(_Result):
     problems: list[str] = Field(default_factory=list)  # each names the file and the key
 
 
+class NarrativeChoiceStatus(_Result):
+    """One route's stage under ``"narrativeMode": "auto"`` (passes/narrative_choice.py)."""
+
+    route: str
+    stage: Literal["diff", "turns"]
+    diffFailuresInRow: int
+    lastDiffFailure: str | None = None  # the reason code of the Diff's last answer failure
+    turnsSince: str | None = None  # when the route moved to turns mode (ISO 8601, UTC)
+
+
 class StatusResult(_Result):
     version: str
     protocolVersion: int
@@ -388,6 +398,7 @@ class StatusResult(_Result):
     routes: list[RouteHealth] = Field(default_factory=list)
     logFiles: list[LogFileStatus] = Field(default_factory=list)
     config: ConfigStatus | None = None  # None until a pass has run
+    narrative: list[NarrativeChoiceStatus] = Field(default_factory=list)  # routes "auto" passes met
 
 
 # ---- the agent's tools and the kept-window strip (longhaul_daemon/tools, rpc/tool_methods.py) -------------

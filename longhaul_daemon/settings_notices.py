@@ -33,7 +33,7 @@ _FILE_PROBLEMS: Final = {
 }
 _KEY_PROBLEMS: Final = {
     "bad-summarizer": ("CONFIG-8", '"summarizer" in {path} is not "provider/modelId"', "the session's model"),
-    "bad-narrativeMode": ("CONFIG-6", '"narrativeMode" in {path} is neither "diff" nor "turns"', '"diff"'),
+    "bad-narrativeMode": ("CONFIG-6", '"narrativeMode" in {path} is not "diff", "turns" or "auto"', '"diff"'),
     "bad-retryNoteChars": (
         "CONFIG-7",
         '"retryNoteChars" in {path} is not a positive whole number',

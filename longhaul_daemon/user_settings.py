@@ -54,7 +54,9 @@ DEFAULT_RETRY_NOTE_CHARS: Final = 2000
 _MAX_FILE_BYTES: Final = 1024 * 1024  # a settings file is tiny; a huge one is a mistake, not a config
 _SPEC = re.compile(r"^[^/\s]+/\S+$")  # provider/modelId; the model id may itself hold slashes
 
-NarrativeMode = Literal["diff", "turns"]
+NarrativeMode = Literal[
+    "diff", "turns", "auto"
+]  # auto: the Diff until it failed the route (passes/narrative_choice.py)
 KNOWN_KEYS: Final = ("summarizer", "narrativeMode", "retryNoteChars", "concurrency")
 """Every top-level key :func:`load_settings` reads; any other one is reported as unknown."""
 _SHOWN_KEY_CHARS: Final = 64
@@ -148,7 +150,7 @@ def _apply(
             problems.append(SettingsProblem(source, "bad-summarizer", str(path)))
     if "narrativeMode" in values:
         mode = values["narrativeMode"]
-        if mode in ("diff", "turns"):
+        if mode in ("diff", "turns", "auto"):
             into["narrativeMode"] = mode
         else:
             into["narrativeMode"] = DEFAULT_NARRATIVE_MODE  # CONFIG-6: any other value means the default

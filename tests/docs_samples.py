@@ -24,6 +24,7 @@ from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
     ConfigStatus,
     LogFileStatus,
+    NarrativeChoiceStatus,
     PassCounts,
     RouteHealth,
     StatusResult,
@@ -67,8 +68,17 @@ SAMPLE = StatusResult(
             '(did you mean "narrativeMode"?); it is ignored'
         ],
     ),
+    narrative=[
+        NarrativeChoiceStatus(
+            route="anthropic/claude-haiku-4-5",
+            stage="diff",
+            diffFailuresInRow=1,
+            lastDiffFailure="unlabeled-messages",
+        )
+    ],
 )
-"""A daemon under systemd after a few passes, one of them with a misspelt key in the project's file."""
+"""A daemon under systemd after a few passes, one of them with a misspelt key in the project's file and
+``"narrativeMode": "auto"`` in the agent's, whose one narrative-less pass was the Diff's answer failing."""
 
 
 def _not_running() -> dict[str, object]:

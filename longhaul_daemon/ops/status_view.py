@@ -8,7 +8,13 @@ before it reaches a terminal.
 
 from __future__ import annotations
 
-from longhaul_daemon.protocol import ConfigStatus, LogFileStatus, RouteHealth, StatusResult
+from longhaul_daemon.protocol import (
+    ConfigStatus,
+    LogFileStatus,
+    NarrativeChoiceStatus,
+    RouteHealth,
+    StatusResult,
+)
 
 __all__ = ["format_status", "format_uptime"]
 
@@ -101,6 +107,28 @@ def _config_lines(config: ConfigStatus | None) -> list[str]:
     return lines
 
 
+def _narrative_lines(choices: list[NarrativeChoiceStatus]) -> list[str]:
+    """Under ``"narrativeMode": "auto"``: each route's stage and what put it there (none: no auto pass)."""
+    lines: list[str] = []
+    for index, choice in enumerate(choices):
+        failures = choice.diffFailuresInRow
+        last = f", last {choice.lastDiffFailure}" if choice.lastDiffFailure else ""
+        if choice.stage == "turns":
+            said = (
+                f"turns mode since {choice.turnsSince or 'time unknown'}: the Diff's answers failed"
+                f" {failures} passes in a row{last}"
+            )
+        else:
+            said = "the Diff" + (
+                f" ({failures} answer failure{'s' if failures != 1 else ''} in a row{last})"
+                if failures
+                else ""
+            )
+        name = "narrative" if index == 0 else ""
+        lines.append(f"  {name:<10} auto: {_printable(choice.route)} on {_printable(said)}")
+    return lines
+
+
 def format_status(status: StatusResult) -> str:
     """The readable table: identity, passes, then one sub-table per route and per log file."""
     passes = status.passes
@@ -127,5 +155,11 @@ def format_status(status: StatusResult) -> str:
     header = f"longhaul-daemon {_printable(status.version)} (protocol {status.protocolVersion})"
     lines = [header, *(f"  {name:<10} {value}" for name, value in rows)]
     return "\n".join(
-        [*lines, *_config_lines(status.config), *_route_lines(status.routes), *_log_lines(status.logFiles)]
+        [
+            *lines,
+            *_config_lines(status.config),
+            *_narrative_lines(status.narrative),
+            *_route_lines(status.routes),
+            *_log_lines(status.logFiles),
+        ]
     )

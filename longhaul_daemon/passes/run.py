@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeAlias
 
-import anyio
-
 from longhaul_daemon.defaults import DEFAULT_PASS_BUDGET_S
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.diff.stage import DiffInputs, run_diff
@@ -33,13 +31,15 @@ from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
 from longhaul_daemon.models.via_pi import PiPeer
 from longhaul_daemon.offload import THREADS, Offload
+from longhaul_daemon.passes.beside_world import decide_beside_world
 from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
-from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, PassModel, unusable_routes
+from longhaul_daemon.passes.model_calls import PassModel, unusable_routes
+from longhaul_daemon.passes.narrative_choice import NarrativeChoices, stage_of_pass
 from longhaul_daemon.passes.outcome import StageOutcome, notice
 from longhaul_daemon.passes.progress import PassProgress
+from longhaul_daemon.passes.span_record import SPAN_RECORD_VERSION, span_record
 from longhaul_daemon.passes.turns_stage import run_turns_stage
-from longhaul_daemon.passes.world import take_world
 from longhaul_daemon.protocol import (
     AfterEntries,
     Compaction,
@@ -49,10 +49,9 @@ from longhaul_daemon.protocol import (
     RouteChoice,
 )
 from longhaul_daemon.secrets.redaction import Redactor, redactor_for_pass
-from longhaul_daemon.state.clean import clean_command, clean_error, prose
 from longhaul_daemon.state.entry_kinds import COMPACTOR
 from longhaul_daemon.state.fold import FoldResult, fold
-from longhaul_daemon.state.model import STATE_FORMAT, State, World
+from longhaul_daemon.state.model import STATE_FORMAT, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span, user_ids
 from longhaul_daemon.turns.conversation import TurnsUnavailable
@@ -62,7 +61,6 @@ from longhaul_daemon.user_settings import Settings, load_settings
 __all__ = ["NO_MODEL", "SPAN_RECORD_VERSION", "diff_budget_s", "run_pass"]
 
 NO_MODEL = "no-model"  # FAIL-10 reason code: neither a summarizer route nor a session model to call
-SPAN_RECORD_VERSION = 1  # FORMAT-5
 LINE_VERSION = 1  # FORMAT-8
 _Decided: TypeAlias = "tuple[_Prepared, StageOutcome]"  # all a pass knows before Close but the World
 
@@ -232,33 +230,6 @@ async def _diff(
     )
 
 
-def _span_record(
-    prepared: _Prepared, before: State, after: State, world: World, outcome: StageOutcome, pass_id: str
-) -> dict[str, Any]:
-    """FORMAT-6 without ``compactionId``: only the shim learns the compaction entry's id (PASS-11).
-
-    Every text in it is cleaned as the State's is (issue 12), so a reader of the span record (recall, the
-    inspector, another tool) never meets a control character either.
-    """
-    return {
-        "v": SPAN_RECORD_VERSION,
-        "span": after.span,
-        "passId": pass_id,
-        "closedAs": outcome.closed_as,
-        "reason": outcome.reason,
-        "messages": prepared.user_ids,
-        "events": list(range(before.seq + 1, after.seq + 1)),  # PASS-5: the numbers this Close handed out
-        "commands": [clean_command(c).model_dump(mode="json") for c in prepared.ledger.new_commands],
-        "errors": [clean_error(e).model_dump(mode="json") for e in prepared.ledger.new_errors],
-        "narrative": prose(outcome.narrative),
-        "now": after.now,
-        "world": (after.world or world).model_dump(mode="json"),
-        "excused": [{"check": check, "reason": reason} for check, reason in outcome.excused],  # TURNS-13
-        "unmet": list(outcome.unmet),  # TURNS-14
-        UNUSABLE_KEY: outcome.unusable,  # issue 11: read back by later passes of this session
-    }
-
-
 async def run_pass(
     params: CompactParams,
     *,
@@ -273,6 +244,7 @@ async def run_pass(
     settings: Settings | None = None,
     peer: PiPeer | None = None,
     redactor: Redactor | None = None,
+    narrative_choices: NarrativeChoices | None = None,
 ) -> CompactResult:
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
 
@@ -285,6 +257,7 @@ async def run_pass(
     ``longhaul.json`` when the caller read it already; read here otherwise. ``peer``: the shim of the
     connection the request came on, for model calls through pi (none without a connection). ``redactor``:
     the pass's credentials, taken out of every model call; made from ``params`` when not given.
+    ``narrative_choices``: the daemon's book of which stage ``"narrativeMode": "auto"`` runs per route.
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     if settings is None:
@@ -293,7 +266,10 @@ async def run_pass(
     # for an inline branch, so it always takes the thread). Turns mode always takes the thread: it does more
     # per byte (the Digest, every tool output read for values), and a hop is nothing beside its five calls.
     offload = Offload.for_read(branch_stats if branch is not None else None)
-    if settings.narrativeMode == "turns":
+    candidates = plan_routes(params, settings).candidates
+    route = candidates[0].spec if candidates else None  # the model "auto" judges: the one tried first
+    stage = stage_of_pass(settings.narrativeMode, route, narrative_choices)
+    if stage == "turns":
         offload = THREADS
     budget = Budget.after(diff_budget_s(pass_budget_s))  # one deadline for every model call of the pass
     caller = _Caller(peer, redactor if redactor is not None else redactor_for_pass(params))
@@ -305,7 +281,7 @@ async def run_pass(
         if progress is not None:
             progress.span = prepared.folded.state.span + 1
         turns = None
-        if settings.narrativeMode == "turns":  # TURNS-1
+        if stage == "turns":  # TURNS-1, or "auto" after the Diff failed this route
             seconds = turn_budget_s if turn_budget_s is not None else pass_budget_s * TURN_SHARE
             turns = _turns_for(params, prepared, await world_taken(), seconds)
         outcome = await _diff(
@@ -313,7 +289,11 @@ async def run_pass(
         )
         return prepared, outcome
 
-    (prepared, outcome), world = await _beside_world(params.session.cwd, decide)
+    (prepared, outcome), world = await decide_beside_world(params.session.cwd, decide)
+    if settings.narrativeMode == "auto":
+        outcome.stats["auto"] = stage
+        if narrative_choices is not None:
+            narrative_choices.record(route, stage=stage, closed_as=outcome.closed_as, reason=outcome.reason)
     if prepared.takeover is not None:
         takeover = prepared.takeover
         picked = sum(1 for m in takeover.earlier if m.picked)
@@ -325,32 +305,6 @@ async def run_pass(
 
     close = _Close(params, prepared, world, outcome, pass_id, branch_stats)
     return await offload.run(close.result)  # Close and render are CPU too (PASS-21)
-
-
-async def _beside_world(
-    cwd: str, decide: Callable[[Callable[[], Awaitable[World]]], Awaitable[_Decided]]
-) -> tuple[_Decided, World]:
-    """``decide`` (Fold, Ledger, the Diff) while git takes the World (PASS-2); its errors leave unwrapped."""
-    taken, worlds, decided, failed = anyio.Event(), list[World](), list[_Decided](), list[Exception]()
-
-    async def snapshot() -> None:
-        worlds.append(await take_world(cwd))
-        taken.set()
-
-    async def world_taken() -> World:  # turns mode shows the model the World
-        await taken.wait()
-        return worlds[0]
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(snapshot)
-        try:
-            decided.append(await decide(world_taken))
-        except Exception as error:
-            failed.append(error)
-            group.cancel_scope.cancel()
-    if failed:
-        raise failed[0]
-    return decided[0], worlds[0]
 
 
 @dataclass(frozen=True)
@@ -411,7 +365,16 @@ class _Close:
                 details=details,
             ),
             after=AfterEntries(
-                spanRecord=_span_record(prepared, before, after, self.world, outcome, pass_id), line=line
+                spanRecord=span_record(
+                    before=before,
+                    after=after,
+                    world=self.world,
+                    outcome=outcome,
+                    pass_id=pass_id,
+                    user_ids=prepared.user_ids,
+                    ledger=prepared.ledger,
+                ),
+                line=line,
             ),
             notice=notice(after.span, outcome, len(after.carried)),
             diagnostics=PassDiagnostics(

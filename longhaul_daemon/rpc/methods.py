@@ -174,6 +174,7 @@ async def _run_busy_compact(services: Services, params: CompactParams, call: _Pa
                 settings=settings,
                 peer=call.peer,
                 redactor=redactor,
+                narrative_choices=services.narrative_choices,
             )
             # CONFIG-6..9: no silent problem
             ran = services.settings_notices.after_pass(params, ran, log, settings, redactor)

@@ -27,6 +27,7 @@ from longhaul_daemon.models.route_health import RouteHealthBook
 from longhaul_daemon.models.route_table import DirectRefusals
 from longhaul_daemon.models.structured import StructuredMemory
 from longhaul_daemon.models.via_pi import PiPeer
+from longhaul_daemon.passes.narrative_choice import NarrativeChoices
 from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.protocol import (
     PROTOCOL_VERSION,
@@ -62,7 +63,8 @@ class RunPass(Protocol):
     access; ``pass_budget_s``: what is left of the budget once the file was read; ``progress``: learns the
     span number once the Fold ran; ``users``: the ``u<n>`` ids the session file's index counted; ``settings``:
     the pass's ``longhaul.json``, read once by the method; ``peer``: the shim of the connection the request
-    came on (calls through pi), None without one; ``redactor``: the pass's credentials.
+    came on (calls through pi), None without one; ``redactor``: the pass's credentials;
+    ``narrative_choices``: which stage ``"narrativeMode": "auto"`` runs per route, for the daemon's life.
     """
 
     async def __call__(
@@ -80,6 +82,7 @@ class RunPass(Protocol):
         settings: Settings | None,
         peer: PiPeer | None,
         redactor: Redactor | None,
+        narrative_choices: NarrativeChoices | None,
     ) -> CompactResult: ...
 
 
@@ -96,6 +99,7 @@ async def real_pass(
     settings: Settings | None,
     peer: PiPeer | None,
     redactor: Redactor | None,
+    narrative_choices: NarrativeChoices | None,
 ) -> CompactResult:
     """The real pass, imported on first use so the RPC layer loads even where the pass is absent or broken."""
     from longhaul_daemon.passes.run import run_pass
@@ -112,6 +116,7 @@ async def real_pass(
         settings=settings,
         peer=peer,
         redactor=redactor,
+        narrative_choices=narrative_choices,
     )
 
 
@@ -169,6 +174,7 @@ class Services:
         default_factory=SettingsNotices
     )  # what longhaul.json or the route got wrong
     kept_windows: WindowMemory = field(default_factory=WindowMemory)  # kept windows already logged (TOOLS-10)
+    narrative_choices: NarrativeChoices = field(default_factory=NarrativeChoices)  # "auto": Diff or turns
 
     def __post_init__(self) -> None:
         self.warmer = SessionWarmer(self.session_files)
@@ -229,6 +235,7 @@ class Services:
             routes=self.route_health.snapshot(),
             logFiles=[LogFileStatus.model_validate(f) for f in self.recorder.log_files()],
             config=self.settings_notices.status(),
+            narrative=self.narrative_choices.snapshot(),
         )
 
     def count_reason(self, reason: object) -> None:

@@ -26,6 +26,7 @@ from longhaul_daemon.diff import stage
 from longhaul_daemon.diff.chunks import ChunkPlan
 from longhaul_daemon.diff.planning import DiffInputs, plan_diff
 from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.passes import beside_world
 from longhaul_daemon.passes import run as run_module
 from longhaul_daemon.passes.progress import PassProgress
 from longhaul_daemon.passes.run import diff_budget_s, run_pass
@@ -308,8 +309,8 @@ async def test_pass2_the_diff_follows_fold_and_ledger_runs_beside_the_world_and_
 
     for name in ("fold", "apply_ledger", "close_span"):
         monkeypatch.setattr(run_module, name, watched(name, getattr(run_module, name)))
-    for name in ("take_world", "run_diff"):
-        monkeypatch.setattr(run_module, name, watched_async(name, getattr(run_module, name)))
+    for module, name in ((run_module, "run_diff"), (beside_world, "take_world")):
+        monkeypatch.setattr(module, name, watched_async(name, getattr(module, name)))
     server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
     result = await run_pass(with_model(session.params(len(session.entries) - 1), server), pass_id="p1")
     assert result.compaction is not None

@@ -141,7 +141,11 @@ async def test_a_clean_configuration_adds_no_notice_and_status_says_what_ran(
 @pytest.mark.parametrize(
     ("content", "requirement", "words"),
     [
-        ({"narrativeMode": "poetry"}, "CONFIG-6", '"narrativeMode" in {path} is neither "diff" nor "turns"'),
+        (
+            {"narrativeMode": "poetry"},
+            "CONFIG-6",
+            '"narrativeMode" in {path} is not "diff", "turns" or "auto"',
+        ),
         ({"summarizer": 42}, "CONFIG-8", '"summarizer" in {path} is not "provider/modelId"'),
         ([1, 2], "CONFIG-9", "{path} does not hold a JSON object"),
         (
