@@ -14,7 +14,7 @@ WHEELHOUSE := $(VENV)/wheelhouse
 WHEEL_STAMP := $(WHEELHOUSE)/.longhaul-built
 
 # The real small model (SmolLM2-135M-Instruct on llama-cpp-python, compiled here: 4 to 10 minutes the first
-# time) for tests/e2e/test_e2e_real_model.py and `make bench-model`. realmodel/install.py and the test both
+# time) for tests/e2e/test_e2e_real_model.py and `make bench-model`. realmodel/build_model.py and the test both
 # read LONGHAUL_REALMODEL_DIR; set it to keep one build for several checkouts or across CI runs, anywhere but
 # under the real HOME's ~/.cache, ~/.config and the like, which tests may not read (tests/home_guard.py).
 LONGHAUL_REALMODEL_DIR ?= $(abspath $(VENV))/realmodel
@@ -59,7 +59,7 @@ $(WHEEL_STAMP): pyproject.toml | $(PY_STAMP)
 
 # Idempotent: a second run checks the build and the model's sha256 in about a second.
 realmodel: $(PY_STAMP)
-	$(BIN)/python realmodel/install.py
+	$(BIN)/python realmodel/build_model.py
 
 install: $(PY_STAMP) $(NODE_STAMP) $(WHEEL_STAMP) $(OTHER_PI_STAMPS) realmodel
 

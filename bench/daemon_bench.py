@@ -1,7 +1,7 @@
 """The long-haul table: what a pass costs on sessions of 1 to 200 MB, through a real daemon on a real socket.
 
 ``python bench/daemon_bench.py`` (``make bench`` runs it) writes pi session files of each size (as pi writes
-them; cached in ``--work`` between runs), starts a private daemon per scenario (see :mod:`harness`) and sends
+them, cached in ``--work`` between runs), starts a private daemon per scenario and sends
 ``compact`` the way the shim does: the session file and its leaf named, the span as entry references. Each
 scenario runs the pass twice on one daemon, once it has loaded the pass (its ``pass_loaded`` log line; a
 daemon is up for a while before a session's first compaction): the first reads the session file from its
@@ -34,7 +34,7 @@ from typing import Any
 
 import cli_startup
 import daemon_load
-from harness import (
+from private_daemon import (
     ModelProcess,
     Scratch,
     StatusPoller,

@@ -1,6 +1,6 @@
 """Many concurrent small passes on a real daemon, so the cost of serving them shows as wall time and latency.
 
-``python bench/daemon_load.py`` starts a private daemon (see :mod:`harness`) with the per-provider
+``python bench/daemon_load.py`` starts a private daemon (see :mod:`private_daemon`) with the per-provider
 concurrency limit set (``serve --concurrency``), writes one ~170 KB pi session file per pass, and after one
 warm-up pass sends ``--passes`` concurrent ``compact`` requests (a connection each, naming the session file
 as the shim does; ``--inline`` sends the branch as the shim does without one) while a poller times
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import (
+from private_daemon import (
     ModelProcess,
     Scratch,
     StatusPoller,

@@ -390,7 +390,7 @@ def play(
                     summary_chars=len(summary),
                 )
             )
-            sys.stderr.write(f"  {session.name} #{nth} {compactor}: {wall:.1f} s, {rows[-1].closed}\n")
+            sys.stderr.write(table(rows[-1:])[-1] + "\n")  # as it goes: a cut-short run keeps its rows
     finally:
         pi.close()
         daemon.sweep()

@@ -2,9 +2,9 @@
 
 ``python bench/turns_bench.py`` (``make bench`` runs it) writes two pi session files: one whose span holds a
 430 KB tool output of 16,000 numbered lines (the model then reads that call with ``show`` sixteen times, four
-calls in each of four turns), and one with four outputs of 48 KB. A private daemon (see :mod:`harness`) with
-``"narrativeMode": "turns"`` runs each pass several times against a scripted model that answers at once, in a
-process of its own, so the pass's wall time is nearly all the daemon's own work: the Digest, the ``show``
+calls in each of four turns), and one with four outputs of 48 KB. A private daemon
+(:mod:`private_daemon`) with ``"narrativeMode": "turns"`` runs each pass several times against a scripted
+model that answers at once, in a process of its own, so the pass's wall time is nearly all the daemon's own work: the Digest, the ``show``
 results, the gates, the values learned from tool output, Close. ``status`` is polled every 5 ms from another
 process throughout. Prints one Markdown table; numbers to compare between changes, never asserted.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import (
+from private_daemon import (
     API_KEY,
     ModelProcess,
     Scratch,

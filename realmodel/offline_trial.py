@@ -38,7 +38,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
-from realmodel.install import CHECKOUT, Layout, default_dir, model_problem, runtime_problem
+from realmodel.build_model import CHECKOUT, Layout, default_dir, model_problem, runtime_problem
 from realmodel.pi_agent import MODEL_ID, write_agent_config
 
 PI_BIN = CHECKOUT / "client_shim" / "node_modules" / ".bin" / "pi"

@@ -3,7 +3,7 @@
     <model venv>/bin/python realmodel/server.py --model FILE.gguf [--port 0] [--alias smollm2] [--ctx 8192]
         [--threads 1] [--max-tokens 512] [--temperature 0] [--seed 0] [--log requests.jsonl]
 
-It runs under the model's own venv (``realmodel/install.py`` builds it), with llama-cpp-python for tokens,
+It runs under the model's own venv (``realmodel/build_model.py`` builds it), with llama-cpp-python for tokens,
 sampling and the JSON-schema-to-grammar conversion; everything on the HTTP side is here. Once the model is
 loaded it prints one line, ``listening on http://127.0.0.1:PORT/v1 model=ALIAS``, with the real port when
 ``--port 0`` let the system pick one.

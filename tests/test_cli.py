@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from server.harness import WAIT_S, daemon_command, running_daemon
+from server.in_process_daemon import WAIT_S, daemon_command, running_daemon
 
 from longhaul_daemon import __version__
 from longhaul_daemon.cli import main

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from evaluation.branches import BranchBuilder, write_transcript
-from server.harness import spawn_daemon, stop_process, wait_until_serving
+from server.in_process_daemon import spawn_daemon, stop_process, wait_until_serving
 
 from longhaul_daemon.evaluation.common import path_hash
 

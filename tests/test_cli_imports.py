@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from server.harness import WAIT_S, running_daemon
+from server.in_process_daemon import WAIT_S, running_daemon
 
 # Runs the CLI as the console script does, then prints the exit code and every loaded module as one JSON line.
 _WRAPPER = """\

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from docs_samples import OPERATIONS, expected_blocks, generated_blocks
 from pydantic import BaseModel
-from server.harness import WAIT_S, daemon_command, spawn_daemon, stop_process, wait_until_serving
+from server.in_process_daemon import WAIT_S, daemon_command, spawn_daemon, stop_process, wait_until_serving
 
 from longhaul_daemon.cli import build_parser
 from longhaul_daemon.protocol import PROTOCOL_VERSION, StatusResult

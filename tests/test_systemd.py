@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server.harness import WAIT_S, daemon_command, stop_process, wait_until_serving
+from server.in_process_daemon import WAIT_S, daemon_command, stop_process, wait_until_serving
 
 from longhaul_daemon import systemd
 

@@ -46,8 +46,8 @@ from longhaul_daemon.diff.questions import question_block, read_question_reply, 
 from longhaul_daemon.diff.schema import answer_schema, question_schema
 from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.models.call_errors import BudgetExceeded, ModelCallError, RateLimited
+from longhaul_daemon.models.completion import CompletionResult
 from longhaul_daemon.models.request import Message
-from longhaul_daemon.models.result import CompletionResult
 from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.offload import Offload
 from longhaul_daemon.state.model import ClosedAs

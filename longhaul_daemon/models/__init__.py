@@ -17,10 +17,10 @@ from longhaul_daemon.models.call_errors import (
     UnsupportedApi,
 )
 from longhaul_daemon.models.client import complete, provider_for
+from longhaul_daemon.models.completion import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.http import make_client
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.request import Compat, Message, ModelRequest, ModelTarget
-from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
 
 __all__ = [
     "Budget",

@@ -24,11 +24,11 @@ import structlog
 from longhaul_daemon import jsoncodec
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.call_errors import BudgetExceeded, FatalError, ModelCallError, UnsupportedApi
+from longhaul_daemon.models.completion import CallTrace, CompletionResult
 from longhaul_daemon.models.http import HttpClient, PreparedCall, post_json, stream_sse
 from longhaul_daemon.models.limits import ProviderLimits
 from longhaul_daemon.models.providers import PROVIDERS, Provider
 from longhaul_daemon.models.request import ModelRequest, ModelTarget
-from longhaul_daemon.models.result import CallTrace, CompletionResult
 from longhaul_daemon.models.retry import MAX_ATTEMPTS, run_with_retries
 from longhaul_daemon.models.route_table import DirectRefusals, RouteChoice, choose_route
 from longhaul_daemon.models.scrubbing import scrubbed_reply, scrubbed_request

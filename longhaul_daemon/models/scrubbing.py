@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from longhaul_daemon.models.completion import CompletionResult
 from longhaul_daemon.models.request import Message, ModelRequest
-from longhaul_daemon.models.result import CompletionResult
 from longhaul_daemon.models.tool_calls import ToolCall, ToolResult
 from longhaul_daemon.secrets.redaction import Redactor
 

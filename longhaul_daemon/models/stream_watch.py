@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
+from longhaul_daemon.models.completion import CompletionResult
 from longhaul_daemon.models.json_scan import ObjectScanner
-from longhaul_daemon.models.result import CompletionResult
 
 __all__ = ["TRAILING_CHARS", "StreamWatch", "estimated"]
 

@@ -33,9 +33,9 @@ import anyio
 
 from longhaul_daemon.errors import LonghaulError
 from longhaul_daemon.models.call_errors import FatalError, ModelCallError, QuotaExceeded, RetryableError
+from longhaul_daemon.models.completion import CompletionResult, StopReason, Usage, int_field
 from longhaul_daemon.models.providers import PROVIDERS
 from longhaul_daemon.models.request import Message, ModelRequest
-from longhaul_daemon.models.result import CompletionResult, StopReason, Usage, int_field
 from longhaul_daemon.models.stream_watch import StreamWatch
 from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, synthetic_id
 

@@ -26,9 +26,9 @@ from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.call_errors import BudgetExceeded, FatalError, ModelCallError, RateLimited
 from longhaul_daemon.models.client import complete, wire_chars
+from longhaul_daemon.models.completion import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
-from longhaul_daemon.models.result import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.routing import RouteCandidate, RoutePlan
 from longhaul_daemon.models.structured import OutputSchema, is_schema_refusal
 from longhaul_daemon.models.tool_calls import ToolChoice, ToolSpec

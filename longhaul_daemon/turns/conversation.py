@@ -33,8 +33,8 @@ from typing import Any, Final, Protocol
 
 from longhaul_daemon.diff.schema import ReplyForm
 from longhaul_daemon.models.budget import Budget
+from longhaul_daemon.models.completion import CompletionResult
 from longhaul_daemon.models.request import Message
-from longhaul_daemon.models.result import CompletionResult
 from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.models.tool_calls import ToolCall, ToolChoice, ToolResult, ToolSpec
 from longhaul_daemon.offload import THREADS, Offload

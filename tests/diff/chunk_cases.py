@@ -21,8 +21,8 @@ from longhaul_daemon.diff.planning import DiffInputs
 from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
 from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.diff.values import Turn
+from longhaul_daemon.models.completion import CompletionResult, Usage
 from longhaul_daemon.models.request import Message
-from longhaul_daemon.models.result import CompletionResult, Usage
 from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, Rule, State, Value
 from longhaul_daemon.transcript.messages import SpanMessage

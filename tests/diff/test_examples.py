@@ -32,7 +32,7 @@ from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage
 
 from . import chunk_cases
-from .scripted import Call, Reply, ScriptedModel, answer, inputs, user
+from .scripted_model import Call, Reply, ScriptedModel, answer, inputs, user
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 """The Diff stage's call sequence per chunk: retry with a note, kept answers, raised budgets, questions.
 
-The model is the edge of the world here: the scripted model of :mod:`tests.diff.scripted` hands out replies in
+The model is the edge of the world here: the model of :mod:`tests.diff.scripted_model` hands out replies in
 order and records each call's kind, output budget and messages, so the tests see exactly what the stage asked
 and when.
 
@@ -32,7 +32,7 @@ from longhaul_daemon.state.model import Rule, State
 from longhaul_daemon.transcript.messages import SpanMessage
 
 from . import chunk_cases
-from .scripted import SPAN, SPAN_NEED, Call, ScriptedModel, answer, assistant, run, user
+from .scripted_model import SPAN, SPAN_NEED, Call, ScriptedModel, answer, assistant, run, user
 
 pytestmark = pytest.mark.anyio
 

@@ -14,9 +14,9 @@ import pytest
 from longhaul_daemon.diff.events import ChunkContext
 from longhaul_daemon.diff.planning import FLOOR_TOKENS, answer_tokens, chunk_tokens
 from longhaul_daemon.diff.quotes import OfferedMessage
-from longhaul_daemon.models.result import StopReason
+from longhaul_daemon.models.completion import StopReason
 
-from .scripted import SPAN, SPAN_NEED, ScriptedModel, answer, assistant, run, user
+from .scripted_model import SPAN, SPAN_NEED, ScriptedModel, answer, assistant, run, user
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 """The real small model for the e2e suite and ``bench/model_bench.py``: find it, serve it, read its log.
 
-The model is installed outside the test run by ``realmodel/install.py`` (``make realmodel``, which
+The model is installed outside the test run by ``realmodel/build_model.py`` (``make realmodel``, which
 ``make install`` and so ``make test`` run); :func:`installed` only checks it, through the installer's
 ``--check``, and never installs. :class:`RealModelServer` runs ``realmodel/server.py`` under the model's
 own venv on a free loopback port, with a request log, and :func:`calls` reads that log: one :class:`Call`
@@ -36,7 +36,7 @@ __all__ = [
     "installed",
 ]
 
-INSTALLER = REPO_ROOT / "realmodel" / "install.py"
+INSTALLER = REPO_ROOT / "realmodel" / "build_model.py"
 START_TIMEOUT_S = 120.0  # loading takes well under a second on an idle machine; a loaded CI box is slower
 STOP_TIMEOUT_S = 10.0
 CHECK_TIMEOUT_S = 180.0
@@ -57,7 +57,7 @@ class Installed:
 
 
 def installed() -> Installed:
-    """The installed model, checked by ``realmodel/install.py --check`` (which never installs anything)."""
+    """The installed model, checked by ``realmodel/build_model.py --check`` (never installs)."""
     done = subprocess.run(
         [sys.executable, str(INSTALLER), "--check"],
         capture_output=True,

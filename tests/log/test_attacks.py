@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server.harness import call_sync, connect, running_daemon, stop_process, wait_until_serving
+from server.in_process_daemon import call_sync, connect, running_daemon, stop_process, wait_until_serving
 
 from longhaul_daemon.protocol import CompactParams, CompactResult
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from models.scripted import scripted_server
+from models.scripted_http import scripted_server
 from passes.model_steps import answer_reply, state_of, with_model
 from passes.pi_branch import Session
 from rpc_replies import decoded

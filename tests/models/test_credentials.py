@@ -23,7 +23,7 @@ from longhaul_daemon.models import (
     provider_for,
 )
 
-from .scripted import Reply, json_reply, scripted_server
+from .scripted_http import Reply, json_reply, scripted_server
 from .wires import KEY, WIRES, Wire, request
 
 pytestmark = pytest.mark.anyio

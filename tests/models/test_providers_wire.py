@@ -20,7 +20,7 @@ from longhaul_daemon.models import (
 )
 from longhaul_daemon.models.http import HttpClient
 
-from .scripted import Reply, json_reply, scripted_server
+from .scripted_http import Reply, json_reply, scripted_server
 from .wires import WIRES, Wire, request
 
 pytestmark = pytest.mark.anyio

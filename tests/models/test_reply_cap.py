@@ -18,7 +18,7 @@ from longhaul_daemon.models import http as model_http
 from longhaul_daemon.models.call_errors import FatalError, ReplyTooLarge
 from longhaul_daemon.models.http import HttpClient, SseParser
 
-from .scripted import json_reply, scripted_server
+from .scripted_http import json_reply, scripted_server
 from .wires import WIRES, Wire, answer_stream, request
 
 pytestmark = pytest.mark.anyio

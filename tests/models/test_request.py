@@ -26,7 +26,7 @@ from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import Compat, plan_reasoning
 from longhaul_daemon.protocol import ModelFacts
 
-from .scripted import Reply, scripted_server
+from .scripted_http import Reply, scripted_server
 from .wires import ANTHROPIC_MESSAGES, GOOGLE, OPENAI_COMPLETIONS, OPENAI_RESPONSES, request
 
 

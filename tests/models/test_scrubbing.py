@@ -10,8 +10,8 @@ import pytest
 from pydantic import SecretStr
 
 from longhaul_daemon.models.client import provider_for, wire_chars
+from longhaul_daemon.models.completion import CompletionResult, Usage
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
-from longhaul_daemon.models.result import CompletionResult, Usage
 from longhaul_daemon.models.scrubbing import scrubbed_reply, scrubbed_request
 from longhaul_daemon.models.tool_calls import ToolCall, ToolResult
 from longhaul_daemon.secrets.redaction import MARK, Redactor

@@ -22,7 +22,7 @@ from longhaul_daemon.models import Budget, CallTrace, complete, make_client
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.json_scan import ObjectScanner, top_level_groups
 
-from .scripted import ScriptedServer, scripted_server
+from .scripted_http import ScriptedServer, scripted_server
 from .wires import WIRES, Wire, answer_stream, request
 
 pytestmark = pytest.mark.anyio

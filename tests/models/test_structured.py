@@ -29,7 +29,7 @@ from longhaul_daemon.models.structured import (
 )
 from longhaul_daemon.models.via_pi import NoteSink, PiPeer
 
-from .scripted import Reply, json_reply, scripted_server
+from .scripted_http import Reply, json_reply, scripted_server
 from .wires import (
     ANTHROPIC_MESSAGES,
     FORMS,

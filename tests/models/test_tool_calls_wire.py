@@ -28,7 +28,7 @@ from longhaul_daemon.models.tool_calls import (
     decode_arguments,
 )
 
-from .scripted import scripted_server
+from .scripted_http import scripted_server
 from .tool_wires import Call, tool_reply
 from .wires import WIRES, Wire, request
 

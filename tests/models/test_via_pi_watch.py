@@ -26,7 +26,7 @@ from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.route_table import DirectRefusals
 from longhaul_daemon.models.via_pi import NoteSink
 
-from .scripted import Reply, json_reply, scripted_server
+from .scripted_http import Reply, json_reply, scripted_server
 from .wires import OPENAI_COMPLETIONS, answer_stream
 
 KEY = "sk-watch-key-4b7e1d2c9a"

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .scripted import Reply, json_reply, sse, sse_data, sse_reply
+from .scripted_http import Reply, json_reply, sse, sse_data, sse_reply
 from .wires import _AN_START_USAGE, _G_USAGE, Wire, _oc_usage, _resp_body
 
 __all__ = ["Call", "tool_reply"]

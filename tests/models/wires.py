@@ -14,11 +14,11 @@ from typing import Any
 from pydantic import SecretStr
 
 from longhaul_daemon.models import Message, ModelRequest, ModelTarget
+from longhaul_daemon.models.completion import Usage
 from longhaul_daemon.models.request import default_compat
-from longhaul_daemon.models.result import Usage
 from longhaul_daemon.models.structured import OutputSchema, gemini_schema
 
-from .scripted import Recorded, Reply, json_reply, sse, sse_data, sse_reply
+from .scripted_http import Recorded, Reply, json_reply, sse, sse_data, sse_reply
 
 KEY = "sk-test-LEAKCANARY-7f3a9c2e"
 USAGE = Usage(input=40, output=7, cache_read=10, cache_write=0, reasoning=2)

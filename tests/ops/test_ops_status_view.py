@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from server.harness import WAIT_S, connect, running_daemon, session
+from server.in_process_daemon import WAIT_S, connect, running_daemon, session
 
 from longhaul_daemon.cli import main
 from longhaul_daemon.log.records import LogFile, RecordLog

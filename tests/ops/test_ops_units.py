@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from server.harness import WAIT_S, stop_process, wait_until_serving
+from server.in_process_daemon import WAIT_S, stop_process, wait_until_serving
 
 from longhaul_daemon.ops.units import (
     DROPIN_DIR,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from models.scripted import Reply, ScriptedServer
+from models.scripted_http import Reply, ScriptedServer
 from models.wires import KEY, OPENAI_COMPLETIONS
 from pydantic import SecretStr
 

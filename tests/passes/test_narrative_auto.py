@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from models.scripted import Reply, ScriptedServer, scripted_server
+from models.scripted_http import Reply, ScriptedServer, scripted_server
 from models.wires import OPENAI_COMPLETIONS
 
 from longhaul_daemon.ops.status_view import format_status

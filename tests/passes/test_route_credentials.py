@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from models.scripted import Recorded, ScriptedServer, json_reply, scripted_server
+from models.scripted_http import Recorded, ScriptedServer, json_reply, scripted_server
 from models.wires import KEY
 from pydantic import SecretStr
 

@@ -17,10 +17,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
-from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
+from models.scripted_http import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import KEY
 from pydantic import SecretStr
-from server.harness import WAIT_S, connect, running_daemon
+from server.in_process_daemon import WAIT_S, connect, running_daemon
 
 from longhaul_daemon.diff import stage
 from longhaul_daemon.diff.chunks import ChunkPlan

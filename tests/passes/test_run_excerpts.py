@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.scripted import ScriptedServer, scripted_server
+from models.scripted_http import ScriptedServer, scripted_server
 
 from longhaul_daemon.protocol import CompactParams, FileOps, ShimEnv
 from longhaul_daemon.rpc.methods import Services, _run_compact

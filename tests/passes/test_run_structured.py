@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
+from models.scripted_http import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS, answer_stream
 
 from longhaul_daemon.diff.schema import answer_schema

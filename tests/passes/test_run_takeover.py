@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.scripted import Reply, ScriptedServer, scripted_server
+from models.scripted_http import Reply, ScriptedServer, scripted_server
 
 from longhaul_daemon.diff import takeover as takeover_module
 from longhaul_daemon.passes.run import run_pass

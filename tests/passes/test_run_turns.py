@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.scripted import ScriptedServer, scripted_server
+from models.scripted_http import ScriptedServer, scripted_server
 from models.tool_wires import Call, tool_reply
 from models.wires import OPENAI_COMPLETIONS, WIRES, Wire
 

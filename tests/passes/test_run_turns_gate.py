@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.scripted import ScriptedServer, json_reply, scripted_server
+from models.scripted_http import ScriptedServer, json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS
 
 from longhaul_daemon.passes.run import run_pass

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
+from models.scripted_http import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS
 
 from longhaul_daemon.models.access import ModelAccess

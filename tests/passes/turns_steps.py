@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from models.scripted import Recorded, Reply, ScriptedServer
+from models.scripted_http import Recorded, Reply, ScriptedServer
 from models.tool_wires import Call, tool_reply
 from models.wires import KEY, Wire
 from pydantic import SecretStr

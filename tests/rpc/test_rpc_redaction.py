@@ -17,9 +17,9 @@ from typing import Any
 
 import anyio
 import pytest
-from models.scripted import json_reply, scripted_server
+from models.scripted_http import json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS
-from server.harness import connect, running_daemon
+from server.in_process_daemon import connect, running_daemon
 
 from longhaul_daemon.ops.status_view import format_status
 from longhaul_daemon.protocol import StatusResult

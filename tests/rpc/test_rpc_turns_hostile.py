@@ -13,12 +13,12 @@ from typing import Any
 
 import anyio
 import pytest
-from models.scripted import Reply, ScriptedServer, json_reply, scripted_server
+from models.scripted_http import Reply, ScriptedServer, json_reply, scripted_server
 from models.tool_wires import Call, tool_reply
 from models.wires import OPENAI_COMPLETIONS
 from passes.pi_branch import Session
 from passes.turns_steps import GOOD, labels_answer, section_reply
-from server.harness import connect, running_daemon
+from server.in_process_daemon import connect, running_daemon
 
 from longhaul_daemon.protocol import FileOps
 

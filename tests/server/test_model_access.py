@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from models.scripted import scripted_server
+from models.scripted_http import scripted_server
 from models.wires import KEY
 from passes.model_steps import answer_reply, with_model, with_settings
 from passes.pi_branch import Session
@@ -22,7 +22,7 @@ from pydantic import SecretStr
 from longhaul_daemon.models.client import complete
 from longhaul_daemon.protocol import CompactParams, ModelCredentials, ModelFacts
 
-from .harness import WAIT_S, connect, eventually, running_daemon
+from .in_process_daemon import WAIT_S, connect, eventually, running_daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ from longhaul_daemon.protocol import CompactParams, CompactResult
 from longhaul_daemon.rpc import Dispatcher, Services, build_methods
 from longhaul_daemon.server.peer import ShimPeer, response_in
 
-from .harness import compact_params, connect, eventually, running_daemon, whole_result
+from .in_process_daemon import compact_params, connect, eventually, running_daemon, whole_result
 
 ASK = {"model": {"provider": "p", "id": "m"}, "messages": [{"role": "user", "text": "hi"}]}
 

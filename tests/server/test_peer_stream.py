@@ -15,7 +15,7 @@ import pytest
 from longhaul_daemon.models.via_pi import MODEL_DELTA, MODEL_STOP, PiPeer
 from longhaul_daemon.protocol import CompactParams, CompactResult
 
-from .harness import compact_params, connect, running_daemon
+from .in_process_daemon import compact_params, connect, running_daemon
 from .test_peer import result_with
 
 ASK = {"model": {"provider": "p", "id": "m"}, "messages": [{"role": "user", "text": "hi"}], "watch": True}

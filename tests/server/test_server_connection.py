@@ -22,7 +22,7 @@ from longhaul_daemon.rpc.dispatch import Dispatcher, decode_frame
 from longhaul_daemon.server.lifecycle import WORKER_THREADS
 from longhaul_daemon.server.peercred import peer_allowed, peer_credentials
 
-from .harness import (
+from .in_process_daemon import (
     WAIT_S,
     compact_params,
     connect,

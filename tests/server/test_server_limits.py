@@ -21,7 +21,7 @@ from longhaul_daemon.collector import MAX_PAUSE_S, CollectorPause
 from longhaul_daemon.rpc import Services
 from longhaul_daemon.server.framing import KEEP_BUFFER_BYTES, ByteBudget, FrameReader
 
-from .harness import compact_params, connect, eventually, running_daemon, sleeping_pass
+from .in_process_daemon import compact_params, connect, eventually, running_daemon, sleeping_pass
 
 pytestmark = pytest.mark.anyio
 

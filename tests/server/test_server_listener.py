@@ -14,7 +14,7 @@ import pytest
 from longhaul_daemon.errors import AlreadyRunning, SocketPathInvalid, StartupError
 from longhaul_daemon.server.listener import acquire_instance_lock, open_listener, remove_stale_socket
 
-from .harness import (
+from .in_process_daemon import (
     WAIT_S,
     call_sync,
     connect,

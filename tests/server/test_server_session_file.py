@@ -15,7 +15,7 @@ import pytest
 
 from longhaul_daemon.protocol import CompactResult
 
-from .harness import WAIT_S, connect, running_daemon
+from .in_process_daemon import WAIT_S, connect, running_daemon
 
 SESSION_ID = "0198aaaa-0000-7000-8000-000000000001"
 

@@ -16,7 +16,7 @@ import pytest
 
 from longhaul_daemon.protocol import CompactParams, CompactResult
 
-from .harness import (
+from .in_process_daemon import (
     WAIT_S,
     call_sync,
     compact_params,

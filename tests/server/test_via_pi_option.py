@@ -9,7 +9,7 @@ import pytest
 from longhaul_daemon.cli import VIA_PI_ENV, build_parser, via_pi_apis
 from longhaul_daemon.errors import StartupError
 
-from .harness import running_daemon
+from .in_process_daemon import running_daemon
 
 
 def test_flags_win_over_the_environment() -> None:

@@ -4,7 +4,7 @@ A provider is three pure functions of data: ``prepare`` (request → wire call),
 call → result) and a ``StreamState`` made for that call that folds SSE events into the same result. None of
 them does I/O. A stream state hands back each event's new answer text as it folds it, so the caller can end
 the stream once the answer is whole (:meth:`StreamState.partial`). Tool calls the reply makes are collected
-beside the text (:attr:`~longhaul_daemon.models.result.CompletionResult.tool_calls`).
+beside the text (:attr:`~longhaul_daemon.models.completion.CompletionResult.tool_calls`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from longhaul_daemon.models.call_errors import FatalError, RetryableError, StreamError
+from longhaul_daemon.models.completion import CompletionResult, Usage, normalize_stop
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.request import ModelRequest
-from longhaul_daemon.models.result import CompletionResult, Usage, normalize_stop
 from longhaul_daemon.models.tool_calls import ToolCall
 
 __all__ = [

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from longhaul_daemon.models.call_errors import FatalError, StreamError
+from longhaul_daemon.models.completion import CompletionResult, Usage, int_field
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
@@ -34,7 +35,6 @@ from longhaul_daemon.models.providers.base import (
     stream_error,
 )
 from longhaul_daemon.models.request import Message, ModelRequest, plan_reasoning
-from longhaul_daemon.models.result import CompletionResult, Usage, int_field
 from longhaul_daemon.models.structured import gemini_schema
 from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, synthetic_id
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from longhaul_daemon.models.call_errors import FatalError, StreamError
+from longhaul_daemon.models.completion import CompletionResult, Usage, int_field
 from longhaul_daemon.models.http import PreparedCall, SseEvent
 from longhaul_daemon.models.providers.base import (
     Provider,
@@ -28,7 +29,6 @@ from longhaul_daemon.models.providers.base import (
     stream_error,
 )
 from longhaul_daemon.models.request import Message, ModelRequest, plan_reasoning
-from longhaul_daemon.models.result import CompletionResult, Usage, int_field
 from longhaul_daemon.models.tool_calls import ToolCall, decode_arguments, encode_arguments, synthetic_id
 
 __all__ = ["API", "PROVIDER", "CompletionsStream", "parse", "prepare", "usage_of"]

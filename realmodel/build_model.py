@@ -1,6 +1,6 @@
 """Install (or check) the real small model the e2e test and ``make bench-model`` run against.
 
-    python realmodel/install.py [--dir DIR] [--check]
+    python realmodel/build_model.py [--dir DIR] [--check]
 
 What it puts in DIR (default: ``$LONGHAUL_REALMODEL_DIR``, else ``<checkout>/.venv/realmodel``):
 
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             say(problem)
         if problems:
-            say("install it with `make realmodel` (or python realmodel/install.py)")
+            say("install it with `make realmodel` (or python realmodel/build_model.py)")
         sys.stdout.write(json.dumps(layout.describe()) + "\n")
         return 1 if problems else 0
     layout.root.mkdir(parents=True, exist_ok=True)

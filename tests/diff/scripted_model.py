@@ -15,8 +15,8 @@ from typing import Any
 from longhaul_daemon.diff.planning import answer_tokens
 from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
 from longhaul_daemon.models.call_errors import ModelCallError
+from longhaul_daemon.models.completion import CompletionResult, StopReason, Usage
 from longhaul_daemon.models.request import Message
-from longhaul_daemon.models.result import CompletionResult, StopReason, Usage
 from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.passes.model_calls import first_budget, raised_budget
 from longhaul_daemon.state.model import State
