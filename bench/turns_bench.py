@@ -2,12 +2,11 @@
 
 ``python bench/turns_bench.py`` (``make bench`` runs it) writes two pi session files: one whose span holds a
 430 KB tool output of 16,000 numbered lines (the model then reads that call with ``show`` sixteen times, four
-calls in each of four turns), and one with four outputs of 48 KB. A private daemon
-(:mod:`private_daemon`) with ``"narrativeMode": "turns"`` runs each pass several times against a scripted
-model that answers at once, in a process of its own, so the pass's wall time is nearly all the daemon's own work: the Digest, the ``show``
+calls in each of four turns), and one with four outputs of 48 KB. A private daemon (:mod:`private_daemon`)
+with ``"narrativeMode": "turns"`` runs each pass several times against a scripted model that answers at once,
+in a process of its own, so the pass's wall time is nearly all the daemon's own work: the Digest, the ``show``
 results, the gates, the values learned from tool output, Close. ``status`` is polled every 5 ms from another
-process throughout. Prints one Markdown table; numbers to compare between changes, never asserted.
-"""
+process throughout. Prints one Markdown table; numbers to compare between changes, never asserted."""
 
 from __future__ import annotations
 
