@@ -16,7 +16,8 @@ from longhaul_daemon.models.call_errors import (
     StreamError,
     UnsupportedApi,
 )
-from longhaul_daemon.models.client import complete, provider_for
+from longhaul_daemon.models.call_route import provider_for
+from longhaul_daemon.models.client import complete
 from longhaul_daemon.models.completion import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.http import make_client
 from longhaul_daemon.models.limits import ProviderLimits

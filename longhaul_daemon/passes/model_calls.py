@@ -25,7 +25,8 @@ from longhaul_daemon.diff.stage import DiffResult
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.call_errors import BudgetExceeded, FatalError, ModelCallError, RateLimited
-from longhaul_daemon.models.client import complete, wire_chars
+from longhaul_daemon.models.call_route import wire_chars
+from longhaul_daemon.models.client import complete
 from longhaul_daemon.models.completion import CallTrace, CompletionResult, Usage
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 from pydantic import SecretStr
 
-from longhaul_daemon.models.client import route_for
+from longhaul_daemon.models.call_route import route_for
 from longhaul_daemon.models.providers import PROVIDERS
 from longhaul_daemon.models.request import ModelTarget
 from longhaul_daemon.models.route_table import (

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from pydantic import SecretStr
 
-from longhaul_daemon.models.client import provider_for, wire_chars
+from longhaul_daemon.models.call_route import provider_for, wire_chars
 from longhaul_daemon.models.completion import CompletionResult, Usage
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.scrubbing import scrubbed_reply, scrubbed_request

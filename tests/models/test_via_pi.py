@@ -30,7 +30,7 @@ from longhaul_daemon.models import (
     complete,
     make_client,
 )
-from longhaul_daemon.models.client import goes_through_pi
+from longhaul_daemon.models.call_route import goes_through_pi
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.via_pi import NoteSink, ShimConnectionLost, ShimErrorReply
 
