@@ -1,4 +1,4 @@
-"""Client-sent values cut down to their real shapes before they are logged, recorded or counted (issue 12/8).
+"""Client-sent values cut down to their real shapes before they are logged, recorded or counted.
 
 A client chooses the pass id it reports back, the reason codes, the model ids and api names it sends; a fuzzer
 filled the operational log with 256-character pass ids full of bidi and control characters, and the ``status``

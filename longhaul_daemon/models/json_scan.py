@@ -3,7 +3,7 @@
 A small model asked for one JSON object often sends it and then keeps going (prose, the object again, padding)
 until the output limit, and every token of that is paid for. :class:`ObjectScanner` reads the reply as it
 streams and hands back each top-level ``{...}`` group the moment its closing brace arrives, with where it
-ended, so the caller can end the request there (issue 11). The same scanner finds objects in a whole reply
+ended, so the caller can end the request there. The same scanner finds objects in a whole reply
 (:func:`top_level_groups`), so a streamed reply and a stored one are read alike.
 
 The rules are those of DIFF-17's extraction: each ``{`` outside an earlier group starts a candidate; inside a

@@ -140,7 +140,7 @@ class ModelRequest:
 
     ``output_schema``: the JSON Schema the reply must follow, sent in the provider's structured-output form
     unless ``structured_off`` says why not (``"refused"``: the route rejected it before). ``stop_at_object``:
-    end a streamed reply at the first complete top-level JSON object this accepts (issue 11: a model that
+    end a streamed reply at the first complete top-level JSON object this accepts (a model that
     keeps writing after its answer is not paid for); None reads the stream to its end. ``cut_at_repeat``:
     also end it when the still-open object repeats a list item word for word and the object cut after the
     first copy is one this accepts (a looping model). ``tools``: the tools

@@ -1,7 +1,7 @@
 """Structured output: the answer's JSON Schema in each provider's own form, and the routes known to refuse it.
 
 A small model asked in words for "one JSON object" answers in prose or echoes the prompt; the same model under
-a JSON Schema constraint answers with valid JSON every time (issue 11). So every call that has a schema sends
+a JSON Schema constraint answers with valid JSON every time. So every call that has a schema sends
 it wherever the route supports one: ``response_format`` (Chat Completions), ``text.format`` (Responses),
 ``responseSchema`` (Gemini) or a forced tool (Anthropic); the provider modules build those from the
 :class:`OutputSchema` here. Calls made through pi carry none: pi-ai's ``completeSimple`` takes no schema.

@@ -5,12 +5,12 @@ along the branch (PASS-16), hands out sequence numbers to what the pass accepted
 work-log line (PASS-6), takes in the ledger, the World and the file lists (LEDGER-9, LEDGER-11), and decides
 which user messages the next pass must be offered again (FAIL-10, FAIL-11, FAIL-12, PASS-17).
 
-Two decisions of issue 11 and 12 live here. The carried messages' words are kept in the State
+Two decisions live here. The carried messages' words are kept in the State
 (``carriedMessages``, each cleaned and cut at :data:`MAX_CARRIED_CHARS`, at most :data:`MAX_CARRIED` of them),
 because the summary is only ever the rendered State (PASS-7) and a narrative-less summary must still show the
 user what they said; a message a verified chunk labeled is marked so and shows nothing, and all leave with
 their ids once a pass closes whole. And the closed State is cleaned as a whole
-(:func:`~longhaul_daemon.state.clean.clean_state`, issue 12), so ``details.state`` never holds a control or
+(:func:`~longhaul_daemon.state.clean.clean_state`), so ``details.state`` never holds a control or
 format character, whatever the ledger, git or the model handed in.
 """
 
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 MAX_CARRIED = 30  # FAIL-11: at most 30 user messages offered again, the newest ones
-MAX_CARRIED_CHARS = 2000  # issue 11: the summary shows this much of each carried message; recall has the rest
+MAX_CARRIED_CHARS = 2000  # the summary shows this much of each carried message; recall has the rest
 
 _U_ID = re.compile(r"u([1-9][0-9]*)")
 
@@ -106,7 +106,7 @@ def user_texts(span: Sequence[SpanMessage], carried: Sequence[OfferedMessage]) -
 def _carried_messages(
     held: Sequence[CarriedMessage], carried: Sequence[str], texts: Mapping[str, str], labeled: frozenset[str]
 ) -> list[CarriedMessage]:
-    """Issue 11: the words of each carried message, in ``carried``'s order. A message labeled by a verified
+    """The words of each carried message, in ``carried``'s order. A message labeled by a verified
     chunk, now or in an earlier pass, keeps no words (FAIL-12 carries it only for the next pass to see); one
     whose text Close was not given and the State does not hold has none to show either."""
     known = {m.id: m for m in held}

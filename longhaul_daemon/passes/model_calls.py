@@ -7,7 +7,7 @@ Every call's trace (counts only) is kept for the record (FAIL-17) and feeds the 
 
 Every call asks for the answer schema as structured output where the route allows it, remembers a route
 that refuses it daemon-wide (:mod:`longhaul_daemon.models.structured`), and ends a stream at the first
-answer-shaped object (issue 11). Which models already gave a reply with no usable answer in this session is
+answer-shaped object. Which models already gave a reply with no usable answer in this session is
 read from the span records on the branch (:func:`unusable_routes`) and written into this pass's record
 (:data:`UNUSABLE_KEY`), so that memory lives in the transcript, not in the daemon.
 """
@@ -176,7 +176,7 @@ class PassModel:
                 max_output_tokens=min(max_output_tokens, cap) if cap else max_output_tokens,
                 reasoning="off",  # DIFF-18: as little reasoning as the model allows
                 kind=kind,
-                output_schema=schema or ANSWER_SCHEMA,  # issue 11: structured output where the route takes it
+                output_schema=schema or ANSWER_SCHEMA,  # structured output where the route takes it
                 stop_at_object=answer_shaped,  # and a looping model is not paid for past its answer
                 cut_at_repeat=answer_with_prose,  # nor for a list item it writes again and again
             )
@@ -210,7 +210,7 @@ class PassModel:
             redactor=self._redactor,
         )
 
-    # --- turns mode (TURNS-7, issue 14 point 7) ---
+    # --- turns mode (TURNS-7) ---
 
     def turn_budget(self, need: int) -> int:
         return first_budget(need, self._max_tokens())

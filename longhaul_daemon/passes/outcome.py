@@ -3,8 +3,8 @@
 The Diff (:mod:`longhaul_daemon.diff.stage`) and turns mode (:mod:`longhaul_daemon.turns`) both end in a
 :class:`StageOutcome`: how the span closes, the accepted events for Close, the counts for the ``compaction``
 record, and what the span record keeps (``excused``, ``unmet``: turns mode's expectation checks). When turns
-mode was asked for but could not run, ``turns_unavailable`` names why and the notice says so (issue 14
-point 7), whatever else the notice says.
+mode was asked for but could not run, ``turns_unavailable`` names why and the notice says so,
+whatever else the notice says.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from longhaul_daemon.state.model import ClosedAs
 
 __all__ = ["UNAVAILABLE_WHY", "StageOutcome", "notice"]
 
-# issue 14 point 7: why turns mode could not run, in the words of the notice
+# why turns mode could not run, in the words of the notice
 UNAVAILABLE_WHY = {
     "tools-refused": "the model's route refuses tool calls, which turns mode needs for its show tool",
     "tools-not-carried": "this Longhaul extension cannot pass tool calls through pi; update it",
@@ -41,7 +41,7 @@ class StageOutcome:
     unusable: dict[str, int] = field(default_factory=dict)
     excused: tuple[tuple[str, str], ...] = ()  # TURNS-13: (check, reason)
     unmet: tuple[str, ...] = ()  # TURNS-14
-    turns_unavailable: str | None = None  # issue 14 point 7
+    turns_unavailable: str | None = None
 
 
 def _plural(count: int, word: str) -> str:

@@ -10,7 +10,7 @@ With ``"narrativeMode": "turns"`` the same model and budget go to turns mode ins
 (:mod:`longhaul_daemon.passes.turns_stage`, TURNS-1), each of its turns capped at two fifths of the pass
 budget (2 of the default 5 minutes, TURNS-15). When turns mode cannot run for this span (the route refuses
 tool calls, the shim cannot carry them, the Digest does not fit the window) the Diff runs in the time left,
-and the notice and the record say why (issue 14 point 7).
+and the notice and the record say why.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class _Prepared:
     ledger: LedgerResult
     carried: list[OfferedMessage]
     takeover: Takeover | None
-    failed_routes: frozenset[str] = frozenset()  # models whose replies held no answer earlier (issue 11)
+    failed_routes: frozenset[str] = frozenset()  # models whose replies held no answer earlier
 
 
 def _prepare(
@@ -210,7 +210,7 @@ async def _diff(
                     configured=plan.configured,
                 )
             except TurnsUnavailable as why:
-                unavailable = why.code  # issue 14 point 7: said in the notice and the record
+                unavailable = why.code  # said in the notice and the record
         result = await run_diff(inputs, model)
     diff_ms = round((time.monotonic() - started) * 1000)
     stats = model.narrative_stats(result, diff_ms)

@@ -5,7 +5,7 @@ The conversation (:func:`~longhaul_daemon.turns.driver.run_turns`) gets the same
 and traces as the Diff; its result becomes a :class:`~longhaul_daemon.passes.outcome.StageOutcome` whose
 ``compaction`` record says ``narrative.kind: "turns"`` (TURNS-3), with how the span closed in ``closedAs``
 and, per section, how it ended. :class:`~longhaul_daemon.turns.conversation.TurnsUnavailable` is left to
-the caller, which then runs the Diff (issue 14 point 7).
+the caller, which then runs the Diff.
 """
 
 from __future__ import annotations

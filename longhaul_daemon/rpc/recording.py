@@ -152,7 +152,7 @@ def _narrative(diagnostics: PassDiagnostics) -> dict[str, object]:
 
 def _route(diagnostics: PassDiagnostics) -> dict[str, object]:
     """LOG-17's route block: the configured summarizer spec, the model used and why the route was not; the
-    specs are model ids a client named, so they are written in their real shape (issue 12, item 8)."""
+    specs are model ids a client named, so they are written in their real shape."""
     route = diagnostics.route
     return {
         "configured": model_spec_field(route.configured),

@@ -12,7 +12,7 @@ Once the daemon has sent the shim a request of its own (``model.complete``, :mod
 waits, the loop reads even with every slot taken: the reply it waits for must never queue behind the slot its
 own handler holds.
 
-Bounds (issue 12, item 6; the values are in :mod:`longhaul_daemon.defaults` and docs/reliability.md): the
+Bounds (the values are in :mod:`longhaul_daemon.defaults` and docs/reliability.md): the
 daemon serves at most ``max_connections`` at once (one more is answered -32005 and closed), and every byte in
 a read buffer or a frame being handled counts against a :class:`~.framing.ByteBudget` shared by all
 connections (a connection that would pass it is answered -32005 and closed). A connection with no request

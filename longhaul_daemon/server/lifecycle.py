@@ -160,7 +160,7 @@ SWITCH_INTERVAL_S: Final = 0.001
 
 def tune_for_serving() -> None:
     """Keep the event loop answering while a big pass computes in a worker thread (PASS-21), and give
-    memory back after a burst (issue 12, item 6).
+    memory back after a burst.
 
     Two pauses came from the interpreter, not the daemon: the cyclic garbage collector, whose full collections
     walk every object a big pass holds (about 100 ms each on a 50 MB span, with the lock every thread needs),

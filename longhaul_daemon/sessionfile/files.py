@@ -196,7 +196,7 @@ class SessionFiles:
         rows = index.rows
         start, capped = _whole_from(index, positions, span_ids) if whole else (len(positions), False)
         # One loop over the part before ``start``, keeping its light entries: on a long session that part is
-        # most of the branch, and a pass must cost what its span costs (issue 10).
+        # most of the branch, and a pass must cost what its span costs.
         entries: list[dict[str, Any]] = []
         size = 0
         for position in itertools.islice(positions, start):

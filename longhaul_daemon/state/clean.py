@@ -2,7 +2,7 @@
 
 The renderer sanitizes what it prints, but the State is read by more than the renderer: the next pass, the
 Diff prompt, ``longhaul_recall``, the inspector, any tool that opens the session file. So text is cleaned when
-it enters the State (issue 12, item 5): the Diff's accepted answer in :mod:`longhaul_daemon.diff.apply` and
+it enters the State: the Diff's accepted answer in :mod:`longhaul_daemon.diff.apply` and
 :mod:`longhaul_daemon.diff.verify`, everything at Close (:mod:`longhaul_daemon.passes.close`), and whatever
 the fold reads from an older transcript (:mod:`longhaul_daemon.state.fold`). Three kinds of field:
 

@@ -178,6 +178,6 @@ class State(_Model):
     workLog: list[WorkLogLine] = Field(default_factory=list)
     # u<n> ids never labeled, offered to the next pass (FAIL-11)
     carried: list[str] = Field(default_factory=list)
-    # one entry per carried message, in the same order: their words, for the summary (issue 11)
+    # one entry per carried message, in the same order: their words, for the summary
     carriedMessages: list[CarriedMessage] = Field(default_factory=list)
     lastWholeSpan: int = 0

@@ -4,7 +4,7 @@ The layout is fixed Markdown, empty sections left out, so a model reading the su
 the same place. Every list is capped so the summary stays bounded however many spans the session closes; the
 whole state stays in the compaction's ``details``.
 
-The rendering rule (issue 12). A model reads the summary as its memory, so every heading, file tag and bullet
+The rendering rule. A model reads the summary as its memory, so every heading, file tag and bullet
 in it must be one the renderer wrote. Newlines inside a field are already gone (PASS-10), but a line that
 *starts* with ``#``, ``<``, ``>``, ``-``, ``|`` or a fence is still structure, and Markdown lets a heading be
 indented up to three spaces. So every string taken from the State (model text, the user's words, tool calls,
@@ -193,7 +193,7 @@ def _rules(state: State) -> list[str]:
 
 
 def _carried(carried: Sequence[CarriedMessage]) -> list[str]:
-    """Issue 11: the user's words in messages no pass has labeled yet, verbatim, the newest first to get room.
+    """The user's words in messages no pass has labeled yet, verbatim, the newest first to get room.
 
     A message Close cut, or one left out when :data:`MAX_CARRIED_WORDS` is used up, points at
     ``longhaul_recall``, which reads the message from the branch by its ``u<n>``. A message a verified chunk

@@ -151,7 +151,7 @@ def _detail(span: _Span) -> list[str]:
 
 
 def _words(entries: list[dict[str, Any]], uid: str, needle: str) -> list[str]:
-    """Issue 11: the user's words in message ``uid``, line by line, or nothing when the branch lacks it."""
+    """The user's words in message ``uid``, line by line, or nothing when the branch lacks it."""
     by_entry = user_ids(entries)
     message = next(
         (
