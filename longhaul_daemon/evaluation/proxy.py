@@ -16,10 +16,12 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
+
+from longhaul_daemon.evaluation.harness.loopback_http import LoopbackHttp
 
 __all__ = ["CallRecord", "RecordingProxy", "usage_of"]
 
@@ -114,12 +116,13 @@ class RecordingProxy:
     upstream: str
     _calls: dict[str, list[CallRecord]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _httpd: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
+    _http: LoopbackHttp | None = None
+    _client: httpx.Client | None = None
 
     def base_url(self, tag: str) -> str:
-        assert self._httpd is not None, "proxy not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/{tag}"
+        if self._http is None:
+            raise RuntimeError("proxy not started")
+        return f"http://127.0.0.1:{self._http.port}/{tag}"
 
     def calls(self, tag: str) -> list[CallRecord]:
         with self._lock:
@@ -130,20 +133,18 @@ class RecordingProxy:
             self._calls.setdefault(tag, []).append(record)
 
     def start(self) -> RecordingProxy:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self, httpx.Client(timeout=_TIMEOUT)))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="score-proxy", daemon=True)
-        self._thread.start()
+        self._client = httpx.Client(timeout=_TIMEOUT)
+        self._http = LoopbackHttp(_handler(self, self._client), name="score-proxy")
+        self._http.start()
         return self
 
     def close(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        if self._client is not None:
+            self._client.close()  # after the server: no handler is still forwarding through it
+            self._client = None
 
     def __enter__(self) -> RecordingProxy:
         return self.start()

@@ -25,11 +25,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from longhaul_daemon.evaluation.harness.answers import agent_answer, daemon_answer, pi_summary
 from longhaul_daemon.evaluation.harness.callers import RequestKind, chat_messages, classify, content_text
+from longhaul_daemon.evaluation.harness.loopback_http import LoopbackHttp
 from longhaul_daemon.evaluation.harness.replies import (
     Reply,
     Usage,
@@ -130,8 +131,7 @@ class ModelServer:
         self._seq = itertools.count(1)
         self._call_ids = itertools.count(1)
         self._summaries = itertools.count(1)
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http = LoopbackHttp(_handler(self), name="model-server")
 
     # ---- the script -------------------------------------------------------------------------------------
     def enqueue(self, *replies: Reply) -> None:
@@ -173,29 +173,19 @@ class ModelServer:
     # ---- lifecycle --------------------------------------------------------------------------------------
     @property
     def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return int(self._httpd.server_address[1])
+        return self._http.port
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> ModelServer:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="model-server", daemon=True)
-        self._thread.start()
+        self._http.start()
         return self
 
     def close(self) -> None:
         self.closing.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._http.close()
 
     def __enter__(self) -> ModelServer:
         return self.start()
