@@ -1,14 +1,14 @@
 """Keeps the cyclic garbage collector out of heavy work, since each collection stalls every thread (PASS-21).
 
 While a big pass or a session file's indexing runs, most objects it makes survive, so every young-generation
-collection walks tens of thousands of them and frees nothing: about 8 ms per collection on a 50 MB span,
-holding the interpreter lock the event loop needs to answer ``status``. That work makes few reference cycles
-(reference counting frees the rest at once), so while any of it runs the collector is off.
+collection walks them all and frees nothing, holding the interpreter lock the event loop needs to answer
+``status``. That work makes few reference cycles (reference counting frees the rest at once), so while any of
+it runs the collector is off; the measured cost is in docs/reliability.md.
 
 Turning it back on must not cost what was saved: the next collection would walk every object the work left
-behind (60 ms after a 50 MB pass). So the survivors are frozen first, which costs nothing, and only
-:func:`collect_all` looks at them again: the daemon calls it between passes, and when passes follow each other
-without a gap for :data:`MAX_PAUSE_S` (see ``server.lifecycle``), so cycles a pass left are still freed.
+behind. So the survivors are frozen first, which costs nothing, and only :func:`collect_all` looks at them
+again: the daemon calls it between passes, and when passes follow each other without a gap for
+:data:`MAX_PAUSE_S` (see ``server.lifecycle``), so cycles a pass left are still freed.
 
 The collector is process-wide, so the pause acts only once ``serve`` has enabled it; a library or a test
 process keeps its collector as it was. A collector someone else turned off stays off.

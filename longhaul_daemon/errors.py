@@ -1,40 +1,31 @@
-"""The daemon's exceptions: each class with its JSON-RPC code or exit status, and where the others stay.
+"""The daemon's exceptions, so a client, the shell and the retry loop decide by class, never by message text.
 
-:class:`LonghaulError` is the root of what a client, the shell or the retry loop decides on; this module holds
-the root and the classes that leave the process, :mod:`longhaul_daemon.models.call_errors` the failures of
-one model call. The whole tree::
+Every exception class the package defines, with its JSON-RPC code or exit status; this module holds the
+``LonghaulError`` root, ``DomainError`` and ``StartupError`` branches, models/call_errors.py draws the
+``ModelCallError`` branch (ten classes, ``ShimConnectionLost`` of models/via_pi.py among them)::
 
-    LonghaulError                       base of everything the daemon raises on purpose
-    ├── DomainError                     -32000  answered to the client as a JSON-RPC error
-    │   ├── DeadlineExceeded            -32001  a request ran past its deadline
-    │   ├── Busy                        -32002  a pass for this session is already running (PASS-21)
-    │   └── SessionFileRefused          -32004  the named session file will not be read (data: reason)
-    ├── StartupError                    (exit 1) ``serve`` cannot start; never sent over the wire
-    │   ├── UnsafeSocketDir             the socket's directory is a symlink, not ours, or shared
-    │   ├── SocketPathInvalid           the socket path is too long, or something else sits there
-    │   └── AlreadyRunning              another daemon holds the lock or answers on the socket
-    ├── ModelCallError                  a model call failed (models/call_errors.py draws its branch)
-    └── ShimErrorReply                  the shim answered ``model.complete`` with an error (models/via_pi.py);
-                                        turned into a ModelCallError by its ``data.kind``
+    LonghaulError                  base of what the daemon raises on purpose
+    ├── DomainError                -32000 answered to the client; message sent verbatim: no transcript text
+    │   ├── DeadlineExceeded       -32001 the request ran past its deadline
+    │   ├── Busy                   -32002 a pass for this session already runs (PASS-21)
+    │   └── SessionFileRefused     -32004 the session file will not be read (data: reason)
+    ├── StartupError               exit 1, ``serve`` cannot start
+    │   └── UnsafeSocketDir, SocketPathInvalid, AlreadyRunning
+    ├── ModelCallError             one model call failed (models/call_errors.py)
+    └── ShimErrorReply             the shim's model.complete error (models/via_pi.py) -> ModelCallError
+    Exception, each caught in or next to the module that raises it:
+      FrameTooLarge, ByteBudgetExceeded   server/framing.py; answered -32600 / -32005, connection closed
+      InvalidEnvelope (ValueError)        rpc/jsonrpcserver_adapter.py; the library answers -32600
+      SinkRefused                         log/sink.py; the record is dropped and counted
+      TurnsUnavailable, ContextFull       turns/conversation.py; the pass runs the Diff / turn not sent
+      DaemonNotRunning, StatusQueryFailed status_client.py; ``status`` exits 3 / 1
+      TranscriptError, BadKey (ValueError) inspector/session_file.py, evaluation/key.py; one printed line
+      PiError, DaemonError (RuntimeError) evaluation/harness/; a problem code in replay and score
 
-The other exceptions stay inside the module that raises them and never reach a client, a log line with
-text, or an exit status of their own: ``FrameTooLarge`` and ``ByteBudgetExceeded`` (server/framing.py:
-the connection is answered -32600 or -32005 and closed), ``InvalidEnvelope`` (rpc/jsonrpcserver_adapter.py:
-the library answers -32600), ``SinkRefused`` (log/sink.py: the record is dropped and counted),
-``TurnsUnavailable`` and ``ContextFull`` (turns/conversation.py: the pass runs the Diff, or the turn is not
-sent), ``DaemonNotRunning`` and ``StatusQueryFailed`` (status_client.py: exit 3 or 1), and the evaluation
-commands' ``TranscriptError`` (inspector/session_file.py) and ``BadKey`` (evaluation/key.py), each printed as
-one line by its command, and the harness's ``PiError`` (evaluation/harness/pi_rpc.py) and ``DaemonError``
-(evaluation/harness/daemon_process.py), which ``replay`` and ``score`` report as a transcript's problem code.
-
-Wire codes the RPC layer produces without an exception class (JSON-RPC 2.0 reserved range):
--32700 parse error, -32600 invalid request (also "Frame too large" and "Batch too large"), -32601 method not
-found, -32602 invalid params (data: a list of ``{type, loc, msg}``, never the input), -32603 internal error
-(data: ``{"errorId": …}``, never the exception's text); and -32005 server busy (data: ``{"limit":
-"connections"|"buffered-bytes"}``), sent with no id just before the daemon closes a connection it cannot take.
-
-Messages of ``DomainError`` go to the client verbatim, so they must never contain transcript text; ``data``
-must be JSON-serialisable.
+Wire codes with no class (JSON-RPC 2.0): -32700 parse error, -32600 invalid request (also "Frame too
+large", "Batch too large"), -32601 method not found, -32602 invalid params (data: ``{type, loc, msg}`` items,
+never the input), -32603 internal error (data: ``{"errorId": …}``, never the text), -32005 server busy
+(data: ``{"limit": "connections"|"buffered-bytes"}``, no id, sent just before the connection closes).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-provider concurrency limits, so parallel passes cannot flood one provider into 429s.
+"""Per-provider concurrency limits, so parallel passes cannot flood one provider into 429 replies.
 
 One ``anyio.CapacityLimiter`` per provider key (the provider name plus its base URL, see
 ``ModelTarget.limit_key``), created on first use and shared by every pass of the daemon. How many calls each

@@ -1,7 +1,7 @@
 """Retry classification and the budgeted retry loop, shaped like the official SDKs but stricter on quotas.
 
 The SDKs retry 408/409/429/≥500 and transport errors, honour ``x-should-retry`` and the server's
-``retry-after(-ms)``, and back off ``min(0.5·2^n, 8)·(1−0.25·rand)``. We add: quota 429s are fatal, and a
+``retry-after(-ms)``, and back off ``min(0.5·2^n, 8)·(1−0.25·rand)``. We add: a quota 429 is fatal, and a
 wait that would end past the pass deadline is not started (``BudgetExceeded``, or ``RateLimited`` when a 429
 asked for it), so the caller can fall back.
 """

@@ -1,25 +1,17 @@
 """One redactor for the credentials of a pass, applied by every writer: logs, records, replies, status.
 
-A provider may echo the API key in an error body, a model may repeat a header value in its answer, a user may
-paste a key into the chat. Wherever the text came from, nothing the daemon writes or returns may hold a value
-it holds as a credential. The compact handler builds a :class:`Redactor` from the pass's ``ModelCredentials``
-(session model and summarizer: API key and header values) with :func:`redactor_for_pass` and hands it, as an
-argument, to everything that writes for the pass: the pass and its model calls, the reply, the records, the
-``status`` it feeds. The pass's operational-log lines go through a logger bound with it (:func:`log_binding`),
-which the structlog processor :func:`redact_log_event` applies; no global list of secrets exists, and they
-are gone from the daemon when the pass ends.
+A provider may echo the API key in an error body, a model may repeat a header value, a user may paste a key
+into the chat; nothing the daemon writes or returns may hold a value it holds as a credential. The compact
+handler builds a :class:`Redactor` from the pass's ``ModelCredentials`` (:func:`redactor_for_pass`) and hands
+it, as an argument, to everything that writes for the pass; its operational-log lines go through a logger
+bound with it (:func:`log_binding`, applied by :func:`redact_log_event`). No global list of secrets exists.
 
-What is redacted, replaced by :data:`MARK`:
-
-* every occurrence of a whole credential of :data:`MIN_SECRET_CHARS` or more characters;
-* for a credential of :data:`PIECE_SECRET_CHARS` or more, every run of :data:`PIECE_CHARS` or more characters
-  of it, wherever it starts, so a piece a provider quotes ("sk-proj-…abcd1234") goes too.
-
-Shorter values (``"1"``, ``"true"``) are flags, not secrets, and would erase ordinary words. Writers redact
-before they cut, so a cut never leaves a fragment. The search works on UTF-8 bytes: the text's 4-byte grams at
-offsets 0, 4, 8, … (any run of 8 holds one of them whole) meet the set of every 4-byte gram of the credentials
-in one C-level set intersection, and only the grams found are looked for again and grown into runs. A clean
-megabyte costs about 2 ms, where a regular expression of every 8-character piece took 300.
+Replaced by :data:`MARK`: every whole credential of :data:`MIN_SECRET_CHARS` or more characters, and for one
+of :data:`PIECE_SECRET_CHARS` or more every run of :data:`PIECE_CHARS` or more of its characters, so a piece
+a provider quotes ("sk-proj-…abcd1234") goes too. Shorter values are flags, not secrets. Writers redact
+before they cut, so a cut never leaves a fragment. The search works on UTF-8 bytes: the text's 4-byte grams
+at offsets 0, 4, 8, … (any run of 8 holds one whole) meet every 4-byte gram of the credentials in one set
+intersection, and only the grams found are grown into runs, far cheaper than a regular expression.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ connections, and read buffers that give their memory back.
 frames are split on bytes. JSON encoders escape newlines inside strings, so a reply is always exactly one
 line.
 
-The reader keeps its own buffer instead of anyio's ``BufferedByteStream``, for what a fuzz run found (issue
-12, item 6): every byte it holds counts against a :class:`ByteBudget` shared by all connections, so 200
-connections sending frames at the cap cannot hold 200 frames; a frame that fills the whole buffer is handed
-over as the buffer itself (no second copy of a 200 MB frame), and a buffer that grew past
+The reader keeps its own buffer instead of anyio's ``BufferedByteStream``, for what the socket fuzzer found
+(docs/reliability.md): every byte it holds counts against a :class:`ByteBudget` shared by all connections,
+so many connections sending frames at the cap cannot each hold one; a frame that fills the whole buffer is
+handed over as the buffer itself (no second copy of a frame at the cap), and a buffer that grew past
 :data:`KEEP_BUFFER_BYTES` is dropped once its frame is out, so an idle connection holds kilobytes, not the
 largest frame it ever read; and the connection's timeout watcher can see whether a frame has begun
 (:attr:`FrameReader.partial`) and when bytes last arrived (:attr:`FrameReader.progress_at`).
