@@ -209,6 +209,7 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``longhaul-daemon`` argument parser: every subcommand with its flags and one-line help."""
     parser = argparse.ArgumentParser(
         prog="longhaul-daemon", description="Longhaul: a context compactor daemon for the pi coding agent."
     )
@@ -350,6 +351,7 @@ def _evaluation(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names (default: ``sys.argv``) and return its exit status."""
     _quiet_on_closed_stdout()
     parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):

@@ -96,6 +96,7 @@ class ModelFacts(BaseModel):
 
     @property
     def spec(self) -> str:
+        """The model as ``provider/id``."""
         return f"{self.provider}/{self.id}"
 
 
@@ -145,11 +146,15 @@ class SessionFacts(_Params):
 
 
 class HelloParams(_Params):
+    """``hello``, sent at pi's ``session_start``; ``reason`` is pi's session-start reason, for the log."""
+
     session: SessionFacts
     reason: str | None = Field(default=None, max_length=64)
 
 
 class HelloResult(_Result):
+    """Who compacts this session, the daemon's version and pass deadline, and the summarizer to resolve."""
+
     daemonVersion: str
     protocolVersion: int
     compactor: Literal["longhaul", "pi"]
@@ -158,6 +163,8 @@ class HelloResult(_Result):
 
 
 class FileOps(_Params):
+    """The files pi saw the span read, write and edit, as arrays."""
+
     read: list[str] = Field(default_factory=list)
     written: list[str] = Field(default_factory=list)
     edited: list[str] = Field(default_factory=list)
@@ -278,6 +285,8 @@ class CompactedParams(_Params):
 
 
 class CompactFailedParams(_Params):
+    """``compact_failed``: a compaction failed on pi's side; accepted for pi versions that will send it."""
+
     session: SessionFacts
     reason: str = Field(max_length=256)
     passId: str | None = Field(default=None, max_length=256)
@@ -297,6 +306,8 @@ class IncidentParams(_Params):
 
 
 class OkResult(_Result):
+    """The answer to a notice-like method (``compacted``, ``compact_failed``, ``incident``)."""
+
     ok: bool = True
 
 
@@ -307,6 +318,8 @@ class ReportParams(_Params):
 
 
 class ReportResult(_Result):
+    """The report digest, ready to paste, and how many records it covers."""
+
     digest: str
     records: int = Field(ge=0)
 
@@ -324,6 +337,8 @@ class RouteResult(_Result):
 
 
 class StatusParams(_Params):
+    """``status`` takes no params."""
+
     pass
 
 
@@ -384,6 +399,8 @@ class NarrativeChoiceStatus(_Result):
 
 
 class StatusResult(_Result):
+    """What ``longhaul-daemon status`` shows: the daemon, its passes, routes, log files and config."""
+
     version: str
     protocolVersion: int
     pid: int

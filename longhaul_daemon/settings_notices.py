@@ -67,6 +67,7 @@ class SettingsIssue:
 
     @property
     def identity(self) -> str:
+        """What makes two problems the same notice, so a session is told each once."""
         return f"{self.source}:{self.code}:{self.text}"
 
 
@@ -179,4 +180,5 @@ class SettingsNotices:
         return fresh
 
     def status(self) -> ConfigStatus | None:
+        """The last pass's configuration for ``status`` (a copy), or None before any pass."""
         return None if self._last is None else self._last.model_copy()

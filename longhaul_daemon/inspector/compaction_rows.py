@@ -34,6 +34,7 @@ class CompactionRow:
 
     @property
     def foreign(self) -> bool:
+        """True for a compaction Longhaul did not write (no span of ours)."""
         return self.span is None
 
 

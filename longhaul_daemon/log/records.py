@@ -174,6 +174,7 @@ class RecordLog:
         self._lock = threading.Lock()
 
     def sink_for(self, path: Path, *, strict_dir: bool) -> LogSink:
+        """The sink for ``path``, made on first use and now the newest; the oldest past the cap is dropped."""
         with self._lock:
             sink = self._sinks.get(path)
             if sink is None:

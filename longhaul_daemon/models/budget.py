@@ -29,6 +29,7 @@ class Budget:
         return cls(clock() + seconds, clock=clock)
 
     def now(self) -> float:
+        """The current time on the budget's clock."""
         return self._clock()
 
     def remaining(self) -> float:

@@ -86,6 +86,7 @@ class Usage:
     reasoning: int = 0
 
     def as_dict(self) -> dict[str, int]:
+        """The counts under pi's ``Usage`` names, for records and traces."""
         return {
             "input": self.input,
             "output": self.output,

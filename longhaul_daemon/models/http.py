@@ -128,6 +128,7 @@ class SseParser:
         self._data: list[str] = []
 
     def feed(self, text: str) -> list[SseEvent]:
+        """Take the next decoded chunk of the stream; return the events it completed, in order."""
         if "\n" not in text:  # most chunks of a long line: kept as they are, scanned once, copied once
             if text:
                 self._pending.append(text)
@@ -169,6 +170,7 @@ class SseParser:
 
 
 def request_id_of(headers: Mapping[str, str]) -> str | None:
+    """The provider's request id: the first of :data:`REQUEST_ID_HEADERS` the reply sets, or None."""
     lowered = {k.lower(): v for k, v in headers.items()}
     for name in REQUEST_ID_HEADERS:
         if lowered.get(name):

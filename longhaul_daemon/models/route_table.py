@@ -225,6 +225,7 @@ class DirectRefusals:
             return self._refused.get((provider, api, base_url))
 
     def remember(self, provider: str, api: str | None, base_url: str, status: int) -> None:
+        """Send this route through pi from now on, noting the status that refused it."""
         key = (provider, api, base_url)
         with self._lock:
             self._refused[key] = status

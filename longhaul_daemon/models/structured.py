@@ -154,10 +154,12 @@ class StructuredMemory:
         self._lock = threading.Lock()
 
     def refuses(self, api: str | None, base_url: str, model_id: str) -> bool:
+        """True when this model's route is known to reject an output schema."""
         with self._lock:
             return (api, base_url, model_id) in self._refused
 
     def remember(self, api: str | None, base_url: str, model_id: str) -> None:
+        """Note that this model's route rejects an output schema; the oldest past the cap is forgotten."""
         with self._lock:
             self._refused[(api, base_url, model_id)] = None
             self._refused.move_to_end((api, base_url, model_id))

@@ -90,7 +90,8 @@ class PiPeer(Protocol):
         *,
         on_note: NoteSink | None = None,
         stop: anyio.Event | None = None,
-    ) -> Any: ...
+    ) -> Any:
+        """Send ``method`` to the shim and return its result (see the class docstring)."""
 
 
 class ShimErrorReply(LonghaulError):

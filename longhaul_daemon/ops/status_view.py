@@ -20,6 +20,7 @@ __all__ = ["format_status", "format_uptime"]
 
 
 def format_uptime(seconds: float) -> str:
+    """``seconds`` as ``status`` prints uptime: ``2d 03h 04m``, ``3h 04m 05s`` or ``4m 05s``."""
     total = int(seconds)
     days, rest = divmod(total, 86_400)
     hours, rest = divmod(rest, 3_600)

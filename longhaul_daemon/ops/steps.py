@@ -49,12 +49,15 @@ class Steps:
     _probed: bool = False
 
     def say(self, text: str) -> None:
+        """Print one line of the run's output."""
         print(text, file=self.out)
 
     def skipped(self, what: str, why: str) -> None:
+        """Say that a step is skipped (or would be, in a dry run), and why."""
         self.say(f"{'would skip' if self.dry_run else 'skipped':<10} {what}: {why}")
 
     def which(self, program: str) -> str | None:
+        """The path of ``program`` on the run's ``PATH``, or None."""
         return shutil.which(program, path=self.env.get("PATH", os.defpath))
 
     def run(self, argv: list[str], *, timeout_s: float, may_fail: bool = False) -> bool:
@@ -144,6 +147,7 @@ class Steps:
         return True
 
     def remove(self, path: Path) -> None:
+        """Remove the file at ``path`` (a dry run only says so); a missing file is fine, a failure is said."""
         if self.dry_run:
             if path.is_file() or path.is_symlink():
                 self.say(f"would remove {path}")
@@ -167,6 +171,7 @@ class Steps:
                 directory.rmdir()
 
     def finish(self, done: str) -> int:
+        """Print the commands left for the user and the outcome; return the exit status."""
         if self.later:
             self.say(
                 "Run these yourself when the tools are available:"

@@ -137,6 +137,7 @@ class SeenSessions:
         return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
 
     def add(self, session_id: str) -> None:
+        """Count ``session_id`` (once, by digest) until the cap is reached."""
         if len(self._digests) < self._limit:
             self._digests.add(self._digest(session_id))
 
@@ -220,6 +221,7 @@ class Services:
         return [f"{problem.source}:{problem.code}" for problem in settings.problems]
 
     def status(self) -> StatusResult:
+        """The ``status`` answer as of now."""
         return StatusResult(
             version=__version__,
             protocolVersion=PROTOCOL_VERSION,

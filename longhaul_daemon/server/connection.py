@@ -100,6 +100,7 @@ class ServerLoad:
         return True
 
     def leave(self) -> None:
+        """Count one open connection closed."""
         self.connections -= 1
 
 
@@ -112,9 +113,11 @@ class RequestTracker:
         self._idle = anyio.Event()
 
     def begin(self) -> None:
+        """Count one request started."""
         self.in_flight += 1
 
     def end(self) -> None:
+        """Count one request finished, and wake :meth:`wait_idle` when it was the last."""
         self.in_flight -= 1
         self.handled += 1
         if self.in_flight == 0:

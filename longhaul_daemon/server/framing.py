@@ -72,6 +72,7 @@ class ByteBudget:
         return True
 
     def give(self, count: int) -> None:
+        """Release ``count`` bytes taken with :meth:`take`."""
         self.used -= count
 
 

@@ -66,6 +66,7 @@ class BranchRead:
     user_ids: dict[str, str] | None = None  # u<n> of the branch's user messages, as the index counted them
 
     def stats(self) -> dict[str, Any]:
+        """What the read cost, under the names the pass's record uses."""
         return {
             "source": "file",
             "cold": self.cold,
@@ -119,6 +120,7 @@ class SessionFiles:
             return index
 
     def forget(self, path: str) -> None:
+        """Drop the index of ``path``, if one is kept."""
         with self._lock:
             self._indexes.pop(path, None)
 

@@ -73,6 +73,8 @@ class SpanInfo:
 
 @dataclass(frozen=True)
 class FoldResult:
+    """What folding a branch gives: the State, its anomalies, the base it started from and the spans."""
+
     state: State
     anomalies: list[Anomaly] = field(default_factory=list)
     base_compaction_id: str | None = None

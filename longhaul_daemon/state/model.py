@@ -64,11 +64,15 @@ class ErrorEntry(_Model):
 
 
 class Commit(_Model):
+    """One git commit as the snapshot shows it: hash and subject."""
+
     hash: str
     subject: str
 
 
 class DirtyPath(_Model):
+    """One uncommitted path with its ``git status`` code."""
+
     status: str
     path: str
 
@@ -115,6 +119,8 @@ class Item(_Model):
 
 
 class Value(_Model):
+    """A value the session relies on, verbatim, with what it is and the turn that gave it."""
+
     value: str
     what: str
     turn: str
@@ -147,6 +153,8 @@ class CarriedMessage(_Model):
 
 
 class WorkLogLine(_Model):
+    """One closed span's line of the work log: how it closed and what it did."""
+
     span: int
     closedAs: ClosedAs
     text: str

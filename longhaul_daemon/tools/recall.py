@@ -33,6 +33,8 @@ _TOOL = "longhaul_recall"
 
 @dataclass(frozen=True)
 class RecallOutcome:
+    """A ``longhaul_recall`` answer: whether it found what was asked, its text and the spans it shows."""
+
     ok: bool
     text: str
     spans: list[int]

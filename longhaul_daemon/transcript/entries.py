@@ -71,21 +71,29 @@ class _Lenient(BaseModel):
 
 
 class TextBlock(_Lenient):
+    """A text block of a message."""
+
     type: Literal["text"] = "text"
     text: Annotated[str, BeforeValidator(_str_or_empty)] = ""
 
 
 class ThinkingBlock(_Lenient):
+    """A thinking block of an assistant message."""
+
     type: Literal["thinking"] = "thinking"
     thinking: Annotated[str, BeforeValidator(_str_or_empty)] = ""
 
 
 class ImageBlock(_Lenient):
+    """An image block; only its MIME type is kept."""
+
     type: Literal["image"] = "image"
     mimeType: OptStr = None
 
 
 class ToolCallBlock(_Lenient):
+    """A tool call of an assistant message: id, tool name and arguments."""
+
     type: Literal["toolCall"] = "toolCall"
     id: OptStr = None
     name: OptStr = None
@@ -190,6 +198,7 @@ class Message(_Lenient):
 
     @property
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        """The message's tool-call blocks, in order."""
         return tuple(block for block in self.blocks if isinstance(block, ToolCallBlock))
 
 
@@ -246,6 +255,7 @@ class Entry(_Lenient):
 
     @property
     def is_message(self) -> bool:
+        """True for a ``message`` entry whose message could be read."""
         return self.type == "message" and self.message is not None
 
 

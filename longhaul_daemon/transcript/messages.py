@@ -47,6 +47,7 @@ class SpanMessage:
 
     @cached_property
     def parsed(self) -> Message:
+        """The message read leniently (role ``unknown`` when unreadable), parsed once."""
         return parse_message(self.message) or Message(role="unknown")
 
     @cached_property

@@ -60,6 +60,7 @@ def betas(request: ModelRequest) -> str:
 
 
 def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
+    """Build the Messages API call for ``request``, with the reasoning setting it records (or None)."""
     target = request.target
     headers = merge_headers(
         {
@@ -173,6 +174,7 @@ def _is_answer(name: object, call: PreparedCall | None) -> bool:
 
 
 def parse(body: Any, call: PreparedCall | None = None) -> CompletionResult:
+    """Read a whole Messages API reply; raise ``FatalError`` for an error or malformed body."""
     data = require_dict(body)
     if data.get("type") == "error":
         raise FatalError(code=error_code_of(data))
@@ -207,6 +209,7 @@ class AnthropicStream:
         self._blocks: dict[int, dict[str, Any]] = {}  # offered tools' tool_use blocks: id, name, input
 
     def feed(self, event: SseEvent) -> str:
+        """Fold one stream event in; return the answer text it added."""
         if event.event == "ping" or not event.data:
             return ""
         data = parse_event_json(event)
@@ -257,9 +260,11 @@ class AnthropicStream:
         return tuple(calls)
 
     def partial(self) -> CompletionResult:
+        """The text and usage so far, for a stream ended early."""
         return early_result("".join(self._parts), self._usage)
 
     def finish(self) -> CompletionResult:
+        """The result of a stream that ended; ``StreamError`` when it never said it stopped."""
         if not self._stopped:
             raise StreamError(got_text=bool(self._parts or self._blocks), code="incomplete_stream")
         return completion(API, "".join(self._parts), self._raw_stop, self._usage, self._tool_calls())

@@ -58,11 +58,14 @@ class StreamState(Protocol):
     stream the caller ends before the server finished it.
     """
 
-    def feed(self, event: SseEvent) -> str: ...
+    def feed(self, event: SseEvent) -> str:
+        """Fold one event in; return the answer text it added ("" for none)."""
 
-    def finish(self) -> CompletionResult: ...
+    def finish(self) -> CompletionResult:
+        """The result of a stream that ended; ``StreamError`` when it ended before the reply did."""
 
-    def partial(self) -> CompletionResult: ...
+    def partial(self) -> CompletionResult:
+        """The result so far, for a stream the caller ends early."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class Provider:
 
 
 def join_url(base_url: str, path: str) -> str:
+    """``base_url`` joined with ``path``; a base URL that is not http(s) is a ``FatalError``."""
     if not base_url.startswith(("http://", "https://")):
         raise FatalError(code="invalid_base_url")
     return base_url.rstrip("/") + path
@@ -94,12 +98,14 @@ def merge_headers(own: Mapping[str, str], extra: Mapping[str, str]) -> dict[str,
 
 
 def require_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else ``FatalError`` (``malformed_reply``)."""
     if not isinstance(value, dict):
         raise FatalError(code="malformed_reply")
     return value
 
 
 def parse_event_json(event: SseEvent) -> dict[str, Any]:
+    """The event's data as a JSON object, else ``FatalError`` (``malformed_stream_event``)."""
     try:
         return require_dict(json.loads(event.data))
     except ValueError:

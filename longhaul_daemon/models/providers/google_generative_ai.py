@@ -71,6 +71,7 @@ def thinking_config(model_id: str, wire: str) -> dict[str, Any]:
 
 
 def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
+    """Build the Gemini call for ``request``, with the reasoning setting it records (or None)."""
     target = request.target
     headers = merge_headers(
         {"x-goog-api-key": target.secret(), "content-type": "application/json"},
@@ -185,6 +186,7 @@ def _chunk(data: dict[str, Any], call: PreparedCall | None, calls: list[ToolCall
 
 
 def parse(body: Any, call: PreparedCall | None = None) -> CompletionResult:
+    """Read a whole Gemini reply; raise ``FatalError`` for an error or malformed body."""
     data = require_dict(body)
     if "error" in data:
         raise FatalError(code=error_code_of(data))
@@ -204,6 +206,7 @@ class GoogleStream:
         self._raw_stop: str | None = None
 
     def feed(self, event: SseEvent) -> str:
+        """Fold one stream chunk in; return the answer text it added."""
         if not event.data:
             return ""
         data = parse_event_json(event)
@@ -219,9 +222,11 @@ class GoogleStream:
         return text
 
     def partial(self) -> CompletionResult:
+        """The text and usage so far, for a stream ended early."""
         return early_result("".join(self._parts), self._usage)
 
     def finish(self) -> CompletionResult:
+        """The result of a stream that ended; ``StreamError`` when no chunk gave a finish reason."""
         if self._raw_stop is None:
             raise StreamError(got_text=bool(self._parts or self._calls), code="incomplete_stream")
         return completion(API, "".join(self._parts), self._raw_stop, self._usage, tuple(self._calls))

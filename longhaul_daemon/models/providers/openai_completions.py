@@ -37,6 +37,7 @@ API = "openai-completions"
 
 
 def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
+    """Build the Chat Completions call for ``request``, with the reasoning setting it records (or None)."""
     target = request.target
     compat = target.compat
     secret = target.secret()
@@ -141,6 +142,7 @@ def usage_of(raw: Any) -> Usage:
 
 
 def parse(body: Any, call: PreparedCall | None = None) -> CompletionResult:
+    """Read a whole Chat Completions reply; raise ``FatalError`` for an error or malformed body."""
     data = require_dict(body)
     if "error" in data:
         raise FatalError(code=error_code_of(data))
@@ -167,6 +169,7 @@ class CompletionsStream:
         self._calls: dict[int, dict[str, Any]] = {}  # delta.tool_calls by index: id, name, argument pieces
 
     def feed(self, event: SseEvent) -> str:
+        """Fold one stream chunk in (``[DONE]`` ends it); return the answer text it added."""
         if not event.data:
             return ""
         if event.data.strip() == "[DONE]":
@@ -214,9 +217,11 @@ class CompletionsStream:
         return tuple(calls)
 
     def partial(self) -> CompletionResult:
+        """The text and usage so far, for a stream ended early."""
         return early_result("".join(self._parts), self._usage)
 
     def finish(self) -> CompletionResult:
+        """The result of a stream that ended; ``StreamError`` without ``[DONE]`` or a finish reason."""
         if not self._done and self._raw_stop is None:
             raise StreamError(got_text=bool(self._parts or self._calls), code="incomplete_stream")
         return completion(API, "".join(self._parts), self._raw_stop, self._usage, self._tool_calls())

@@ -36,6 +36,7 @@ API = "openai-responses"
 
 
 def prepare(request: ModelRequest) -> tuple[PreparedCall, str | None]:
+    """Build the Responses API call for ``request``, with the reasoning setting it records (or None)."""
     target = request.target
     secret = target.secret()
     headers = merge_headers(
@@ -155,6 +156,7 @@ def _result(response: dict[str, Any], text: str | None = None) -> CompletionResu
 
 
 def parse(body: Any, call: PreparedCall | None = None) -> CompletionResult:
+    """Read a whole Responses API reply; raise ``FatalError`` for an error or malformed body."""
     data = require_dict(body)
     if isinstance(data.get("error"), dict) and data.get("status") != "failed":
         raise FatalError(code=error_code_of(data))
@@ -171,6 +173,7 @@ class ResponsesStream:
         self._final: dict[str, Any] | None = None
 
     def feed(self, event: SseEvent) -> str:
+        """Fold one stream event in; return the answer text it added."""
         if not event.data or event.data.strip() == "[DONE]":
             return ""
         data = parse_event_json(event)
@@ -188,9 +191,11 @@ class ResponsesStream:
         return ""
 
     def partial(self) -> CompletionResult:
+        """The text so far (no usage until the final event), for a stream ended early."""
         return early_result("".join(self._parts), Usage())
 
     def finish(self) -> CompletionResult:
+        """The result read from the final response event; ``StreamError`` when none came."""
         if self._final is None:
             raise StreamError(got_text=bool(self._parts), code="incomplete_stream")
         streamed = "".join(self._parts)
