@@ -1,23 +1,17 @@
 """What the user chose for Longhaul: ``PI_COMPACTOR`` in pi's environment, and ``longhaul.json``.
 
-The compactor choice is made from the *shim's* environment as it arrives with each request (CONFIG-10); the
-daemon never consults its own ``PI_COMPACTOR`` (:func:`choose_compactor`).
+The compactor is chosen from the *shim's* environment as it arrives with each request; the daemon never
+consults its own ``PI_COMPACTOR`` (:func:`choose_compactor`, CONFIG-10). ``longhaul.json`` is read again at
+every pass: the agent directory's file, then ``<cwd>/.pi/longhaul.json`` over it key by key, as pi does for
+its ``settings.json`` (CONFIG-5). A missing file is absent; a file or value that cannot be used never stops a
+pass: the defaults apply and each problem becomes a short code (CONFIG-9). An unknown key is not used but
+is reported with the known key it most resembles, being far more often a typo (:func:`unknown_key_problems`).
+``//`` comments and trailing commas are allowed (:mod:`longhaul_daemon.pi_json`). Nothing here reads the
+daemon's environment: the paths come from the session facts the shim sent.
 
-``longhaul.json`` holds the user's per-agent and per-project settings, read again at every pass.
-
-The file in pi's agent directory is read first; ``<cwd>/.pi/longhaul.json`` then overrides it key by
-key, the same precedence pi gives its own ``settings.json`` (CONFIG-5). A missing file is simply absent.
-One that cannot be read, is not JSON, is not an object, or holds a bad value never stops a pass: the
-defaults apply for what could not be used, and each problem becomes a short code for the log (CONFIG-9).
-An unknown key is not used (so a newer file works with an older daemon) but is reported, with the known key
-it most resembles, since it is far more often a typo (:func:`unknown_key_problems`). The file may hold
-``//`` comments and trailing commas, as pi's ``models.json`` may (:mod:`longhaul_daemon.pi_json`). Nothing
-here reads the daemon's own environment: the paths come from the session facts the shim sent (CONFIG-10).
-
-These settings are the pass's: each pass reads its own project's files and nothing it reads reaches
-another session. A limit every session shares, the calls at once to one provider, is the daemon's own
-setting (``longhaul-daemon serve --concurrency``); a ``concurrency`` key here applies to nothing, and the
-file's problems say so (``daemon-wide-concurrency``).
+These settings are the pass's own and reach no other session. A limit every session shares (calls at once to
+one provider) is the daemon's setting (``serve --concurrency``); a ``concurrency`` key here applies to nothing
+and is reported (``daemon-wide-concurrency``).
 """
 
 from __future__ import annotations

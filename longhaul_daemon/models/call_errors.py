@@ -13,11 +13,8 @@ The tree (its root is in :mod:`longhaul_daemon.errors`)::
     └── BudgetExceeded              the pass deadline passed, or the next wait would pass it
         └── RateLimited             a 429 asked for a wait the budget cannot give (``retry-after: 3600``)
 
-A reply cut at the output limit is not an error: it is a result with ``stopReason == "length"``, because
-FAIL-7 needs the partial text to decide whether anything usable came back.
-
-Messages are built only from the class, the HTTP status and the provider's error *code*. The provider's error
-*message* is never kept: some providers quote part of the API key in it ("Incorrect API key provided: sk-…").
+A reply cut at the output limit is a result (``stopReason == "length"``), not an error: FAIL-7 needs its text.
+Messages hold only the class, HTTP status and provider error *code*: a provider's message may quote the key.
 """
 
 from __future__ import annotations

@@ -1,26 +1,17 @@
 """Structured output: the answer's JSON Schema in each provider's own form, and the routes known to refuse it.
 
-A small model asked in words for "one JSON object" answers in prose or echoes the prompt; the same model under
-a JSON Schema constraint answers with valid JSON every time. So every call that has a schema sends
-it wherever the route supports one: ``response_format`` (Chat Completions), ``text.format`` (Responses),
-``responseSchema`` (Gemini) or a forced tool (Anthropic); the provider modules build those from the
-:class:`OutputSchema` here. Calls made through pi carry none: pi-ai's ``completeSimple`` takes no schema.
+A small model asked in words for "one JSON object" answers in prose or echoes the prompt; under a JSON Schema
+constraint it answers with valid JSON. So every call that has a schema sends it wherever the route supports
+one, in the form docs/models.md lists per API; the provider modules build it from the :class:`OutputSchema`
+here, and a call through pi carries the same fields as a payload (:mod:`.via_pi`).
 
-The schema is kept inside the subset every one of those accepts (:func:`strict_schema`): every object closed
-(``additionalProperties: false``) with every property required, an optional property written as nullable,
-no ``$ref``, and no string-length keywords, which OpenAI's strict mode rejects with a 400; string bounds are
-enforced by code after the reply (DIFF-16). ``enum``, ``minItems`` and ``maxItems`` are kept: strict mode,
-Gemini, Anthropic's tool schemas and llama.cpp's grammars all take them, and a bounded array is what stops
-a small model from repeating list items until the output limit. Gemini's dialect is derived from it
-(:func:`gemini_schema`).
-
-A route that rejects the schema is remembered per model, daemon-wide like route health
-(:class:`StructuredMemory`), and asked again without it. What counts as a rejection (our choice): an HTTP
-400 or 422 to a call that carried the schema. The call is then made once more without it, and the refusal is
-remembered only when that second call does not get a 400 or 422 too, since then the request itself was bad
-and the schema is not to blame. A server that answers a schema with a 5xx (llama-cpp-python's own server
-does) looks like an outage and is retried as one; it is not remembered. The memory lives until the daemon
-restarts: a model that learns structured output is asked with a schema again after that.
+The schema stays inside the subset every one of those accepts (:func:`strict_schema`): objects closed with
+every property required, optional ones nullable, no ``$ref`` and no string-length keywords (OpenAI's strict
+mode rejects them; string bounds are enforced after the reply, DIFF-16). ``enum``, ``minItems`` and
+``maxItems`` stay, since a bounded array stops a small model repeating items. :func:`gemini_schema` derives
+Gemini's dialect. A route that answers a call carrying the schema with 400 or 422, and the same call without
+it with neither, is remembered per model until the daemon restarts (:class:`StructuredMemory`); a 400 or 422
+to both blames the request, and a 5xx is treated as an outage, so neither is remembered.
 """
 
 from __future__ import annotations

@@ -2,23 +2,17 @@
 
 Every call the route table (:mod:`.route_table`) does not prove the daemon can make exactly as pi would goes
 this way. The daemon keeps the policy (retries, budget, concurrency limit, trace, PASS-22); the shim only
-makes the one call. No credential travels: the shim looks the model up in pi's registry by ``{provider, id}``
-and resolves its auth itself, so pi sends it the way pi sends it. The shim's failures come back as a JSON-RPC
-error whose ``data.kind`` (``retryable``, ``quota``, ``fatal``) picks the class of
-:mod:`longhaul_daemon.models.call_errors`, so the retry loop decides exactly as it does for the daemon's own
-HTTP calls. Nothing here keeps the shim's error *message*.
+makes the one call. No credential travels: the shim resolves the model ``{provider, id}`` and its auth in
+pi's registry. A failure comes back as a JSON-RPC error whose ``data.kind`` (``retryable``, ``quota``,
+``fatal``) picks the class of :mod:`.call_errors`, so the retry loop decides as for the daemon's own calls;
+the shim's error *message* is never kept.
 
-What made small models work goes along. The output schema (and the tool choice) go as a ``payload`` the shim
-merges into pi-ai's request in its ``onPayload`` hook: the very fields the daemon's own client would send for
-that API (``response_format``, ``text.format``, a forced answer tool, Gemini's ``responseSchema``), taken from
-:mod:`.providers`. With ``watch``, the shim streams the answer's text back as ``model.delta`` notifications;
-the daemon reads them with :class:`~.stream_watch.StreamWatch` and, at the first whole answer or a looping
-repeat, tells the shim ``model.stop``; the shim then ends pi's request and replies with what came.
-
-Tools travel too: the offered tools' specs, each assistant turn's calls and each user turn's results, in pi's
-own message shapes, and the reply's calls come back as ``toolCalls``. A shim that carried the tools says so
-(``toolsCarried``); one that does not (it predates tool support) would drop them silently, so a reply to a
-call that offered tools without that word is refused as :data:`TOOLS_NOT_CARRIED`.
+What makes small models work goes along: the output schema and tool choice as a ``payload`` the shim merges
+into pi-ai's request (the fields the daemon's own client would send, from :mod:`.providers`); with ``watch``,
+the answer streams back as ``model.delta`` notes, read by :class:`~.stream_watch.StreamWatch`, and the
+daemon sends ``model.stop`` at the first whole answer or a looping repeat. Tools travel in pi's own message
+shapes; a reply to a call that offered tools without ``toolsCarried`` (an older shim drops them silently) is
+refused as :data:`TOOLS_NOT_CARRIED`.
 """
 
 from __future__ import annotations

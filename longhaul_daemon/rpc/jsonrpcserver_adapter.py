@@ -1,25 +1,18 @@
 """What jsonrpcserver costs, kept in one place: the only module that imports it, and each workaround it needs.
 
 jsonrpcserver 5.0.9 routes a request to its method, binds the params and builds every reply and error
-envelope, batches included. Five of its habits need handling, each here and nowhere else:
+envelope, batches included. Five of its habits are handled here and nowhere else:
 
-1. Its import warns on Python 3.11/3.12 (a ``DeprecationWarning`` from a dependency), and the tests run with
-   warnings as errors: it is imported under a warning filter.
-2. Its request check is a draft-04 jsonschema run over the whole parsed frame, params included; on a big
-   ``compact`` frame it cost twice the parse. :func:`check_envelope` makes the same decision from the
-   envelope's four members alone, and the library still builds the -32600 reply, so the answer is unchanged.
-3. It calls a method with its ``context`` first and wants its own ``Success``/``Error`` back:
-   :func:`_library_method` hands each call the peer of the connection it came on and turns our
-   :data:`~.registry.RpcOutcome` into the library's result.
-4. It awaits every method inside ``asyncio.gather``, and anyio cancels a task waiting on the gather again at
-   every loop turn until it ends; each time, gather cancels the method's task anew, straight through any anyio
-   shield in it (httpcore's shielded close of a model connection was cut short that way, and the model kept
-   streaming). :func:`run_as_task` runs each call as the child of an anyio task group instead, which is
-   cancelled once, by scope, so shielded cleanups run to the end.
-5. For a method that crashed past our wrapper it puts ``str(exc)`` in the error's ``data`` (-32603, or -32000
-   when dispatch itself failed), for -32601 the method name the client sent, and its stdlib logger writes
-   ``logger.exception`` with the message. :func:`_scrub` puts an error id in place of the text and drops the
-   name; the logger is silenced, and our operational log has the error id and class instead.
+1. Its import warns on Python 3.11/3.12 and the tests run with warnings as errors: imported under a filter.
+2. Its request check runs draft-04 jsonschema over the whole frame, params included (twice the parse on a big
+   ``compact``): :func:`check_envelope` decides the same from the envelope alone; the library still answers.
+3. It calls a method with its ``context`` and wants its own ``Success``/``Error``: :func:`_library_method`
+   hands each call its connection's peer and turns our :data:`~.registry.RpcOutcome` into the library's.
+4. It awaits methods in ``asyncio.gather``, which anyio's repeated cancellation turns into cancelling the
+   method again and again, through any shield (a model connection's shielded close was cut short):
+   :func:`run_as_task` runs each call in an anyio task group, cancelled once, so shielded cleanups finish.
+5. It puts ``str(exc)`` in an error's ``data``, the client's method name in -32601, and logs the exception:
+   :func:`_scrub` puts an error id in place of the text and drops the name, and its logger is silenced.
 """
 
 from __future__ import annotations

@@ -7,18 +7,10 @@ its in-flight requests are cancelled: that is how the shim cancels a pass. No ha
 connection or the daemon.
 
 Once the daemon has sent the shim a request of its own (``model.complete``, :mod:`.peer`), inbound responses
-(and the shim's notifications about them, ``model.delta``) go to the connection's
-:class:`~longhaul_daemon.server.peer.ShimPeer`, not the dispatcher. While such a call
-waits, the loop reads even with every slot taken: the reply it waits for must never queue behind the slot its
-own handler holds.
-
-Bounds (the values are in :mod:`longhaul_daemon.defaults` and docs/reliability.md): the
-daemon serves at most ``max_connections`` at once (one more is answered -32005 and closed), and every byte in
-a read buffer or a frame being handled counts against a :class:`~.framing.ByteBudget` shared by all
-connections (a connection that would pass it is answered -32005 and closed). A connection with no request
-running that sends no frame for ``idle_timeout_s`` is closed, and a frame that has begun but gets no byte
-for ``stall_timeout_s`` is cut; a connection whose request runs (a long ``compact``) is never closed for
-being quiet.
+and ``model.delta`` notes go to the connection's :class:`~.peer.ShimPeer`, and while such a call waits the
+loop reads even with every slot taken, since the reply must never queue behind the slot its handler holds.
+The bounds (connections, the shared :class:`~.framing.ByteBudget`, idle and stall timeouts) are in
+docs/protocol.md and docs/reliability.md; a connection whose request runs is never closed for being quiet.
 """
 
 from __future__ import annotations

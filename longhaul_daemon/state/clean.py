@@ -1,24 +1,18 @@
 """What "clean" means for each text field of a State, so every reader of ``details.state`` gets clean text.
 
-The renderer sanitizes what it prints, but the State is read by more than the renderer: the next pass, the
-Diff prompt, ``longhaul_recall``, the inspector, any tool that opens the session file. So text is cleaned when
-it enters the State: the Diff's accepted answer in :mod:`longhaul_daemon.diff.apply` and
-:mod:`longhaul_daemon.diff.verify`, everything at Close (:mod:`longhaul_daemon.passes.close`), and whatever
-the fold reads from an older transcript (:mod:`longhaul_daemon.state.fold`). Three kinds of field:
+The State is read by more than the renderer (the next pass, the Diff prompt, ``longhaul_recall``, the
+inspector), so text is cleaned as it enters the State: the Diff's accepted answer (diff/apply.py, verify.py),
+Close (passes/close.py) and the fold's reading of older transcripts (:mod:`.fold`). Three kinds of field:
 
-- prose (Now, objective, decisions and dead ends with their reasons, value names, notes, the work log, error
-  lines, git's branch and subjects): :func:`~longhaul_daemon.state.sanitize.sanitize`, one line, spaces
-  collapsed, as the summary shows it;
-- exact one-line text (a value, a file path, a dirty path):
-  :func:`clean_line`, which keeps the spacing, since a value was verified
-  verbatim and a path must stay a path;
-- the user's words and commands (rule words, carried messages, command text):
-  :func:`clean_text`, which keeps line breaks (as ``\\n``) and tabs. A rule
-  stays a verbatim quote: its words are the message cleaned the same way, cut at the same place.
+- prose (Now, objective, decisions, dead ends, value names, notes, the work log, error lines, git's branch
+  and subjects): :func:`~.sanitize.sanitize`, one line, spaces collapsed, as the summary shows it;
+- exact one-line text (a value, a file path, a dirty path): :func:`clean_line`, spacing kept, since a value
+  was verified verbatim and a path must stay a path;
+- the user's words and commands (rule words, carried messages, command text): :func:`clean_text`, line breaks
+  (as ``\\n``) and tabs kept, so a rule stays a verbatim quote.
 
-Escape sequences, C0 and C1 controls, DEL, zero-width and bidi characters, U+2028/2029 go everywhere; ``\\n``
-and ``\\t`` are the only control characters a State holds, and only in the third kind. Ids that the ledger
-and the fold match on (entry ids, tool-call ids, ``u<n>`` lists) are kept as read, so matching never breaks.
+Escapes, C0/C1 controls, DEL, zero-width and bidi characters and U+2028/2029 go everywhere. Ids the ledger and
+the fold match on (entry ids, tool-call ids, ``u<n>`` lists) are kept as read, so matching never breaks.
 """
 
 from __future__ import annotations

@@ -4,30 +4,15 @@ The layout is fixed Markdown, empty sections left out, so a model reading the su
 the same place. Every list is capped so the summary stays bounded however many spans the session closes; the
 whole state stays in the compaction's ``details``.
 
-The rendering rule. A model reads the summary as its memory, so every heading, file tag and bullet
-in it must be one the renderer wrote. Newlines inside a field are already gone (PASS-10), but a line that
-*starts* with ``#``, ``<``, ``>``, ``-``, ``|`` or a fence is still structure, and Markdown lets a heading be
-indented up to three spaces. So every string taken from the State (model text, the user's words, tool calls,
-git output, ids read back from a transcript) reaches the summary only through :func:`inert` or
-:func:`inert_lines`, which sanitize it and pass every line of it through :func:`neutral`:
-
-- a line whose first non-blank characters would open a block gets a backslash right before the character
-  that makes it structural: ``\\## Standing rules``, ``\\</read-files>``, ``\\- R9 "always delete tests"``,
-  ``\\> quoted``, ``\\```python``, ``\\| a | b |``, ``\\---``, ``\\===`` and ``12\\. step`` (for an ordered
-  item the backslash goes before the ``.`` or ``)``, since a backslash before a digit is no escape);
-- what opens a block: an ATX heading (one to six ``#`` then a space or the end), a blockquote ``>``, a table
-  row ``|``, an HTML tag or comment (``<`` then a letter, ``/``, ``!`` or ``?``), a bullet (``-``, ``+`` or
-  ``*`` then a space or the end), an ordered item (up to nine digits, ``.`` or ``)``, then a space or the
-  end), a fence (three backticks or tildes), and a line made only of ``-``, ``_``, ``*``, ``=``, ``:``,
-  ``|``, ``+`` and blanks (a thematic break, a setext underline, a table's delimiter row);
-- nothing else changes: the backslash is Markdown's own escape, so a rendered view shows the words exactly,
-  and in the raw text every line of a rule still stands verbatim after that one added character. "Blank" is
-  any Unicode whitespace, so no-break spaces cannot hide a heading from the rule while a model reads one.
-
-The rule is applied to each piece, not to the line around it, so it holds wherever a piece lands: at the
-start of a line, after a bullet the renderer wrote, or on a quoted rule's indented second line. File paths
-are listed only when the rule leaves them as they are and they hold no ``<`` or ``>``, since a path must be
-exact or absent; the others are counted after their block.
+The rendering rule (docs/how-it-works.md has its table): a model reads the summary as its memory, so every
+heading, file tag and bullet in it is one the renderer wrote. Every string taken from the State (model text,
+the user's words, tool calls, git output, ids read back from a transcript) reaches the summary only through
+:func:`inert` or :func:`inert_lines`, which sanitize it and pass each of its lines through :func:`neutral`:
+a line whose first non-blank characters (any Unicode blank) would open a Markdown block gets one backslash,
+Markdown's own escape, before the character that makes it structural. The rule is applied to each piece, not
+to the line around it, so it holds wherever a piece lands. File paths are listed only when the rule leaves
+them as they are and they hold no ``<`` or ``>``, since a path must be exact or absent; the others are
+counted after their block.
 """
 
 from __future__ import annotations
