@@ -1,4 +1,7 @@
-"""The ``longhaul-daemon`` command: ``serve`` runs the daemon, ``status`` asks a running one how it is.
+"""The ``longhaul-daemon`` command, one entry point for the daemon (``serve``) and every tool around it.
+
+``status``, ``install``/``uninstall``, ``state`` and ``report`` operate and inspect it; ``replay``, ``score``,
+``corpus`` and ``facts`` evaluate it.
 
 Building the parser loads only the standard library and a few small modules; each subcommand imports what it
 runs on (anyio and the server for ``serve``, the fold and pydantic for ``state``) once it is chosen, so
