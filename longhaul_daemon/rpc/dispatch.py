@@ -88,7 +88,7 @@ class Dispatcher:
 
         The loop goes on while the thread waits for the GIL or runs Python code. orjson (and the stdlib's
         C scanner) hold the GIL for the whole parse, though, so a huge frame still stalls the loop for the
-        parse itself: about 0.2 s for 30 MB, thread or not.
+        parse itself, thread or not.
         """
         if len(frame) > self._thread_decode_bytes:
             return await anyio.to_thread.run_sync(self._loads, frame)

@@ -124,7 +124,7 @@ class SeenSessions:
     """How many distinct pi sessions talked to the daemon, for ``status``: a count, not a list of ids.
 
     A session id is whatever the client sends (up to 4 KiB), so only an 8-byte digest of each is kept, and
-    at most :data:`MAX_SESSIONS_COUNTED` of them (half a megabyte at most).
+    at most :data:`MAX_SESSIONS_COUNTED` of them, so the set stays bounded.
     """
 
     def __init__(self, limit: int = MAX_SESSIONS_COUNTED) -> None:

@@ -162,12 +162,13 @@ def tune_for_serving() -> None:
     """Keep the event loop answering while a big pass computes in a worker thread (PASS-21), and give
     memory back after a burst.
 
-    Two pauses came from the interpreter, not the daemon: the cyclic garbage collector, whose full collections
-    walk every object a big pass holds (about 100 ms each on a 50 MB span, with the lock every thread needs),
-    and the 5 ms a thread waits for that lock after each read or write. So the objects made at start-up are
-    frozen out of collection, collections run far less often (the pass makes few reference cycles; reference
-    counting frees the rest at once), the collector is off while heavy work runs (:mod:`~longhaul_daemon.
-    collector`), and threads take turns every 1 ms. Process-wide, so ``serve`` calls it, not the library.
+    Two pauses came from the interpreter, not the daemon: the cyclic garbage collector, whose full
+    collections walk every object a big pass holds with the lock every thread needs, and the 5 ms (CPython's
+    default switch interval) a thread waits for that lock after each read or write. So the objects made at
+    start-up are frozen out of collection, collections run far less often (the pass makes few reference
+    cycles; reference counting frees the rest at once), the collector is off while heavy work runs
+    (:mod:`longhaul_daemon.collector`), and threads take turns every :data:`SWITCH_INTERVAL_S`. Process-wide,
+    so ``serve`` calls it, not the library.
     """
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
@@ -184,9 +185,9 @@ def return_large_blocks() -> bool:
     """Make glibc give every block of :data:`MMAP_THRESHOLD_BYTES` or more back to the system once freed.
 
     glibc starts at that threshold but raises it each time it frees a mapped block, up to 32 MiB; after that,
-    frames, buffers and parsed sessions of a few MiB come from the heap and stay there when freed. A fuzz run
-    left the daemon at 184 MB after a burst of 200 connections that had started at 54; with the threshold held
-    it came back to 57 (docs/reliability.md). False where there is no glibc ``mallopt`` to call.
+    frames, buffers and parsed sessions of a few MiB come from the heap and stay there when freed, and the
+    daemon's memory stays at its high-water mark after a burst (docs/reliability.md). False where there is no
+    glibc ``mallopt`` to call.
     """
     try:
         mallopt = ctypes.CDLL(None).mallopt
@@ -255,7 +256,7 @@ async def _collect_between_passes(services: Services, tracker: RequestTracker, e
 
     :data:`GC_THRESHOLDS` makes full collections rare so a big pass does not stall ``status``; but each failed
     request leaves a cycle (an exception and its traceback) that only a full collection frees, and by then
-    the memory is scattered: 20,000 fuzz frames left RSS 33 MB above its baseline. With no pass in flight the
+    the memory is scattered and RSS stays well above its baseline after a fuzz run. With no pass in flight the
     heap is small and a collection takes milliseconds, so the garbage goes before it piles up.
 
     While a pass runs the collector is off (:mod:`longhaul_daemon.collector`); when passes follow each other
