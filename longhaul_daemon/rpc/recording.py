@@ -5,9 +5,8 @@ a pass id that is not 12 hex digits, or a reason that is not ASCII ``[a-z0-9-]``
 
 The methods await one function per event; each builds its fields from the request and the reply and hands
 them to the daemon's :class:`~longhaul_daemon.log.records.RecordLog`, which never raises, in a worker thread:
-a record
-is a handful of syscalls (open the directory and the file, check them, write, close) that the event loop,
-answering every other session, has no time for. The record is on disk before the method answers. The
+a record is a handful of syscalls (open the directory and the file, check them, write, close) that the event
+loop, answering every other session, has no time for. The record is on disk before the method answers. The
 ``compaction`` record is computed from the pass's ``CompactParams`` and ``CompactResult`` alone, so the pass
 knows nothing about logging. A fallback the daemon decided (timeout, pass error) is recorded here with its
 error class, and so is a pass cancelled before it answered (``aborted``); the shim then sends a ``fallback``
