@@ -328,7 +328,7 @@ class Recorder:
 
 
 async def report_for_session(session: SessionFacts) -> ReportResult:
-    """The digest of ``session``'s log in effect, read in a worker thread (the file may be 10 MiB).
+    """The digest of ``session``'s log in effect, read in a worker thread (log and backup: up to 10 MiB).
 
     A log that cannot be read (an I/O error, a path the system refuses) is said so in the digest: the
     command answers, and the operational log has the error class.
