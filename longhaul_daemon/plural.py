@@ -1,4 +1,4 @@
-"""Counts in the sentences the commands print: "1 transcript", "2 transcripts", "1 entry", "3 entries"."""
+"""Counts in the sentences the commands print, so none says "1 entries": "1 entry", "3 entries"."""
 
 from __future__ import annotations
 

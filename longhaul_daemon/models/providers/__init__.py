@@ -1,4 +1,4 @@
-"""The wire formats the daemon speaks, by pi's ``api`` name."""
+"""The wire formats the daemon speaks, by pi's ``api`` name, so a model's ``api`` picks its module."""
 
 from __future__ import annotations
 
