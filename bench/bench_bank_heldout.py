@@ -181,6 +181,10 @@ HELD_OUT = Bank(
         ("echo release-token rt-55e1", "rt-55e1"),
     ),
     rule_like_runs=("cat HACKING.txt", "grep -n -i deploy HACKING.txt"),
+    promises=(
+        "My habit is to avoid touching the JSON schema at all.",
+        "I make a point of never printing SKUs in lowercase.",
+    ),
     log_name="build-{n}.txt",
     log_line="<build {run}> step {n}: fetch done, compile done, checks green, 9 suites passed",
 )

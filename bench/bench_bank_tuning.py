@@ -191,6 +191,10 @@ TUNING = Bank(
         ("git rev-list --count HEAD; echo build-id 7f3a9c", "7f3a9c"),
     ),
     rule_like_runs=("cat CONTRIBUTING.md", "grep -n -i never CONTRIBUTING.md"),
+    promises=(
+        "I will always keep the parser free of global state.",
+        "From here on I never change the CSV header order.",
+    ),
     log_name="ci-{n}.log",
     log_line="[ci {run}] job {n}: checkout ok, install ok, lint ok, tests ok (14 passed)",
 )

@@ -51,6 +51,7 @@ class Session:
     half: Half
     files: dict[str, str]
     stretches: list[list[Step]]
+    promises: tuple[str, ...] = ()  # the agent's rule-like sentences, for recorded replies (transcripts)
 
     @property
     def chain(self) -> bool:
@@ -108,6 +109,7 @@ class Bank:
     rule_like_runs: tuple[str, ...]  # commands whose output holds rule-like sentences nobody gave as rules
     log_name: str  # "{n}" is the stretch: the long log each stretch ends with
     log_line: str  # "{run}" and "{n}" filled in, 36 lines of it
+    promises: tuple[str, ...] = ()  # the agent's rule-like sentences, for recorded replies (transcripts)
     extra_files: dict[str, str] = field(default_factory=dict)
 
 
@@ -187,7 +189,7 @@ def session(bank: Bank, half: Half, index: int, *, seed: int, chain: bool) -> Se
         mixed.append(Step("run", f"cat {bank.log_name.format(n=n + 1)}"))
         plan.append(mixed)
     name = f"{bank.name}-{index + 1:02d}{'-chain' if chain else ''}"
-    return Session(name, half, project_files(bank, stretches), plan)
+    return Session(name, half, project_files(bank, stretches), plan, bank.promises)
 
 
 def half_sessions(bank: Bank, half: Half, seed: int, count: int = SESSIONS_PER_HALF) -> list[Session]:

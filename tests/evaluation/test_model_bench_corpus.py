@@ -23,7 +23,14 @@ from bench_corpus import (
     half_sessions,
     project_files,
 )
+from bench_transcripts import write_transcript
 from model_bench_report import Row, checks, half_table, measures, standing_section, targets
+
+from longhaul_daemon.evaluation.common import key_path
+from longhaul_daemon.evaluation.key import load_key
+from longhaul_daemon.evaluation.probes import probes_for
+from longhaul_daemon.evaluation.script import _kept_ranges, keep_recent_tokens
+from longhaul_daemon.inspector.session_file import read_transcript
 
 TUNING_SESSIONS = half_sessions(TUNING, "tuning", 0)
 HELD_OUT_SESSIONS = half_sessions(HELD_OUT, "held-out", 0)
@@ -208,3 +215,28 @@ def test_half_table_has_a_column_per_compactor_that_ran_in_the_issues_order() ->
     assert len(lines) == 2 + len(measures(ROWS, "pi"))
     assert targets(ROWS, "longhaul")[0].endswith("NOT met")  # 70 s in total against pi's 60 s
     assert targets(ROWS, "longhaul")[3].endswith("met")
+
+
+@pytest.mark.parametrize("session", [TUNING_SESSIONS[0], HELD_OUT_SESSIONS[1]], ids=lambda s: s.name)
+def test_transcripts_replay_their_cuts_and_key_what_the_script_holds(
+    session: Session, tmp_path: Path
+) -> None:
+    """``compare.py --real-model`` scores these files: each recorded cut must be one pi reproduces with one
+    keepRecentTokens, and the key must hold the session's rules, withdrawals, values and real failures."""
+    path = tmp_path / f"{session.name}.jsonl"
+    key = write_transcript(session, path, tmp_path / "scratch")
+    branch = read_transcript(path).branch
+    ranges = _kept_ranges(branch)
+    assert len(ranges) == len(key.compactions) == len(session.stretches)
+    assert max(lo for lo, _ in ranges) < keep_recent_tokens(branch) <= min(hi for _, hi in ranges)
+    last = key.compactions[-1]
+    assert [r.words for r in last.rules] == [r.words for r in session.in_force(len(session.stretches) - 1)]
+    assert {r.id for r in last.lifted} == {r.key for r in session.withdrawn(len(session.stretches) - 1)}
+    assert last.values == tuple(session.values(len(session.stretches) - 1))
+    failing = {c.command for k in key.compactions for c in k.commands}
+    assert failing and failing <= set(TUNING.failing + HELD_OUT.failing)
+    assert all(c.exit != 0 for k in key.compactions for c in k.commands)
+    probes = probes_for(branch, load_key(key_path(path)))
+    assert [len(p) for p in probes] == [
+        len(k.rules) + len(k.lifted) + len(k.commands) + len(k.values) for k in key.compactions
+    ]
