@@ -165,14 +165,14 @@ def session(bank: Bank, half: Half, index: int, *, seed: int, chain: bool) -> Se
     events = _events(rng, bank, stretches)
     fixed = sum(1 for stretch in events for s in stretch if s.kind == "say")
     target = rng.randint(MIN_USER_MESSAGES + 2, MAX_USER_MESSAGES - 6)
-    fillers = [rng.choice(bank.tasks + bank.chatter) for _ in range(target - fixed)]
+    fillers = [rng.choice(bank.tasks + bank.chatter) for _ in range(target - fixed - stretches)]
     tasks = rng.sample(bank.tasks, len(bank.tasks))
     runs = [*bank.commands, *bank.failing]
     values = rng.sample(bank.value_runs, min(stretches, len(bank.value_runs)))
     plan: list[list[Step]] = []
     for n in range(stretches):
         share = len(fillers) // (stretches - n)
-        says = [Step("say", tasks[n % len(tasks)])] + [Step("say", t) for t in fillers[1:share]]
+        says = [Step("say", tasks[n % len(tasks)])] + [Step("say", t) for t in fillers[:share]]
         fillers = fillers[share:]
         commands = [Step("run", c) for c in rng.sample(runs, 4)]
         command, value = values[n % len(values)]

@@ -1,17 +1,21 @@
 """Longhaul and pi's own compaction side by side, through real pi and a real small model.
 
-``python bench/model_bench.py`` (``make bench-model`` runs it) generates a few coding sessions, plays each
-through real pi 0.73.1 (``pi --mode rpc`` with the shim loaded) three times: Longhaul with the Diff
-(``longhaul``), the Diff with every model call made through pi (``longhaul-via-pi``: ``serve --via-pi
-openai-completions``, the shim's ``model.complete``), Longhaul in turns mode (``turns``, ``"narrativeMode":
-"turns"`` in ``longhaul.json``) and pi's own compaction (``pi``, ``PI_COMPACTOR=pi``); ``--compactors``
-picks. It prints one Markdown table row per compaction:
+``python bench/model_bench.py`` (``make bench-model`` runs it) generates the corpus of :mod:`bench_corpus`
+(12 sessions, a tuning half and a held-out half from separate template banks and seeds; ``--half`` picks),
+plays each session through real pi 0.73.1 (``pi --mode rpc`` with the shim loaded) once per compactor:
+Longhaul with the Diff (``longhaul``), the Diff with every model call made through pi (``longhaul-via-pi``:
+``serve --via-pi openai-completions``, the shim's ``model.complete``), Longhaul in turns mode (``turns``,
+``"narrativeMode": "turns"`` in ``longhaul.json``) and pi's own compaction (``pi``, ``PI_COMPACTOR=pi``);
+``--compactors`` picks. Per half it prints the table of measures of :mod:`model_bench_report` (passes
+closed whole, standing rules kept, withdrawn rules and one-off requests shown as standing, values kept, wall
+time and output tokens against pi's), then one Markdown table row per compaction:
 
 - wall time of the RPC ``compact`` call;
 - the model calls made meanwhile and their input and output tokens, from the model server's request log;
 - how the pass closed: the daemon's ``compaction`` record (``narrative.kind`` and ``reason``; in turns
   mode ``closedAs`` and how each section ended), or pi's summary;
-- which of the user's standing rules in force still show their words in the summary, and, for Longhaul,
+- which of the user's standing rules in force still show their words in the summary, which withdrawn rules
+  and one-off requests it shows as standing, which values from tool output it kept, and, for Longhaul,
   how many rules in ``details.state.rules`` are not a verbatim part of a user message (invented).
 
 Then it checks the issue's targets: no more wall time and no more output tokens than pi's own compaction,
@@ -20,12 +24,12 @@ no rule invented, and every standing rule's words visible after every compaction
 The model is SmolLM2-135M-Instruct behind ``realmodel/server.py`` (``make realmodel`` installs it), decoding
 at temperature 0 from an empty KV cache per request. It never calls a tool, so the sessions' commands run
 through pi's RPC ``bash`` (a user's ``!cmd``): real commands in a scratch git project, some of them failing.
-Each stretch of work ends with ``cat`` of a CI log longer than pi's ``keepRecentTokens``, so pi keeps that
+Each stretch of work ends with ``cat`` of a log longer than pi's ``keepRecentTokens``, so pi keeps that
 and compacts everything before it. Nothing outside a scratch directory is read or written: pi, the daemon and
 git get their own HOME and agent dir (``longhaul_daemon/evaluation/harness/sandbox.py``).
 
 Numbers to compare between changes; they depend on the machine and on the model's words. No test asserts
-them. ``--doc docs/performance.md`` also writes the table into that file, between its model-bench markers.
+them. ``--doc docs/performance.md`` also writes the tables into that file, between its model-bench markers.
 """
 
 from __future__ import annotations
