@@ -209,6 +209,8 @@ def _real_model(args: argparse.Namespace, root: Path) -> str:
             document = _score(files, agent, args.jobs, root, f"{PROVIDER}/{MODEL_ID}")
             setup = f"SmolLM2-135M-Instruct (realmodel/server.py, {args.threads} thread, temperature 0)"
             parts.append(f"**{half}** half of the model bench's corpus:\n\n" + table(document, setup, chains))
+    if not parts:
+        raise SystemExit(f"no session of --half {args.half} is named {', '.join(args.only or [])}")
     return "\n".join(parts)
 
 
