@@ -69,6 +69,7 @@ from model_bench_report import (  # noqa: E402
 from longhaul_daemon.evaluation.harness.daemon_process import Daemon  # noqa: E402
 from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc  # noqa: E402
 from longhaul_daemon.evaluation.harness.sandbox import Sandbox  # noqa: E402
+from longhaul_daemon.plural import counted  # noqa: E402
 from realmodel.pi_agent import write_agent_config  # noqa: E402
 
 DAEMON_ARGS: dict[Compactor, tuple[str, ...]] = {"longhaul-via-pi": ("--via-pi", "openai-completions")}
@@ -231,7 +232,8 @@ def _block(rows: list[Row], args: argparse.Namespace, chosen: list[Session], min
         sessions = [s for s in chosen if s.half == half]
         compactions = sum(len(s.stretches) for s in sessions)
         lines += [
-            f"**{half}** ({len(sessions)} sessions, {compactions} compactions each compactor):",
+            f"**{half}** ({counted(len(sessions), 'session')}, {counted(compactions, 'compaction')} per"
+            " compactor):",
             "",
             *half_table(mine),
             "",
@@ -241,6 +243,8 @@ def _block(rows: list[Row], args: argparse.Namespace, chosen: list[Session], min
             if found:
                 lines += [f"Targets on {half} ({MODE_NAMES[mode]} against pi's own):", *found, ""]
     lines += ["Per compaction:", "", *table(rows), ""]
+    words = "; ".join(f"{s.name}: " + ", ".join(f"{r.key} “{r.words}”" for r in s.rules()) for s in chosen)
+    lines.append(f"Rules and the words checked: {words}")
     lines.append(
         f"Run: halves {args.half}, seed {args.seed}, compactors {','.join(args.compactors)}, model threads "
         f"{args.threads}, {minutes:.0f} min in all."

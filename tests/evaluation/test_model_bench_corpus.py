@@ -6,6 +6,7 @@ bash in a scratch copy of the bank's files), and the report's measures are compu
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 from pathlib import Path
@@ -240,3 +241,23 @@ def test_transcripts_replay_their_cuts_and_key_what_the_script_holds(
     assert [len(p) for p in probes] == [
         len(k.rules) + len(k.lifted) + len(k.commands) + len(k.values) for k in key.compactions
     ]
+
+
+def test_the_printed_block_has_a_table_per_half_that_ran_then_every_compaction() -> None:
+    import model_bench  # imports the e2e helpers it runs with; nothing starts
+
+    tuned = _row("longhaul", TUNING_SESSIONS[1].name, 1, chain=False, wall=5.0, out=50, rules=[("x", True)])
+    tuned.half = "tuning"
+    rows = [*ROWS, tuned]
+    args = argparse.Namespace(half="both", seed=0, compactors=["longhaul", "pi"], threads=1)
+    block = model_bench._block(rows, args, ALL, 2.0)
+    tuning_at, held_out_at = (
+        block.index("**tuning** (6 sessions, 20 compactions per compactor):"),
+        block.index("**held-out** (6 sessions, 20 compactions per compactor):"),
+    )
+    assert block[tuning_at + 2] == "| | the Diff |"  # pi's own did not run on the tuning half here
+    assert block[held_out_at + 2] == "| | pi's own | the Diff |"
+    assert "Targets on held-out (the Diff against pi's own):" in block
+    assert "Targets on tuning (the Diff against pi's own):" not in block
+    per_compaction = block[block.index("Per compaction:") + 2 :]
+    assert sum(1 for line in per_compaction if line.startswith("| a |") or line.startswith("| b |")) == 4
