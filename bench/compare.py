@@ -40,6 +40,7 @@ from longhaul_daemon.evaluation.common import key_path
 from longhaul_daemon.evaluation.corpus import write_corpus
 from longhaul_daemon.evaluation.harness.model_server import ModelServer, Speed
 from longhaul_daemon.evaluation.key import AnswerKey, load_key
+from longhaul_daemon.plural import counted
 
 REPO = Path(__file__).resolve().parents[1]
 PERFORMANCE = REPO / "docs" / "performance.md"
@@ -144,17 +145,20 @@ def table(document: dict[str, Any], setup: str, chains: Sequence[int]) -> str:
         *[
             (
                 f"summary size after {n} compaction{'s' if n > 1 else ''}, characters "
-                f"({sum(1 for c in chains if c >= n)} sessions)",
+                f"({counted(sum(1 for c in chains if c >= n), 'session')})",
                 _chars(pi, n),
                 _chars(lh, n),
             )
             for n in (1, 5, 10)
         ],
         ("probe score, all probes", f"{100 * pi['score']:.0f}%", f"{100 * lh['score']:.0f}%"),
-        *[(f"probe score, {k} ({pi['checked'][k]} probes)", _kind(pi, k), _kind(lh, k)) for k in KINDS],
+        *[
+            (f"probe score, {k} ({counted(pi['checked'][k], 'probe')})", _kind(pi, k), _kind(lh, k))
+            for k in KINDS
+        ],
     ]
     lines = [
-        f"Corpus: {len(chains)} sessions ({sum(chains)} compactions, "
+        f"Corpus: {counted(len(chains), 'session')} ({sum(chains)} compactions, "
         f"chains of {min(chains)} to {max(chains)}), "
         f"{document['transcripts']} scored; {setup}; real pi 0.73.1 with the shim and a real daemon. "
         "Means per compaction; summary sizes are means over the sessions that reach that many compactions.",
