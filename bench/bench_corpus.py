@@ -11,7 +11,7 @@ shown once in tool output. The tuning half comes from :mod:`bench_bank_tuning`, 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 Half = Literal["tuning", "held-out"]
@@ -110,7 +110,6 @@ class Bank:
     log_name: str  # "{n}" is the stretch: the long log each stretch ends with
     log_line: str  # "{run}" and "{n}" filled in, 36 lines of it
     promises: tuple[str, ...] = ()  # the agent's rule-like sentences, for recorded replies (transcripts)
-    extra_files: dict[str, str] = field(default_factory=dict)
 
 
 def _log(bank: Bank, run: int) -> str:
@@ -118,7 +117,7 @@ def _log(bank: Bank, run: int) -> str:
 
 
 def project_files(bank: Bank, stretches: int) -> dict[str, str]:
-    files = {**bank.files, **bank.extra_files}
+    files = dict(bank.files)
     for run in range(1, stretches + 1):
         files[bank.log_name.format(n=run)] = _log(bank, run)
     return files
@@ -167,14 +166,15 @@ def session(bank: Bank, half: Half, index: int, *, seed: int, chain: bool) -> Se
     target = rng.randint(MIN_USER_MESSAGES + 2, MAX_USER_MESSAGES - 6)
     fillers = [rng.choice(bank.tasks + bank.chatter) for _ in range(target - fixed - stretches)]
     tasks = rng.sample(bank.tasks, len(bank.tasks))
-    runs = [*bank.commands, *bank.failing]
     values = rng.sample(bank.value_runs, min(stretches, len(bank.value_runs)))
     plan: list[list[Step]] = []
     for n in range(stretches):
         share = len(fillers) // (stretches - n)
         says = [Step("say", tasks[n % len(tasks)])] + [Step("say", t) for t in fillers[:share]]
         fillers = fillers[share:]
-        commands = [Step("run", c) for c in rng.sample(runs, 4)]
+        picked = [*rng.sample(bank.commands, 3), *rng.sample(bank.failing, rng.randint(1, 2))]
+        rng.shuffle(picked)
+        commands = [Step("run", c) for c in picked]
         command, value = values[n % len(values)]
         commands.append(Step("run", command, value=value))
         if rng.random() < 0.6:

@@ -82,7 +82,9 @@ def test_each_session_has_every_trap(session: Session) -> None:
     assert all(
         stretch[-1].kind == "run" and stretch[-1].text.startswith("cat ") for stretch in session.stretches
     )
-    assert sum(1 for s in session.steps(last) if s.kind == "run") >= 4 * len(session.stretches)
+    for stretch in session.stretches:  # tool-heavy, some of it failing
+        runs = [s.text for s in stretch if s.kind == "run"]
+        assert len(runs) >= 5 and set(runs) & set(TUNING.failing + HELD_OUT.failing)
 
 
 @pytest.mark.parametrize("bank", [TUNING, HELD_OUT], ids=lambda b: b.name)
