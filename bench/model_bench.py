@@ -131,6 +131,15 @@ def _wait_for_log(server: RealModelServer, seen: int, counted: int, timeout: flo
         time.sleep(0.2)
 
 
+def _wait_until_not_compacting(pi: PiRpc) -> None:
+    """A long stretch can pass pi's own threshold (6,144 tokens of the model's 8,192) and start a compaction
+    after a turn; a ``compact`` sent meanwhile finds the daemon busy and falls back to pi. Wait it out, so
+    each row is the stretch's own compaction."""
+    deadline = time.monotonic() + COMPACT_TIMEOUT_S
+    while pi.get_state(timeout=30).get("isCompacting") is True and time.monotonic() < deadline:
+        time.sleep(1.0)
+
+
 def _invented(entry: dict[str, Any], messages: list[str]) -> int | None:
     details = entry.get("details")
     state = details.get("state") if isinstance(details, dict) else None
@@ -170,6 +179,7 @@ def play(
                     pi.prompt(step.text, timeout=PROMPT_TIMEOUT_S)
                 else:
                     pi.bash(step.text, timeout=BASH_TIMEOUT_S)
+            _wait_until_not_compacting(pi)
             seen = len(server.calls())
             record = 1 + sum(1 for r in _records(sandbox) if r.get("event") == "compaction")
             started = time.monotonic()
