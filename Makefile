@@ -78,10 +78,14 @@ bench: $(PY_STAMP)
 load-bench: $(PY_STAMP)
 	$(BIN)/python bench/daemon_load.py
 
-# Real pi and the real small model, both compactors side by side on a few generated sessions (minutes: every
-# pi turn is a real completion on the CPU). Prints the table of docs/performance.md, "Against a real small model".
+# Real pi and the real small model, the compactors side by side on a generated corpus of 12 sessions in two
+# halves, tuning (bench/bench_bank_tuning.py) and held-out (bench/bench_bank_heldout.py, which prompt and
+# heuristic work never reads); hours: every pi turn is a real completion on the CPU. Prints a table of measures
+# per half and one row per compaction (docs/performance.md, "Against a real small model").
+# MODEL_BENCH_ARGS: --half tuning|held-out|both, --only SESSION, --compactors pi,longhaul,..., --list.
+MODEL_BENCH_ARGS ?=
 bench-model: install
-	$(BIN)/python bench/model_bench.py
+	$(BIN)/python bench/model_bench.py $(MODEL_BENCH_ARGS)
 
 # Longhaul offline in one command: the real small model on loopback, a private daemon and interactive pi with
 # the shim, in a scratch agent dir and project; all stopped and removed when pi exits (realmodel/offline_trial.py).
@@ -116,11 +120,19 @@ test: install lint typecheck pytest node-test
 clean:
 	rm -rf $(VENV) client_shim/node_modules .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-# pi's own compaction and Longhaul's side by side through real pi on a 20-session corpus (about ten minutes);
-# prints the table and puts it into docs/performance.md.
-.PHONY: bench-compare
+# pi's own compaction and Longhaul's side by side through real pi on a 20-session corpus with a scripted
+# summarizer (about ten minutes): a plumbing check, both get the same understanding of each transcript; prints
+# the table and puts it into docs/performance.md under "Plumbing check".
+.PHONY: bench-compare bench-compare-real
 bench-compare: install
 	$(BIN)/python bench/compare.py --write
+
+# The side by side that opens docs/performance.md: `score` with the real small model for both compactors on the
+# model bench's corpus, tuning and held-out half apart (hours on two cores); writes its table into the doc.
+# COMPARE_REAL_ARGS: --half tuning|held-out|both, --only SESSION, --threads N.
+COMPARE_REAL_ARGS ?=
+bench-compare-real: install
+	$(BIN)/python bench/compare.py --real-model --write $(COMPARE_REAL_ARGS)
 
 # Reliability runs (docs/reliability.md), longer than the bounded versions in `make test`; both print the figures
 # the doc quotes. fuzz: a real daemon, 20,000 mutated frames, 200 connections at once, 50 slow-loris clients

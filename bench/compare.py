@@ -1,13 +1,21 @@
-"""pi's own compaction and Longhaul's side by side through real pi on the corpus, with a model of fixed speed.
+"""pi's own compaction and Longhaul's side by side through real pi, scored by ``longhaul-daemon score``.
 
-Run with ``make bench-compare`` (about ten minutes on two cores). It writes a corpus (20 sessions, chains of
-1 to 10 compactions, each with its answer key), starts the scripted summarizer of
+Two runs. ``--real-model`` (``make bench-compare-real``, hours on two cores) scores both compactors with the
+real small model (SmolLM2-135M behind ``realmodel/server.py``) on the model bench's corpus, written as
+recorded sessions with answer keys (:mod:`bench_transcripts`), the tuning and the held-out half apart
+(``--half``): each compactor reads the transcript with that model's understanding, so the columns compare
+what the two compactors make of the same model. Its table opens docs/performance.md.
+
+Without it (``make bench-compare``, about ten minutes) the run is a plumbing check. It writes a corpus (20
+sessions, chains of 1 to 10 compactions, each with its answer key), starts the scripted summarizer of
 :mod:`longhaul_daemon.evaluation.scripted` on loopback at a fixed speed (2,000 input and 60 output tokens a
 second, so writing costs what it costs with a real model), and runs ``longhaul-daemon score`` on the corpus:
 every session is replayed through real pi twice, once per compactor, each compaction calling that model. The
 table holds the end-to-end compaction time, tokens per compaction, summary size after 1, 5 and 10
 compactions, and the probe scores. It is printed and, with ``--write``, put into docs/performance.md under its
-own heading (replacing an earlier run's table). No test asserts these numbers.
+own heading (replacing an earlier run's table). Both compactors get the same scripted understanding of the
+transcript, so it shows the plumbing (calls, tokens, time, Longhaul writing every compaction), not which
+compactor understands a session better. No test asserts these numbers.
 """
 
 from __future__ import annotations
@@ -19,21 +27,50 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_corpus import Half
+from bench_transcripts import write_transcript
 from scripted_summarizer import scripted_diff_answer, scripted_pi_summary
 
 from longhaul_daemon.evaluation.common import key_path
 from longhaul_daemon.evaluation.corpus import write_corpus
 from longhaul_daemon.evaluation.harness.model_server import ModelServer, Speed
 from longhaul_daemon.evaluation.key import AnswerKey, load_key
+from longhaul_daemon.plural import counted
 
 REPO = Path(__file__).resolve().parents[1]
 PERFORMANCE = REPO / "docs" / "performance.md"
 START = "<!-- bench-compare:start -->"
 END = "<!-- bench-compare:end -->"
+REAL_START = "<!-- bench-compare-real:start -->"
+REAL_END = "<!-- bench-compare-real:end -->"
+SCRIPTED_HEADING = (
+    "## Plumbing check: the same side by side with a scripted summarizer (`make bench-compare`)\n\n"
+    "Both compactors get the same scripted understanding of each transcript here, so this table checks the\n"
+    "plumbing (calls, tokens, time, who wrote each compaction), not which compactor summarizes better; the\n"
+    "real-model table above is the comparison.\n\n"
+)
+REAL_ABOUT = (
+    "`bench/compare.py --real-model` runs `longhaul-daemon score` for both compactors with the "
+    'real small model (SmolLM2-135M-Instruct behind `realmodel/server.py`, see "Against a real '
+    "small model\" below) on the model bench's corpus, written as recorded pi sessions with "
+    "answer keys (`bench/bench_transcripts.py`: every command run for real in a scratch git "
+    "project), the tuning half and the held-out half in separate tables. Each compactor reads "
+    "the same transcript with the same model, so the columns compare what the two make of one "
+    "model's understanding. The probes are `score`'s: a standing rule's words in the summary, a"
+    " withdrawn rule not shown as active, a failing command with its exit code, a value from "
+    "tool output."
+)
+REAL_HEADING = (
+    "## Side by side with a real small model: pi's own compaction and Longhaul"
+    " (`make bench-compare-real`)\n\n"
+    + textwrap.fill(REAL_ABOUT, 110, break_on_hyphens=False, break_long_words=False)
+    + "\n\n"
+)
 KINDS = ("rule", "lifted", "command", "value", "next")
 
 
@@ -56,8 +93,8 @@ def _agent_dir(root: Path, base_url: str) -> Path:
     return agent
 
 
-def _score(files: Sequence[Path], agent: Path, jobs: int, cwd: Path) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "longhaul_daemon", "score", *map(str, files), "--model", "bench/scripted"]
+def _score(files: Sequence[Path], agent: Path, jobs: int, cwd: Path, model: str) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "longhaul_daemon", "score", *map(str, files), "--model", model]
     argv += ["--yes", "--agent-dir", str(agent), "--json", "--jobs", str(jobs)]
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -82,8 +119,9 @@ def _kind(report: dict[str, Any], kind: str) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
-def table(document: dict[str, Any], speed: Speed, chains: Sequence[int]) -> str:
-    """The markdown table; ``chains`` are the corpus sessions' compaction counts."""
+def table(document: dict[str, Any], setup: str, chains: Sequence[int]) -> str:
+    """The markdown table; ``setup`` says which model and corpus, ``chains`` are the sessions' compaction
+    counts."""
     pi, lh = document["compactors"]["pi"], document["compactors"]["longhaul"]
 
     def per(report: dict[str, Any], key: str) -> str:
@@ -107,20 +145,22 @@ def table(document: dict[str, Any], speed: Speed, chains: Sequence[int]) -> str:
         *[
             (
                 f"summary size after {n} compaction{'s' if n > 1 else ''}, characters "
-                f"({sum(1 for c in chains if c >= n)} sessions)",
+                f"({counted(sum(1 for c in chains if c >= n), 'session')})",
                 _chars(pi, n),
                 _chars(lh, n),
             )
             for n in (1, 5, 10)
         ],
         ("probe score, all probes", f"{100 * pi['score']:.0f}%", f"{100 * lh['score']:.0f}%"),
-        *[(f"probe score, {k} ({pi['checked'][k]} probes)", _kind(pi, k), _kind(lh, k)) for k in KINDS],
+        *[
+            (f"probe score, {k} ({counted(pi['checked'][k], 'probe')})", _kind(pi, k), _kind(lh, k))
+            for k in KINDS
+        ],
     ]
     lines = [
-        f"Corpus: {len(chains)} sessions ({sum(chains)} compactions, "
+        f"Corpus: {counted(len(chains), 'session')} ({sum(chains)} compactions, "
         f"chains of {min(chains)} to {max(chains)}), "
-        f"{document['transcripts']} scored; scripted summarizer at {speed.input_tps:,.0f} input and "
-        f"{speed.output_tps:,.0f} output tokens per second; real pi 0.73.1 with the shim and a real daemon. "
+        f"{document['transcripts']} scored; {setup}; real pi 0.73.1 with the shim and a real daemon. "
         "Means per compaction; summary sizes are means over the sessions that reach that many compactions.",
         "",
         "| | pi's own compaction | Longhaul |",
@@ -130,18 +170,52 @@ def table(document: dict[str, Any], speed: Speed, chains: Sequence[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(text: str) -> None:
-    section = (
-        f"{START}\n## Side by side: pi's own compaction and Longhaul (`make bench-compare`)\n\n{text}{END}\n"
-    )
+def write_section(text: str, *, real: bool) -> None:
+    """Put ``text`` under its heading between its markers; a new real-model section goes first."""
+    start, end, heading = (REAL_START, REAL_END, REAL_HEADING) if real else (START, END, SCRIPTED_HEADING)
+    section = f"{start}\n{heading}{text}{end}\n"
     current = PERFORMANCE.read_text(encoding="utf-8") if PERFORMANCE.exists() else "# Performance\n"
-    if START in current and END in current:
+    if start in current and end in current:
         current = re.sub(
-            re.escape(START) + r".*?" + re.escape(END) + r"\n?", lambda _: section, current, flags=re.S
+            re.escape(start) + r".*?" + re.escape(end) + r"\n?", lambda _: section, current, flags=re.S
         )
+    elif real and "\n" in current:
+        title, rest = current.split("\n", 1)
+        current = f"{title}\n\n{section}\n{rest.lstrip(chr(10))}"
     else:
         current = current.rstrip("\n") + "\n\n" + section
     PERFORMANCE.write_text(current, encoding="utf-8")
+
+
+def _real_model(args: argparse.Namespace, root: Path) -> str:
+    """Score both compactors with the real small model on each chosen half of the model bench's corpus."""
+    sys.path[:0] = [str(REPO), str(REPO / "tests")]  # realmodel/ and the real-model server (tests/e2e/)
+    from e2e.real_model import RealModelServer, installed
+    from model_bench import corpus
+
+    from realmodel.pi_agent import MODEL_ID, PROVIDER, write_agent_config
+
+    halves: list[Half] = ["tuning", "held-out"] if args.half == "both" else [args.half]
+    parts: list[str] = []
+    with RealModelServer(installed(), root, threads=args.threads) as server:
+        agent = root / "agent"
+        write_agent_config(agent, server.base_url)
+        for half in halves:
+            chosen = [s for s in corpus(half, args.seed) if not args.only or s.name in args.only]
+            if not chosen:
+                continue
+            files = [root / half / f"{s.name}.jsonl" for s in chosen]
+            files[0].parent.mkdir(parents=True)
+            chains = [
+                len(write_transcript(s, f, root / "scratch" / s.name).compactions)
+                for s, f in zip(chosen, files, strict=True)
+            ]
+            document = _score(files, agent, args.jobs, root, f"{PROVIDER}/{MODEL_ID}")
+            setup = f"SmolLM2-135M-Instruct (realmodel/server.py, {args.threads} thread, temperature 0)"
+            parts.append(f"**{half}** half of the model bench's corpus:\n\n" + table(document, setup, chains))
+    if not parts:
+        raise SystemExit(f"no session of --half {args.half} is named {', '.join(args.only or [])}")
+    return "\n".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,11 +226,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--input-tps", type=float, default=2000.0)
     parser.add_argument("--output-tps", type=float, default=60.0)
-    parser.add_argument("--jobs", type=int, default=4, help="replays at once (the model's waits are sleeps)")
+    parser.add_argument("--jobs", type=int, help="replays at once (default 4 scripted, 1 with --real-model)")
     parser.add_argument("--write", action="store_true", help="put the table into docs/performance.md")
+    parser.add_argument("--real-model", action="store_true", help="score with the real small model instead")
+    parser.add_argument("--half", choices=("tuning", "held-out", "both"), default="both", help="--real-model")
+    parser.add_argument("--only", action="append", help="--real-model: only this session (repeatable)")
+    parser.add_argument("--threads", type=int, default=1, help="--real-model: model server threads")
     args = parser.parse_args(argv)
     speed = Speed(args.input_tps, args.output_tps)
     root = Path(tempfile.mkdtemp(prefix="lh-bench-"))
+    if args.real_model:
+        args.jobs = args.jobs or 1
+        try:
+            text = _real_model(args, root)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        sys.stdout.write(text)
+        if args.write:
+            write_section(text, real=True)
+        return 0
+    args.jobs = args.jobs or 4
     try:
         write_corpus(root / "corpus", sessions=args.sessions, seed=args.seed, max_compactions=10)
         files = sorted((root / "corpus").glob("*.jsonl"))
@@ -165,13 +254,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             model_id="scripted", pi_summary=scripted_pi_summary, longhaul=scripted_diff_answer, speed=speed
         )
         with scripted as model:
-            document = _score(files, _agent_dir(root, model.base_url), args.jobs, root)
+            document = _score(files, _agent_dir(root, model.base_url), args.jobs, root, "bench/scripted")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    text = table(document, speed, chains)
+    setup = (
+        f"scripted summarizer at {speed.input_tps:,.0f} input and {speed.output_tps:,.0f} output tokens per"
+        " second"
+    )
+    text = table(document, setup, chains)
     sys.stdout.write(text)
     if args.write:
-        write_section(text)
+        write_section(text, real=False)
     return 0
 
 

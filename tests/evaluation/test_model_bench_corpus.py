@@ -1,0 +1,265 @@
+"""The model bench's corpus has the shape the fidelity issue asks for, and its report counts what it claims.
+
+No model and no pi: the sessions are scripts, checked as data (their value and rule-like commands are run with
+bash in a scratch copy of the bank's files), and the report's measures are computed from hand-made rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from bench_bank_heldout import HELD_OUT
+from bench_bank_tuning import TUNING
+from bench_corpus import (
+    CHAIN_STRETCHES,
+    LONG_MESSAGE_WORDS,
+    MAX_USER_MESSAGES,
+    MIN_USER_MESSAGES,
+    Bank,
+    Session,
+    half_sessions,
+    project_files,
+)
+from bench_transcripts import write_transcript
+from model_bench_report import Row, checks, half_table, measures, standing_section, targets
+
+from longhaul_daemon.evaluation.common import key_path
+from longhaul_daemon.evaluation.key import load_key
+from longhaul_daemon.evaluation.probes import probes_for
+from longhaul_daemon.evaluation.script import _kept_ranges, keep_recent_tokens
+from longhaul_daemon.inspector.session_file import read_transcript
+
+TUNING_SESSIONS = half_sessions(TUNING, "tuning", 0)
+HELD_OUT_SESSIONS = half_sessions(HELD_OUT, "held-out", 0)
+ALL = TUNING_SESSIONS + HELD_OUT_SESSIONS
+
+
+def _sentences(bank: Bank) -> set[str]:
+    texts = [*bank.tasks, *bank.chatter, *(t for pair in bank.long_context for t in pair)]
+    texts += [m for wordings in bank.rules.values() for m, _ in wordings]
+    texts += [t for lifts in bank.lifts.values() for t in lifts] + [m for m, _ in bank.one_offs]
+    texts += [*bank.commands, *bank.failing, *(c for c, _ in bank.value_runs), *bank.rule_like_runs]
+    return {s.strip().lower() for t in texts for s in re.split(r"(?<=[.:;?!])\s+", t) if s.strip()}
+
+
+def test_twelve_sessions_in_two_halves_one_chain_each() -> None:
+    assert len(ALL) >= 12
+    for half in (TUNING_SESSIONS, HELD_OUT_SESSIONS):
+        chains = [s for s in half if s.chain]
+        assert chains and all(len(s.stretches) == CHAIN_STRETCHES for s in chains)
+        chain = chains[0]
+        # between compactions: a new rule and a withdrawal after the first compaction
+        later = [step for stretch in chain.stretches[1:] for step in stretch]
+        assert any(step.rule for step in later) and any(step.lifts for step in later)
+
+
+def test_halves_share_no_sentence_and_no_session_name() -> None:
+    assert not _sentences(TUNING) & _sentences(HELD_OUT)
+    tuned = {m.lower() for s in TUNING_SESSIONS for m in s.user_messages()}
+    assert not tuned & {m.lower() for s in HELD_OUT_SESSIONS for m in s.user_messages()}
+    assert not {s.name for s in TUNING_SESSIONS} & {s.name for s in HELD_OUT_SESSIONS}
+    assert TUNING.seed != HELD_OUT.seed
+
+
+@pytest.mark.parametrize("session", ALL, ids=lambda s: s.name)
+def test_each_session_has_every_trap(session: Session) -> None:
+    last = len(session.stretches) - 1
+    assert MIN_USER_MESSAGES <= len(session.user_messages()) <= MAX_USER_MESSAGES
+    long_rules = [
+        s
+        for s in session.steps(last)
+        if s.rule and len(s.text.split()) >= LONG_MESSAGE_WORDS and s.rule.message in s.text
+    ]
+    assert long_rules  # a rule inside a long message, not a message of its own
+    assert all(len(r.message.split()) < LONG_MESSAGE_WORDS // 2 for r in session.rules())
+    assert all(r.words in r.message for r in session.rules())
+    assert session.withdrawn(last) and session.one_offs(last) and session.values(last)
+    assert len(session.in_force(last)) == len({r.key for r in session.rules()}) - len(session.withdrawn(last))
+    assert all(
+        stretch[-1].kind == "run" and stretch[-1].text.startswith("cat ") for stretch in session.stretches
+    )
+    for stretch in session.stretches:  # tool-heavy, some of it failing
+        runs = [s.text for s in stretch if s.kind == "run"]
+        assert len(runs) >= 5 and set(runs) & set(TUNING.failing + HELD_OUT.failing)
+
+
+@pytest.mark.parametrize("bank", [TUNING, HELD_OUT], ids=lambda b: b.name)
+def test_values_show_in_tool_output_and_failing_commands_fail(bank: Bank, tmp_path: Path) -> None:
+    for name, text in project_files(bank, 1).items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    def bash(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+
+    for command, value in bank.value_runs:
+        assert value in bash(command).stdout, command
+    for command in bank.rule_like_runs:
+        assert re.search(r"\b(always|never|must|do not|every)\b", bash(command).stdout, re.I), command
+    for command in bank.failing:
+        assert bash(command).returncode != 0, command
+
+
+STATE_SUMMARY = """Longhaul summary
+## Objective
+Ship the flag.
+
+## Standing rules
+- R1 "Never add new dependencies"
+
+## Now
+The user said: you may edit vendor/table.py directly. The vendor rule no longer applies.
+
+## Values
+- bucket s3://acme-exports-eu
+"""
+
+
+def test_checks_read_the_standing_section_of_a_rendered_state() -> None:
+    assert (standing_section(STATE_SUMMARY) or "").strip() == '- R1 "Never add new dependencies"'
+    rules, withdrawn, one_offs, values = checks(
+        STATE_SUMMARY,
+        in_force=[("deps", "never  ADD new dependencies")],
+        withdrawn=[("vendor", "The vendor rule")],
+        one_offs=["you may edit vendor/table.py directly"],
+        values=["s3://acme-exports-eu", "8431"],
+    )
+    assert rules == [("deps", True)]
+    assert withdrawn == [("vendor", False)]  # in the summary, but not under Standing rules
+    assert one_offs == [("you may edit vendor/table.py directly", False)]
+    assert values == [("s3://acme-exports-eu", True), ("8431", False)]
+
+
+def test_checks_count_anything_in_a_summary_without_sections_as_standing() -> None:
+    summary = "## Goal\nFlag work.\n\n## Progress\nThe vendor rule was dropped; you may edit vendor/table.py."
+    assert standing_section(summary) is None
+    _, withdrawn, one_offs, _ = checks(
+        summary,
+        in_force=[],
+        withdrawn=[("vendor", "the vendor rule")],
+        one_offs=["edit vendor/table.py"],
+        values=[],
+    )
+    assert withdrawn == [("vendor", True)] and one_offs == [("edit vendor/table.py", True)]
+
+
+def _row(
+    compactor: str, session: str, nth: int, *, chain: bool, wall: float, out: int, **seen: object
+) -> Row:
+    return Row(
+        session=session,
+        half="held-out",
+        chain=chain,
+        nth=nth,
+        compactor=compactor,  # type: ignore[arg-type]
+        wall_s=wall,
+        calls=1,
+        input_tokens=1000,
+        output_tokens=out,
+        closed=str(seen.get("closed", "pi's summary" if compactor == "pi" else "whole")),
+        rules=list(seen.get("rules", [])),  # type: ignore[call-overload]
+        withdrawn=list(seen.get("withdrawn", [])),  # type: ignore[call-overload]
+        one_offs=list(seen.get("one_offs", [])),  # type: ignore[call-overload]
+        values=list(seen.get("values", [])),  # type: ignore[call-overload]
+        invented=None if compactor == "pi" else 0,
+        summary_chars=100,
+    )
+
+
+ROWS = [
+    _row("pi", "a", 1, chain=False, wall=20.0, out=500, rules=[("x", False)], withdrawn=[("w", True)]),
+    _row(
+        "pi", "b", 1, chain=True, wall=40.0, out=400, rules=[("x", True), ("y", False)], values=[("v", True)]
+    ),
+    _row("longhaul", "a", 1, chain=False, wall=10.0, out=100, rules=[("x", True)], withdrawn=[("w", False)]),
+    _row(
+        "longhaul",
+        "b",
+        1,
+        chain=True,
+        wall=60.0,
+        out=100,
+        closed="narrative-less (timeout)",
+        rules=[("x", True), ("y", True)],
+        one_offs=[("o", True)],
+        values=[("v", False)],
+    ),
+]
+
+
+def test_measures_count_per_compactor_and_compare_with_pi_at_the_median() -> None:
+    pi, diff = measures(ROWS, "pi"), measures(ROWS, "longhaul")
+    assert pi["passes closed whole"] == "–" and diff["passes closed whole"] == "1 of 2"
+    assert pi["standing rules' words in the summary, single"] == "0 of 1"
+    assert pi["standing rules' words in the summary, 5-compaction chain"] == "1 of 2"
+    assert diff["standing rules' words in the summary, 5-compaction chain"] == "2 of 2"
+    assert pi["withdrawn rules still shown as standing"] == "1 of 1"
+    assert diff["withdrawn rules still shown as standing"] == "0 of 1"
+    assert diff["one-off requests shown as standing rules"] == "1 of 1"
+    assert pi["one-off requests shown as standing rules"] == "–"
+    assert diff["values from tool output in the summary"] == "0 of 1"
+    assert pi["wall time per compaction, median (range)"] == "30.0 (20.0–40.0) s"
+    # ratios 10/20 = 0.5 and 60/40 = 1.5: median 1.0
+    assert diff["wall time per compaction, median (range)"] == "35.0 (10.0–60.0) s; 1.00 (0.50–1.50)× pi's"
+    assert diff["output tokens per compaction, median (range)"] == "100 (100–100); 0.23 (0.20–0.25)× pi's"
+    assert measures(ROWS, "turns") == {}
+
+
+def test_half_table_has_a_column_per_compactor_that_ran_in_the_issues_order() -> None:
+    lines = half_table(ROWS)
+    assert lines[0] == "| | pi's own | the Diff |"
+    assert lines[2].startswith("| passes closed whole | – | 1 of 2 |")
+    assert len(lines) == 2 + len(measures(ROWS, "pi"))
+    assert targets(ROWS, "longhaul")[0].endswith("NOT met")  # 70 s in total against pi's 60 s
+    assert targets(ROWS, "longhaul")[3].endswith("met")
+
+
+@pytest.mark.parametrize("session", [TUNING_SESSIONS[0], HELD_OUT_SESSIONS[1]], ids=lambda s: s.name)
+def test_transcripts_replay_their_cuts_and_key_what_the_script_holds(
+    session: Session, tmp_path: Path
+) -> None:
+    """``compare.py --real-model`` scores these files: each recorded cut must be one pi reproduces with one
+    keepRecentTokens, and the key must hold the session's rules, withdrawals, values and real failures."""
+    path = tmp_path / f"{session.name}.jsonl"
+    key = write_transcript(session, path, tmp_path / "scratch")
+    branch = read_transcript(path).branch
+    ranges = _kept_ranges(branch)
+    assert len(ranges) == len(key.compactions) == len(session.stretches)
+    assert max(lo for lo, _ in ranges) < keep_recent_tokens(branch) <= min(hi for _, hi in ranges)
+    last = key.compactions[-1]
+    assert [r.words for r in last.rules] == [r.words for r in session.in_force(len(session.stretches) - 1)]
+    assert {r.id for r in last.lifted} == {r.key for r in session.withdrawn(len(session.stretches) - 1)}
+    assert last.values == tuple(session.values(len(session.stretches) - 1))
+    failing = {c.command for k in key.compactions for c in k.commands}
+    assert failing and failing <= set(TUNING.failing + HELD_OUT.failing)
+    assert all(c.exit != 0 for k in key.compactions for c in k.commands)
+    probes = probes_for(branch, load_key(key_path(path)))
+    assert [len(p) for p in probes] == [
+        len(k.rules) + len(k.lifted) + len(k.commands) + len(k.values) for k in key.compactions
+    ]
+
+
+def test_the_printed_block_has_a_table_per_half_that_ran_then_every_compaction() -> None:
+    import model_bench  # imports the e2e helpers it runs with; nothing starts
+
+    tuned = _row("longhaul", TUNING_SESSIONS[1].name, 1, chain=False, wall=5.0, out=50, rules=[("x", True)])
+    tuned.half = "tuning"
+    rows = [*ROWS, tuned]
+    args = argparse.Namespace(half="both", seed=0, compactors=["longhaul", "pi"], threads=1)
+    block = model_bench._block(rows, args, ALL, 2.0)
+    tuning_at, held_out_at = (
+        block.index("**tuning** (6 sessions, 20 compactions per compactor):"),
+        block.index("**held-out** (6 sessions, 20 compactions per compactor):"),
+    )
+    assert block[tuning_at + 2] == "| | the Diff |"  # pi's own did not run on the tuning half here
+    assert block[held_out_at + 2] == "| | pi's own | the Diff |"
+    assert "Targets on held-out (the Diff against pi's own):" in block
+    assert "Targets on tuning (the Diff against pi's own):" not in block
+    per_compaction = block[block.index("Per compaction:") + 2 :]
+    assert sum(1 for line in per_compaction if line.startswith("| a |") or line.startswith("| b |")) == 4
