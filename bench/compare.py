@@ -8,15 +8,14 @@ what the two compactors make of the same model. Its table opens docs/performance
 
 Without it (``make bench-compare``, about ten minutes) the run is a plumbing check. It writes a corpus (20
 sessions, chains of 1 to 10 compactions, each with its answer key), starts the scripted summarizer of
-:mod:`longhaul_daemon.evaluation.scripted` on loopback at a fixed speed (2,000 input and 60 output tokens a
-second, so writing costs what it costs with a real model), and runs ``longhaul-daemon score`` on the corpus:
-every session is replayed through real pi twice, once per compactor, each compaction calling that model. The
-table holds the end-to-end compaction time, tokens per compaction, summary size after 1, 5 and 10
-compactions, and the probe scores. It is printed and, with ``--write``, put into docs/performance.md under its
-own heading (replacing an earlier run's table). Both compactors get the same scripted understanding of the
+:mod:`scripted_summarizer` (``bench/scripted_summarizer.py``) on loopback at a fixed speed (2,000 input and 60
+output tokens a second, so writing costs what it costs with a real model), and runs ``longhaul-daemon score``
+on the corpus: every session is replayed through real pi twice, once per compactor, each compaction calling
+that model. The table holds the end-to-end compaction time, tokens per compaction, summary size after 1, 5 and
+10 compactions, and the probe scores. It is printed and, with ``--write``, put into docs/performance.md under
+its own heading (replacing an earlier run's table). Both compactors get the same scripted understanding of the
 transcript, so it shows the plumbing (calls, tokens, time, Longhaul writing every compaction), not which
-compactor understands a session better. No test asserts these numbers.
-"""
+compactor understands a session better. No test asserts these numbers. """
 
 from __future__ import annotations
 
