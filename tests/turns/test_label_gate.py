@@ -101,9 +101,15 @@ def test_takeover27_a_picked_message_takes_no_label_is_recorded_by_code_and_asks
     settled = settle_labels(verdict, ctx)
     [picked] = [e for e in settled.evaluation.events.labels if e.msg == "u2"]
     assert picked.rule is not None and picked.rule.words == MESSAGES["u2"] and picked.lifts == ()
-    assert settled.questions == ()
+    # no question about the picked u2; u4's "The tabs rule no longer applies." is code's withdrawal candidate
+    # for both tab rules, since no label lifts either (diff/doubts.py)
+    assert [(q.msg, q.kind, q.target) for q in settled.questions] == [
+        ("u4", "withdrawal", "R1"),
+        ("u4", "withdrawal", "u2"),
+    ]
     diff_mode = evaluate(verdict.parsed, ctx.chunk, final=True)  # the Diff asks whether it replaced R1
-    assert [(q.msg, q.target) for q in diff_mode.questions] == [("u2", "u1")]
+    asked = [(q.msg, q.target) for q in diff_mode.questions]
+    assert asked == [("u2", "u1"), ("u4", "R1"), ("u4", "u2")]
 
 
 def test_turns17_an_unpicked_earlier_message_left_unlabeled_costs_a_repair_then_reads_not_a_rule() -> None:
