@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from longhaul_daemon.diff.events import NewRule, PossibleWithdrawal, Question
 from longhaul_daemon.diff.judged import judged_text
-from longhaul_daemon.diff.labels import Label, id_number
+from longhaul_daemon.diff.labels import Label, format_label, id_number
 from longhaul_daemon.diff.lifts import may_withdraw, passes_lift_check, significant_words
 from longhaul_daemon.diff.quotes import OfferedMessage, quotable_text
 from longhaul_daemon.diff.reading import read_standing_rule
@@ -142,15 +142,18 @@ def withdrawal_candidates(
     return tuple(out)
 
 
-def withdrawal_question_text(candidate: WithdrawalCandidate, labeled_rule: bool) -> str:
-    """One focused question: does this message, in the user's own words, withdraw that rule?"""
+def withdrawal_question_text(candidate: WithdrawalCandidate, given: Label | None) -> str:
+    """One focused question in the style of LIFT-12: does this message, in the user's own words, withdraw
+    that rule? ``given`` is the message's label in the answer, shown as the other questions show theirs."""
     name = candidate.rule.name
+    labeled_rule = given is not None and given.records_rule
     lifts = f"rule and lifts {name}" if labeled_rule else f"lifts {name}"
     keeps = "rule" if labeled_rule else "not a rule"
+    shown = format_label(given) if given is not None else "not a rule"
     return (
-        f"Does {candidate.msg}, in the user's own words, withdraw the rule {name} "
-        f"({sanitize(candidate.rule.words)})? Answer `{lifts}` if it does; answer `{keeps}` if that rule "
-        "still stands"
+        f"{candidate.msg} is labeled `{shown}` and may withdraw the rule {name} "
+        f"({sanitize(candidate.rule.words)}) in the user's own words: answer `{lifts}` if it does, "
+        f"or `{keeps}` if that rule still stands"
     )
 
 
@@ -198,7 +201,7 @@ def withdrawal_look(
         if candidate.passes and not repeated:
             name = rule.name
             answer = f"rule and lifts {name}" if labeled_rule else f"lifts {name}"
-            text = withdrawal_question_text(candidate, labeled_rule)
+            text = withdrawal_question_text(candidate, label)
             questions.append(Question(candidate.msg, name, "withdrawal", text, answer_label=answer))
         flags.append(PossibleWithdrawal(candidate.rule.name, candidate.msg, candidate.words))
     return tuple(questions), tuple(flags)

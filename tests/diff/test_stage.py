@@ -130,7 +130,7 @@ async def test_fail2_retry_wins_a_tie() -> None:
     retry = answer({"u1": "not a rule", "u2": "not a rule"}, narrative="b" * 300)
     result = await run(SPAN, ScriptedModel(first, retry))
     assert result.narrative is not None and result.narrative.startswith("b")
-    # the retry's labels won: u1 keeps no rule of the model's; code's reading records it, in doubt (diff/doubts.py)
+    # the retry's labels won: u1 keeps no rule of the model's; code's reading records it in doubt (doubts.py)
     assert [(label.msg, label.rule.doubt if label.rule else None) for label in result.chunks[0].labels] == [
         ("u1", "model-read-one-off")
     ]
