@@ -1,8 +1,9 @@
-"""Code's second look (diff/doubts.py): withdrawals the labels missed, disputed rule labels (LIFT-*, TAKEOVER-*).
+"""Code's second look (diff/doubts.py): withdrawals labels missed, disputed rule labels (LIFT-*, TAKEOVER-*).
 
 The issue "Fidelity on sessions it was not tuned on": a weak model left a withdrawal unlabeled, called a new
-rule "not a rule" and labeled a one-off request `rule`. Code's candidates are tested on their own, then through
-:func:`evaluate`, then through the real Diff stage, Close and the rendered summary with a scripted model.
+rule "not a rule" and labeled a one-off request `rule`. Code's candidates are tested on their own, then
+through :func:`evaluate`, then through the real Diff stage, Close and the rendered summary with a scripted
+model.
 """
 
 from __future__ import annotations
