@@ -22,6 +22,9 @@ Decisions taken here (ours; see docs/how-it-works.md, "Code's second look"):
   check refused) is recorded on the rule as *possibly withdrawn*, with the message id and the user's
   sentence; the summary shows the rule with that flag under it, never as plainly standing. A permission
   holds no withdrawal expression, so it raises nothing (LIFT-6).
+- A span that closes narrative-less or with a chunk missing carries its messages unjudged (FAIL-11), so no
+  question is asked about them; a carried message that is a candidate flags its rule at Close all the
+  same (:func:`flag_carried_withdrawals`), so a withdrawal is never hidden behind a failed call either.
 - Rule doubts: a message the model labeled ``not a rule`` that code's standing-rule reading
   (:func:`~longhaul_daemon.diff.reading.read_standing_rule`, TAKEOVER-6..15) picks, read on its judged text,
   is recorded as a rule all the same, marked ``model-read-one-off``, with the words the reading records.
@@ -42,7 +45,8 @@ from longhaul_daemon.diff.labels import Label, format_label, id_number
 from longhaul_daemon.diff.lifts import may_withdraw, passes_lift_check, significant_words
 from longhaul_daemon.diff.quotes import OfferedMessage, quotable_text
 from longhaul_daemon.diff.reading import read_standing_rule
-from longhaul_daemon.state.clean import clean_span
+from longhaul_daemon.state.clean import clean_line, clean_span
+from longhaul_daemon.state.model import Rule
 from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = [
@@ -51,6 +55,7 @@ __all__ = [
     "StandingRule",
     "WithdrawalCandidate",
     "doubted_reading",
+    "flag_carried_withdrawals",
     "reads_as_request",
     "rule_doubts",
     "withdrawal_candidates",
@@ -248,3 +253,23 @@ def rule_doubts(
             ):
                 out.append((msg, replace(own, doubt="reads-as-request")))
     return tuple(out)
+
+
+def flag_carried_withdrawals(rules: Sequence[Rule], carried: Mapping[str, str]) -> list[Rule]:
+    """The rules with each rule in force that a carried message (``u<n>`` -> its text) may withdraw flagged
+    (not lifted: only a verified label lifts); ``rules`` are not changed, a flagged rule is a copy."""
+    offered = [OfferedMessage(uid, text) for uid, text in carried.items()]
+    standing = [
+        StandingRule(r.id, r.message, r.words, tuple(x.words for x in rules if x.liftedBy == r.message))
+        for r in rules
+        if not r.lifted and r.possiblyWithdrawnBy is None
+    ]
+    flags = {c.rule.name: c for c in withdrawal_candidates(offered, standing) if clean_line(c.words).strip()}
+    return [
+        r.model_copy(
+            update={"possiblyWithdrawnBy": flags[r.id].msg, "withdrawalWords": clean_line(flags[r.id].words)}
+        )
+        if r.id in flags
+        else r
+        for r in rules
+    ]

@@ -234,3 +234,26 @@ async def test_a_flag_in_the_users_words_cannot_forge_structure() -> None:
     assert flag.startswith('  possibly withdrawn by u9: "The DRY prefix is lifted')
     lines = summary.split("\n")
     assert lines.count("## Standing rules") == 1 and not any(line.startswith("- R9") for line in lines)
+
+
+def test_fail_11_a_carried_withdrawal_flags_its_rule_when_the_span_closes_narrative_less() -> None:
+    """FAIL-10, FAIL-11: no chunk verified, so nothing was asked; the carried withdrawal still flags R3,
+    and a carried message that withdraws nothing flags nothing."""
+    after = close_span(
+        STATE,
+        ledger=NO_LEDGER,
+        world=World(status="no-repository"),
+        user_ids=["u9", "u10"],
+        read_files=(),
+        modified_files=(),
+        closed_as="narrative-less",
+        reason="unparsable-answer",
+        pass_id=PASS_ID,
+        texts={"u9": "The DRY: prefix rule no longer applies.", "u10": "Now fix the parser."},
+    )
+    [rule] = after.rules
+    assert not rule.lifted and (rule.possiblyWithdrawnBy, rule.withdrawalWords) == (
+        "u9",
+        "The DRY: prefix rule no longer applies.",
+    )
+    assert "  possibly withdrawn by u9:" in render_summary(after, pass_id=PASS_ID)
