@@ -27,7 +27,8 @@ Decisions taken here (ours; see docs/how-it-works.md, "Code's second look"):
   same (:func:`flag_carried_withdrawals`), so a withdrawal is never hidden behind a failed call either.
 - Rule doubts: a message the model labeled ``not a rule`` that code's standing-rule reading
   (:func:`~longhaul_daemon.diff.reading.read_standing_rule`, TAKEOVER-6..15) picks, read on its judged text,
-  is recorded as a rule all the same, marked ``model-read-one-off``, with the words the reading records.
+  is recorded as a rule all the same, marked ``model-read-one-off``, with the words the reading records
+  (when they are at most ``LONG_MESSAGE`` characters: a longer stretch is no rule code can name alone).
   A message labeled ``rule`` (own words) the reading does not pick is recorded as labeled but marked
   ``reads-as-request``. No extra call is made for either: a flag costs nothing and loses nothing. Earlier
   messages of a takeover are left to the model, as TAKEOVER-4 asks.
@@ -43,7 +44,7 @@ from longhaul_daemon.diff.events import NewRule, PossibleWithdrawal, Question
 from longhaul_daemon.diff.judged import judged_text
 from longhaul_daemon.diff.labels import Label, format_label, id_number
 from longhaul_daemon.diff.lifts import may_withdraw, passes_lift_check, significant_words
-from longhaul_daemon.diff.quotes import OfferedMessage, quotable_text
+from longhaul_daemon.diff.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
 from longhaul_daemon.diff.reading import read_standing_rule
 from longhaul_daemon.state.clean import clean_line, clean_span
 from longhaul_daemon.state.model import Rule
@@ -172,8 +173,8 @@ def doubted_reading(text: str) -> tuple[int, int] | None:
     if not _judged_reading_picks(text):
         return None
     reading = read_standing_rule(quotable_text(text))
-    if not reading.picked or not 0 <= reading.start < reading.end:
-        return None
+    if not reading.picked or not 0 <= reading.start < reading.end <= reading.start + LONG_MESSAGE:
+        return None  # a long stretch (a pasted log full of "must") is no rule code can name on its own
     return reading.start, reading.end
 
 

@@ -257,3 +257,10 @@ def test_fail_11_a_carried_withdrawal_flags_its_rule_when_the_span_closes_narrat
         "The DRY: prefix rule no longer applies.",
     )
     assert "  possibly withdrawn by u9:" in render_summary(after, pass_id=PASS_ID)
+
+
+def test_takeover_22_a_long_stretch_the_reading_picks_is_not_recorded_by_code_alone() -> None:
+    """A pasted log full of orders, called a one-off by the model: code names no 600+ character rule."""
+    log = " ".join(f"Step {n}: you must never skip the check." for n in range(40))
+    assert len(log) > 600 and doubted_reading(log) is None
+    assert doubted_reading(log[:200]) == (0, 200)
