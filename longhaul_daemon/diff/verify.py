@@ -19,6 +19,8 @@ Decisions taken here (the proposals unless said otherwise):
   becomes a LIFT-7 question when it was a replacement, like a target the state shows replaced.
 - A LIFT-10 question is raised only for a ``rule`` label whose rule stayed with its own message and is new
   (not a re-offered rule already held, FAIL-18); "older" means given by an earlier message.
+- Code's second look (:mod:`~longhaul_daemon.diff.doubts`) follows the labels: disputed rule labels are kept
+  in doubt before lifts are judged, and withdrawals no label lifted become questions and flags after them.
 - In a non-final answer a label whose words are a defect counts as not yet judged; in the final answer every
   accepted label counts as judged, a dropped rule included (QUOTE-4: the message is not carried).
 - Issue 11: an answer's ``fixed`` claims are checked by :mod:`longhaul_daemon.diff.fixes`; a refused one is
