@@ -19,6 +19,9 @@ Decisions taken here (the proposals unless said otherwise):
   are replaced when a chunk gives them, the last chunk that does winning.
 - Issue 11: an open error a verified ``fixed`` claim names is closed; closing takes no sequence number,
   since the ledger's errors carry none (LEDGER-8 closes them in the ledger step the same way).
+- Code's second look (:mod:`~longhaul_daemon.diff.doubts`): a new rule keeps its ``doubt``; a possible
+  withdrawal flags its rule (``possiblyWithdrawnBy``, ``withdrawalWords``) once every lift of the Close is
+  applied, unless the rule is lifted; a flag takes no sequence number, for it changes no rule's standing.
 - Issue 12: model text is cleaned as it is accepted (:mod:`longhaul_daemon.state.clean`), before it is
   compared with what the State holds, so a restatement differing only in a control character adds nothing;
   an item, value, Now or objective with nothing printable left is not accepted and takes no number.
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from longhaul_daemon.diff.events import ChunkEvents, LiftEvent, NewRule
+from longhaul_daemon.diff.events import ChunkEvents, LiftEvent, NewRule, PossibleWithdrawal
 from longhaul_daemon.diff.schema import BOUNDS
 from longhaul_daemon.diff.values import merge_values
 from longhaul_daemon.state.clean import clean_item, clean_line, prose
@@ -62,6 +65,15 @@ def _lift(rules: Sequence[Rule], lift: LiftEvent, *, seq: int | None, replaced_b
     return True
 
 
+def _flag(rules: Sequence[Rule], flag: PossibleWithdrawal) -> None:
+    """A rule code reads as withdrawn but no lift confirmed stays in force, flagged with the user's words."""
+    rule = _find(rules, flag.target)
+    words = clean_line(flag.words)
+    if rule is not None and not rule.lifted and words.strip():
+        rule.possiblyWithdrawnBy = flag.by
+        rule.withdrawalWords = words
+
+
 def pending_rules(rules: Sequence[Rule], chunks: Sequence[ChunkEvents]) -> tuple[Rule, ...]:
     """DIFF-3: the state's rules plus the rules earlier chunks accepted, with those chunks' lifts applied.
 
@@ -79,6 +91,7 @@ def pending_rules(rules: Sequence[Rule], chunks: Sequence[ChunkEvents]) -> tuple
                         message=label.rule.message,
                         seq=0,
                         span=0,
+                        doubt=label.rule.doubt,
                     )
                 )
             for lift in label.lifts:
@@ -141,12 +154,24 @@ def apply_events(state: State, chunks: Sequence[ChunkEvents], *, span: int) -> S
                 seq += 1
                 rule_id = f"R{new.nextRule}"
                 new.nextRule += 1
-                new.rules.append(Rule(id=rule_id, words=rule.words, message=rule.message, seq=seq, span=span))
+                new.rules.append(
+                    Rule(
+                        id=rule_id,
+                        words=rule.words,
+                        message=rule.message,
+                        seq=seq,
+                        span=span,
+                        doubt=rule.doubt,
+                    )
+                )
                 made.setdefault(rule.message, rule_id)
             for lift in label.lifts:
                 replaced_by = _replacing_id(new.rules, made, lift.replacing)
                 if _lift(new.rules, lift, seq=seq + 1, replaced_by=replaced_by):
                     seq += 1
+    for chunk in chunks:
+        for flag in chunk.possibly_withdrawn:
+            _flag(new.rules, flag)
     for chunk in chunks:
         for decision in chunk.decisions:
             item = clean_item(

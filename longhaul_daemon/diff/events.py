@@ -26,8 +26,14 @@ __all__ = [
     "LabelEvents",
     "LiftEvent",
     "NewRule",
+    "PossibleWithdrawal",
     "Question",
+    "RuleDoubt",
 ]
+
+# Why code doubts a rule's label (see longhaul_daemon.diff.doubts): code reads a standing rule the model
+# called a one-off, or the model called a rule what code reads as a one-off request.
+RuleDoubt = Literal["model-read-one-off", "reads-as-request"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class NewRule:
     words: str
     start: int
     end: int
+    doubt: RuleDoubt | None = None  # code and the model disagree on whether the message gives a rule
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,16 @@ class LiftEvent:
     target: str
     by: str
     replacing: str | None = None
+
+
+@dataclass(frozen=True)
+class PossibleWithdrawal:
+    """A rule code reads as withdrawn by a later message that was not lifted (the model did not confirm it,
+    or the lift check refused it): kept in force, shown flagged with ``by`` and the user's ``words``."""
+
+    target: str  # the rule as the chunk knew it: R<n>, or the u<n> of a rule new in this pass
+    by: str
+    words: str
 
 
 @dataclass(frozen=True)
@@ -108,6 +125,7 @@ class ChunkEvents:
     fixed: tuple[Fix, ...] = ()
     dropped: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     rejected_quotes: tuple[tuple[str, str], ...] = ()
+    possibly_withdrawn: tuple[PossibleWithdrawal, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,13 +134,14 @@ class Question:
 
     ``kind`` ``"rule-lift"``: ``msg`` is labeled ``rule`` and may replace ``target``; the only reply that
     changes anything is ``rule and lifts <target>``. ``kind`` ``"replaced"``: ``msg`` lifts a rule a narrowing
-    already replaced, ``target`` is that narrowing; only ``lifts <target>`` changes anything. ``text`` is the
-    whole question as sent (LIFT-12), never cut (LIFT-13).
+    already replaced, ``target`` is that narrowing; only ``lifts <target>`` changes anything. ``kind``
+    ``"withdrawal"``: code reads ``msg`` as withdrawing ``target`` (:mod:`longhaul_daemon.diff.doubts`); a
+    lift naming it adds the lift. ``text`` is the whole question as sent (LIFT-12), never cut (LIFT-13).
     """
 
     msg: str
     target: str
-    kind: Literal["rule-lift", "replaced"]
+    kind: Literal["rule-lift", "replaced", "withdrawal"]
     text: str
     # The reply label the question offers beyond the kind's own form: a ``rule and lifts`` label asked
     # about a replaced target is offered ``rule and lifts <target>`` as well as ``lifts <target>``.

@@ -17,8 +17,17 @@ from longhaul_daemon.diff.answer import extract_json
 from longhaul_daemon.diff.events import Question
 from longhaul_daemon.diff.labels import Label, LabelKind, id_number, parse_label
 from longhaul_daemon.diff.schema import LabeledMessage, ParsedAnswer
+from longhaul_daemon.state.sanitize import sanitize
 
-__all__ = ["QUESTION_FOOTER", "QUESTION_HEADER", "question_block", "read_question_reply", "with_additions"]
+__all__ = [
+    "QUESTION_FOOTER",
+    "QUESTION_HEADER",
+    "question_block",
+    "question_text",
+    "read_question_reply",
+    "replaced_question_text",
+    "with_additions",
+]
 
 QUESTION_HEADER = (
     "A few labels of your answer need one more look. A rule is lifted only when the user withdraws it in "
@@ -28,6 +37,23 @@ QUESTION_FOOTER = (
     'Reply with one JSON object {"labels":[{"msg":"u<n>","label":"..."}]} holding one label for each message '
     "asked about, in one of the forms its question offers."
 )
+
+
+def question_text(msg: str, older_message: str, older_words: str) -> str:
+    """LIFT-12: one rule-label question, naming the older rule by its message and showing its words."""
+    return (
+        f"{msg} is labeled `rule` and may replace the rule {older_message} gave ({sanitize(older_words)}): "
+        f"answer `rule and lifts {older_message}` or `rule`"
+    )
+
+
+def replaced_question_text(msg: str, label: str, target: str, narrowing: str, words: str) -> str:
+    """LIFT-7: a lift of a rule a narrowing already replaced, shown with that narrowing."""
+    return (
+        f"{msg} is labeled `{label} {target}`, but {target} was already replaced by the rule {narrowing} "
+        f"({sanitize(words)}): if {msg} withdraws that rule too, answer `{label} {narrowing}`; "
+        f"otherwise answer `{label} {target}`"
+    )
 
 
 def _message_order(question: Question) -> int:
@@ -68,6 +94,15 @@ def _forms(question: Question) -> set[Label]:
     return forms
 
 
+def _names_target(given: Label, question: Question) -> bool:
+    """A withdrawal question (:mod:`~longhaul_daemon.diff.doubts`) is answered by a lift naming its target."""
+    return (
+        question.kind == "withdrawal"
+        and given.kind in ("lifts", "rule-and-lifts")
+        and (question.target in given.targets)
+    )
+
+
 def read_question_reply(reply_text: str, asked: Sequence[Question]) -> tuple[tuple[str, str], ...]:
     """LIFT-14, LIFT-15: the ``(msg, target)`` lifts a reply adds, in the order of ``asked``.
 
@@ -89,7 +124,7 @@ def read_question_reply(reply_text: str, asked: Sequence[Question]) -> tuple[tup
     added: dict[tuple[str, str], None] = {}
     for question in asked:
         given = replies.get(question.msg)
-        if given is not None and given in _forms(question):
+        if given is not None and (given in _forms(question) or _names_target(given, question)):
             added.setdefault((question.msg, question.target), None)
     return tuple(added)
 

@@ -19,6 +19,8 @@ Decisions taken here (the proposals unless said otherwise):
   becomes a LIFT-7 question when it was a replacement, like a target the state shows replaced.
 - A LIFT-10 question is raised only for a ``rule`` label whose rule stayed with its own message and is new
   (not a re-offered rule already held, FAIL-18); "older" means given by an earlier message.
+- Code's second look (:mod:`~longhaul_daemon.diff.doubts`) follows the labels: disputed rule labels are kept
+  in doubt before lifts are judged, and withdrawals no label lifted become questions and flags after them.
 - In a non-final answer a label whose words are a defect counts as not yet judged; in the final answer every
   accepted label counts as judged, a dropped rule included (QUOTE-4: the message is not carried).
 - Issue 11: an answer's ``fixed`` claims are checked by :mod:`longhaul_daemon.diff.fixes`; a refused one is
@@ -35,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from longhaul_daemon.diff.doubts import StandingRule, rule_doubts, withdrawal_look
 from longhaul_daemon.diff.events import (
     ChunkContext,
     ChunkEvents,
@@ -48,10 +51,10 @@ from longhaul_daemon.diff.fixes import claimed_fixes
 from longhaul_daemon.diff.judged import judged_text
 from longhaul_daemon.diff.labels import Label, id_number
 from longhaul_daemon.diff.lifts import check_lift, may_withdraw, passes_question_check
+from longhaul_daemon.diff.prompt import lift_defect, quote_defect
+from longhaul_daemon.diff.questions import question_text, replaced_question_text
 from longhaul_daemon.diff.quotes import (
-    LONG_MESSAGE,
     OfferedMessage,
-    QuoteVerdict,
     quotable_text,
     resolve_rule_words,
 )
@@ -59,7 +62,6 @@ from longhaul_daemon.diff.schema import DeadEnd, Decision, Defect, LabeledMessag
 from longhaul_daemon.diff.values import ValueCandidate, check_values
 from longhaul_daemon.state.clean import clean_span, clean_text
 from longhaul_daemon.state.model import Rule
-from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = ["evaluate", "question_text", "replaced_question_text"]
 
@@ -75,51 +77,8 @@ class _Target:
     lifted_by: str | None = None  # the context's record: the u<n> that already withdrew it
 
 
-def question_text(msg: str, older_message: str, older_words: str) -> str:
-    """LIFT-12: one rule-label question, naming the older rule by its message and showing its words."""
-    return (
-        f"{msg} is labeled `rule` and may replace the rule {older_message} gave ({sanitize(older_words)}): "
-        f"answer `rule and lifts {older_message}` or `rule`"
-    )
-
-
-def replaced_question_text(msg: str, label: str, target: str, narrowing: str, words: str) -> str:
-    """LIFT-7: a lift of a rule a narrowing already replaced, shown with that narrowing."""
-    return (
-        f"{msg} is labeled `{label} {target}`, but {target} was already replaced by the rule {narrowing} "
-        f"({sanitize(words)}): if {msg} withdraws that rule too, answer `{label} {narrowing}`; "
-        f"otherwise answer `{label} {target}`"
-    )
-
-
 def _order(offered: Sequence[OfferedMessage]) -> dict[str, int]:
     return {m.id: at for at, m in enumerate(offered)}
-
-
-def _quote_defect(verdict: QuoteVerdict, message: OfferedMessage | None) -> Defect:
-    """The retry-note line for rule words that must be fixed (QUOTE-4, QUOTE-6, QUOTE-16)."""
-    msg = verdict.cited
-    size = len(quotable_text(message.text)) if message is not None else 0
-    if verdict.reason == "words-missing" and message is not None and message.excerpt_only:
-        need = f"{msg} was shown only in part; give the rule's exact words from it in `words`"
-    elif verdict.reason == "words-missing":
-        need = f"{msg} has {size} characters (over {LONG_MESSAGE}); give the rule's exact words in `words`"
-    elif verdict.reason in ("starts-inside-word", "ends-inside-word"):
-        where = "start" if verdict.reason == "starts-inside-word" else "end"
-        need = f"{msg}: the words {where} inside a word; copy whole words exactly as the user wrote them"
-    else:
-        need = f"{msg}: no user message holds the given words; copy the rule's words exactly from {msg}"
-    return Defect("rule-words", msg, need)
-
-
-def _lift_defect(msg: str, target: _Target) -> Defect:
-    """LIFT-5: the refused lift goes back once, with the target's words shown."""
-    return Defect(
-        "lift-refused",
-        msg,
-        f"{msg}: the lift of {target.name} ({sanitize(target.words)}) was refused: the message's own words "
-        f"neither withdraw that rule nor name it. Keep `lifts {target.name}` only if the user withdrew it",
-    )
 
 
 class _Run:
@@ -146,7 +105,7 @@ class _Run:
     def record_rule(self, label: LabeledMessage) -> None:
         verdict = resolve_rule_words(label.msg, label.words, self.ctx.offered, final=self.final)
         if verdict.outcome == "defect":
-            self.defects.append(_quote_defect(verdict, self.offered.get(label.msg)))
+            self.defects.append(quote_defect(verdict, self.offered.get(label.msg)))
             self.judged.discard(label.msg)
             return
         if verdict.rejected_quote:
@@ -171,6 +130,23 @@ class _Run:
             return
         self.rules[msg] = rule
         self.held.append(rule)
+
+    def keep_doubted(self, msg: str, rule: NewRule) -> None:
+        """A disputed label's rule (:mod:`~longhaul_daemon.diff.doubts`): the labeled one marked, or new."""
+        if msg not in self.rules:
+            return self.keep_rule(msg, rule)
+        self.held = [rule if held is self.rules[msg] else held for held in self.held]
+        self.rules[msg] = rule
+
+    def standing(self) -> list[StandingRule]:
+        """The rules in force a later message may withdraw: the context's and this answer's, less lifts."""
+        known = [_Target(r.id, r.id, r.message, r.words) for r in self.ctx.rules if not r.lifted]
+        known += [_Target(f"new:{r.message}", r.message, r.message, r.words) for r in self.held]
+        return [
+            StandingRule(t.name, t.message, t.words, tuple(self.replaced_words(t)))
+            for t in known
+            if t.key not in self.lifted_here
+        ]
 
     def record_picked(self, msg: str) -> None:
         """TAKEOVER-20, TAKEOVER-22: a picked earlier message left unlabeled becomes a rule by code."""
@@ -264,7 +240,7 @@ class _Run:
             if self.final:
                 self.dropped["lifts"] += 1
             else:
-                self.defects.append(_lift_defect(msg, target))
+                self.defects.append(lift_defect(msg, target.name, target.words))
             return
         replacing = kept.message if kept is not None else None
         self.lifts.setdefault(msg, []).append(LiftEvent(name, msg, replacing))
@@ -367,11 +343,19 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
             run.record_rule(label)
     for pick in unlabeled_picks:
         run.record_picked(pick.msg)
+    decided_alone = set(ctx.picked) | ctx.unpicked_earlier  # TAKEOVER-4: the model's word stands there
+    in_force = [r.words for r in ctx.rules if not r.lifted] + [r.words for r in run.held]
+    label_pairs = [(x.msg, x.label) for x in ordered]
+    for msg, rule in rule_doubts(label_pairs, run.offered, run.rules, decided_alone, in_force):
+        run.keep_doubted(msg, rule)
     ordered = sorted([*ordered, *unlabeled_picks], key=lambda label: run.order[label.msg])
     for label in ordered:
         for name in label.label.targets:
             run.judge_lift(label, name)
     run.rule_questions(ordered)  # LIFT-10: an unlabeled pick may replace an older rule too (TAKEOVER-20)
+    asked = {(q.msg, q.target) for q in run.questions}
+    asked_now, flagged = withdrawal_look(ctx.offered, dict(label_pairs), run.standing(), asked)
+    run.questions += asked_now  # code's own look for withdrawals the labels missed (diff/doubts.py)
 
     checked = check_values(candidates, ctx.turns)
     if checked.dropped:
@@ -394,6 +378,7 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
         fixed=fixes,
         dropped=MappingProxyType({k: v for k, v in sorted(run.dropped.items()) if v}),
         rejected_quotes=tuple(run.rejected),
+        possibly_withdrawn=flagged,
     )
     excused = ctx.label_optional | (ctx.unpicked_earlier if final else frozenset())  # FAIL-4
     unlabeled = tuple(m.id for m in ctx.offered if m.id not in run.judged and m.id not in excused)

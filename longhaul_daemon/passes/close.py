@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from longhaul_daemon.defaults import MAX_CLOSED_ERRORS, MAX_STATE_COMMANDS
 from longhaul_daemon.diff.apply import apply_events
+from longhaul_daemon.diff.doubts import flag_carried_withdrawals
 from longhaul_daemon.diff.events import ChunkEvents
 from longhaul_daemon.diff.prompt import OfferedMessage
 from longhaul_daemon.passes.ledger import LedgerResult
@@ -206,6 +207,11 @@ def close_span(
     # an empty span has no messages to carry and judged nothing: carried stays as it was (PASS-17)
     labeled = frozenset(uid for chunk in events for uid in chunk.judged)
     new.carriedMessages = _carried_messages(state.carriedMessages, new.carried, texts or {}, labeled)
+    if closed_as in ("narrative-less", "chunk-missing"):  # no question was asked about a carried message
+        unjudged = {
+            uid: (texts or {})[uid] for uid in new.carried if uid in (texts or {}) and uid not in labeled
+        }
+        new.rules = flag_carried_withdrawals(new.rules, unjudged)
 
     new.workLog.append(
         WorkLogLine(

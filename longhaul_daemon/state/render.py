@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from longhaul_daemon.state.model import CarriedMessage, ErrorEntry, Item, State, World
+from longhaul_daemon.state.model import CarriedMessage, ErrorEntry, Item, Rule, State, World
 from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize, sanitize_line, sanitize_verbatim
 
 __all__ = [
@@ -63,6 +63,7 @@ SECTIONS = (
     "Work log",
 )
 
+_FLAG_WORDS = 300  # the user's withdrawing words under a possibly withdrawn rule
 _FIELD = 600  # longest single field copied into the summary (a rule of 600 characters is kept whole)
 _COMMAND = 300  # LEDGER-7
 _SHORT = 200
@@ -170,11 +171,27 @@ def _quoted(lead: str, words: str, tail: str, *, max_chars: int = _RULE, cut: bo
     return f'- {lead} "{body}"{tail}'
 
 
+_DOUBTS = {
+    "model-read-one-off": "  in doubt: the model read this message as a one-off; code reads a standing rule",
+    "reads-as-request": "  in doubt: reads as a one-off request, with no standing marker",
+}
+
+
+def _rule(rule: Rule) -> str:
+    """One rule in force, with code's doubts under it (longhaul_daemon.diff.doubts): fixed words, the ids
+    and the user's withdrawing words made inert, so no flag can forge a line of structure."""
+    lines = [_quoted(inert(rule.id, _ID), rule.words, f" ({inert(rule.message, _ID)})")]
+    if rule.doubt is not None:
+        lines.append(_DOUBTS[rule.doubt])
+    if rule.possiblyWithdrawnBy is not None:
+        said = inert(rule.withdrawalWords or "", _FLAG_WORDS)
+        lines.append(f'  possibly withdrawn by {inert(rule.possiblyWithdrawnBy, _ID)}: "{said}"')
+    return "\n".join(lines)
+
+
 def _rules(state: State) -> list[str]:
     # A lifted rule never shows (PASS-8); rules in force are never capped: a hidden rule is a broken one.
-    return [
-        _quoted(inert(r.id, _ID), r.words, f" ({inert(r.message, _ID)})") for r in state.rules if not r.lifted
-    ]
+    return [_rule(r) for r in state.rules if not r.lifted]
 
 
 def _carried(carried: Sequence[CarriedMessage]) -> list[str]:

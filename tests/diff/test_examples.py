@@ -166,7 +166,12 @@ async def test_ex_2_words_no_message_holds_go_back_for_a_long_message() -> None:
         "u9: no user message holds the given words; copy the rule's words exactly from u9"
     ]
     # the rejected quote is counted too (QUOTE-17), as in EX-1
-    assert out.result.dropped == {"rejected-quotes": 1, "rules": 1} and out.state.rules == []
+    assert out.result.dropped == {"rejected-quotes": 1, "rules": 1}
+    # The model's rule is lost, but the user's own standing sentence is not: code's reading keeps it once (u3,
+    # the first holder), marked in doubt since the model called u3 and u7 one-offs (diff/doubts.py).
+    assert [(r.words, r.message, r.doubt) for r in out.state.rules] == [
+        ("From now on run ruff before every commit.", "u3", "model-read-one-off")
+    ]
 
 
 R2_PUSH = Rule(id="R2", words="Never push to main.", message="u3", seq=2, span=1)

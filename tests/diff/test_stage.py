@@ -130,7 +130,10 @@ async def test_fail2_retry_wins_a_tie() -> None:
     retry = answer({"u1": "not a rule", "u2": "not a rule"}, narrative="b" * 300)
     result = await run(SPAN, ScriptedModel(first, retry))
     assert result.narrative is not None and result.narrative.startswith("b")
-    assert all(label.rule is None for label in result.chunks[0].labels)
+    # the retry's labels won: u1 keeps no rule of the model's; code's reading records it in doubt (doubts.py)
+    assert [(label.msg, label.rule.doubt if label.rule else None) for label in result.chunks[0].labels] == [
+        ("u1", "model-read-one-off")
+    ]
 
 
 async def test_fail7_cut_off_reply_is_retried_once_with_a_raised_budget() -> None:

@@ -256,8 +256,8 @@ def test_quote_no_message_holds_under_a_long_message_is_sent_back(
     pi: PiRpc, model_server: ModelServer
 ) -> None:
     """EX-2 (second half), QUOTE-4, QUOTE-8, FAIL-1: words no message holds ("each" for "every"), cited
-    under a message over 600 characters, are a defect; the retry's `not a rule` is accepted, nothing is
-    recorded."""
+    under a message over 600 characters, are a defect; the retry's `not a rule` is accepted and nothing of the
+    model's is recorded; code's own reading keeps the holder's standing sentence, marked in doubt."""
     sentence = "From now on run ruff before every commit."
     holder = padded(sentence, 650, lead="About the lint setup. ")
     other = padded("The formatter settings can stay as they are for now.", 620)
@@ -272,7 +272,9 @@ def test_quote_no_message_holds_under_a_long_message_is_sent_back(
 
     assert script.kinds() == ["first", "retry"]
     assert str(script.calls[0].id_of("formatter settings can stay")) in script.calls[1].last_user
-    assert found.state["rules"] == []
+    # nothing of the model's is recorded; code's reading keeps the user's own sentence, in doubt (doubts.py)
+    rules = [(r["words"], r["doubt"]) for r in found.state["rules"]]
+    assert rules == [(sentence, "model-read-one-off")], rules
     assert "run ruff before each commit" not in state_text(found)
     assert_whole(found)
 

@@ -28,7 +28,7 @@ import http.client
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,12 +39,14 @@ from longhaul_daemon.evaluation.harness.daemon_process import Daemon
 from longhaul_daemon.evaluation.harness.pi_rpc import Event, PiRpc
 from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 from longhaul_daemon.state.render import CARRIED_TITLE
-from realmodel.pi_agent import write_agent_config
+from realmodel.pi_agent import MODEL_ID as REAL_MODEL_ID
+from realmodel.pi_agent import PROVIDER as REAL_PROVIDER
+from realmodel.pi_agent import models_json, write_agent_config
 
 from .diff_script import write_longhaul_settings
 from .e2e_sandbox import build_sandbox
 from .real_model import Call, Installed, RealModelError, RealModelServer, installed
-from .scenario import expect_longhaul
+from .scenario import LONG_WRAP_UP, expect_longhaul, wrap_up
 from .session_log import compactions, is_longhaul, read_entries
 
 pytestmark = pytest.mark.e2e
@@ -303,6 +305,69 @@ def test_real_model_session_keeps_the_rule(
     finally:
         pi.close()
         daemon.sweep()
+
+
+# ---- a rule withdrawn and a rule added between compactions (code's second look, diff/doubts.py) ----------
+
+DRY_RULE = "From now on start every commit message with the DRY: prefix."
+DRY_WITHDRAWN = "The DRY: prefix rule no longer applies."
+NEW_RULE = "Never force-push to a shared branch."
+
+
+def _rule_blocks(standing: str) -> list[str]:
+    """Each rule of a "Standing rules" section with the indented lines under it (its quote, its flags)."""
+    blocks: list[str] = []
+    for line in standing.splitlines():
+        if line.startswith("- ") or not blocks:
+            blocks.append(line)
+        else:
+            blocks[-1] += "\n" + line
+    return blocks
+
+
+def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
+    server: RealModelServer,
+    sandbox: Sandbox,
+    daemon: Daemon,
+    start_pi: Callable[[], PiRpc],
+    record_property: Any,
+) -> None:
+    """Issue "Fidelity on sessions it was not tuned on" (LIFT-1, LIFT-16, TAKEOVER-6, FAIL-11): the user gives
+    the DRY: rule, compacts, withdraws it and adds a new rule, compacts again. Only the daemon's Diff talks to
+    the real model (the ``summarizer`` route); pi's agent is the scripted server, so the session costs no
+    real-model turn. Whatever the model answers, the withdrawn rule is lifted, flagged under the rule, or
+    only the user's carried words, never a plain standing rule; the new rule's words are in the summary."""
+    models_path = sandbox.agent_dir / "models.json"
+    config = json.loads(models_path.read_text())
+    config["providers"].update(models_json(server.base_url)["providers"])
+    models_path.write_text(json.dumps(config, indent=2))
+    write_longhaul_settings(sandbox, summarizer=f"{REAL_PROVIDER}/{REAL_MODEL_ID}")
+    seen = len(server.calls())
+    pi = start_pi()
+    summaries: list[str] = []
+    sent: list[str] = []  # every user message, the wrap-ups included: a rule must be words of one of them
+    for nth, messages in ((1, (DRY_RULE,)), (2, (DRY_WITHDRAWN, NEW_RULE))):
+        for message in messages:
+            pi.prompt(message)
+        wrap_up(pi, f"span {nth}")
+        sent += [*messages, f"[span {nth}] {LONG_WRAP_UP}"]
+        response = pi.compact(timeout=COMPACT_TIMEOUT_S)
+        assert response.get("success") is True, f"compact #{nth} failed: {response}\n{pi.diagnostics()}"
+        found = expect_longhaul(pi.session_file(), nth, span=nth)
+        record_property(f"compaction_{nth}", found.span_record["data"].get("closedAs"))
+        summaries.append(found.summary)
+        for rule in found.state.get("rules", []):
+            assert any(str(rule["words"]) in message for message in sent), rule
+    assert [c for c in server.calls()[seen:] if c.kind == "other"], "the Diff never reached the real model"
+
+    summary = summaries[-1]
+    standing = section(summary, RULES_HEADING)
+    for block in _rule_blocks(standing):
+        if DRY_RULE in block.splitlines()[0]:
+            assert "possibly withdrawn by" in block, f"the withdrawn rule shown as standing:\n{summary}"
+    kept = standing + section(summary, CARRIED_TITLE)
+    assert NEW_RULE in kept, f"the new rule's words are gone:\n{summary}"
+    assert daemon.running(), daemon.log_tail()
 
 
 # ---- the server itself, as pi and the daemon use it -------------------------------------------------------

@@ -166,7 +166,8 @@ async def test_issue11_fail11_carried_words_show_until_a_pass_labels_them(
     state = state_of(second)
     assert state.carried == [] and state.carriedMessages == []
     assert second.compaction is not None and CARRIED_TITLE not in second.compaction.summary
-    assert [r.message for r in state.rules] == ["u1"]
+    # u2's pasted "always delete tests" reads as an order, so code keeps it in doubt (diff/doubts.py)
+    assert [(r.message, r.doubt) for r in state.rules] == [("u1", None), ("u2", "model-read-one-off")]
 
 
 async def test_issue11_a_narrative_less_summary_holds_every_word_the_span_showed_up_to_the_bound(

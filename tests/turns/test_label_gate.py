@@ -101,9 +101,15 @@ def test_takeover27_a_picked_message_takes_no_label_is_recorded_by_code_and_asks
     settled = settle_labels(verdict, ctx)
     [picked] = [e for e in settled.evaluation.events.labels if e.msg == "u2"]
     assert picked.rule is not None and picked.rule.words == MESSAGES["u2"] and picked.lifts == ()
-    assert settled.questions == ()
+    # no question about the picked u2; u4's "The tabs rule no longer applies." is code's withdrawal candidate
+    # for both tab rules, since no label lifts either (diff/doubts.py)
+    assert [(q.msg, q.kind, q.target) for q in settled.questions] == [
+        ("u4", "withdrawal", "R1"),
+        ("u4", "withdrawal", "u2"),
+    ]
     diff_mode = evaluate(verdict.parsed, ctx.chunk, final=True)  # the Diff asks whether it replaced R1
-    assert [(q.msg, q.target) for q in diff_mode.questions] == [("u2", "u1")]
+    asked = [(q.msg, q.target) for q in diff_mode.questions]
+    assert asked == [("u2", "u1"), ("u4", "R1"), ("u4", "u2")]
 
 
 def test_turns17_an_unpicked_earlier_message_left_unlabeled_costs_a_repair_then_reads_not_a_rule() -> None:
@@ -112,3 +118,18 @@ def test_turns17_an_unpicked_earlier_message_left_unlabeled_costs_a_repair_then_
     assert [(p.code, "u5" in p.text) for p in verdict.problems] == [("missing-label", True)]  # TAKEOVER-18
     settled = settle_labels(verdict, ctx)
     assert settled.evaluation.unlabeled == ()  # FAIL-4: the section still finishes
+
+
+def test_turns4_code_second_look_holds_in_turns_mode_as_in_the_diff() -> None:
+    """Issue "Fidelity on sessions it was not tuned on", in turns mode: u4's withdrawal labeled `not a rule`
+    is asked about and flagged until a lift is confirmed; "Thanks, looks fine." labeled `rule` (no standing
+    marker) is recorded in doubt; u3's "Never ..." labeled `not a rule` is kept in doubt, never lost."""
+    verdict = gate_labels(
+        answer(u2="rule", u3="not a rule", u4="not a rule", u5="rule"), "answer", ctx := context()
+    )
+    settled = settle_labels(verdict, ctx)
+    assert ("u4", "withdrawal", "R1") in [(q.msg, q.kind, q.target) for q in settled.questions]
+    events = settled.evaluation.events
+    assert ("R1", "u4") in [(flag.target, flag.by) for flag in events.possibly_withdrawn]
+    doubts = {label.msg: label.rule.doubt for label in events.labels if label.rule is not None}
+    assert doubts == {"u2": None, "u3": "model-read-one-off", "u5": "reads-as-request"}
