@@ -30,7 +30,7 @@ from longhaul_daemon.state.model import Rule, State, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage
 
-from .scripted import Reply, ScriptedModel, answer, inputs, user
+from .scripted_model import Reply, ScriptedModel, answer, inputs, user
 
 DRY_WORDS = "From now on start every commit message with the DRY: prefix."
 DRY = StandingRule("R3", "u2", DRY_WORDS)
