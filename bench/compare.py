@@ -15,7 +15,7 @@ that model. The table holds the end-to-end compaction time, tokens per compactio
 10 compactions, and the probe scores. It is printed and, with ``--write``, put into docs/performance.md under
 its own heading (replacing an earlier run's table). Both compactors get the same scripted understanding of the
 transcript, so it shows the plumbing (calls, tokens, time, Longhaul writing every compaction), not which
-compactor understands a session better. No test asserts these numbers. """
+compactor understands a session better. No test asserts these numbers."""
 
 from __future__ import annotations
 

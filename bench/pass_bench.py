@@ -16,18 +16,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from longhaul_daemon.diff.answer import parse_answer
-from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
-from longhaul_daemon.diff.events import ChunkContext
-from longhaul_daemon.diff.planning import DiffInputs, plan_diff
-from longhaul_daemon.diff.prompt import build_prompt
-from longhaul_daemon.diff.quotes import OfferedMessage
-from longhaul_daemon.diff.turns import span_turns
-from longhaul_daemon.diff.verify import evaluate
+from longhaul_daemon.passes.answers.events import ChunkContext
+from longhaul_daemon.passes.answers.extract import parse_answer
+from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.passes.close import close_span
+from longhaul_daemon.passes.fold import fold
 from longhaul_daemon.passes.ledger import apply_ledger
 from longhaul_daemon.passes.model_calls import DEFAULT_CONTEXT_WINDOW, FIRST_OUTPUT_BUDGET
-from longhaul_daemon.state.fold import fold
+from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN
+from longhaul_daemon.passes.prompting.planning import DiffInputs, plan_diff
+from longhaul_daemon.passes.prompting.prompt import build_prompt
+from longhaul_daemon.passes.prompting.span_turns import span_turns
 from longhaul_daemon.state.model import State, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import span_messages, user_text

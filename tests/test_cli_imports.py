@@ -124,7 +124,7 @@ def test_state_loads_pydantic_for_the_fold_and_nothing_of_the_daemon(
     transcript.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n", encoding="utf-8")
     code, modules = _loaded("state", str(transcript), env=private_env, cwd=tmp_path)
     assert code == 0
-    assert {"pydantic", "longhaul_daemon.state.fold"} <= modules
+    assert {"pydantic", "longhaul_daemon.passes.fold"} <= modules
     assert modules.isdisjoint((DAEMON_DEPENDENCIES - {"pydantic"}) | _others("state"))
 
 

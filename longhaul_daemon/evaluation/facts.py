@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from longhaul_daemon.diff.values import find_value, learn_values
 from longhaul_daemon.evaluation.common import input_transcripts, key_path, path_hash, share
 from longhaul_daemon.evaluation.key import AnswerKey, BadKey, load_key
 from longhaul_daemon.evaluation.recorded_compactions import (
@@ -29,6 +28,7 @@ from longhaul_daemon.evaluation.recorded_compactions import (
     message_pieces,
 )
 from longhaul_daemon.inspector.session_file import TranscriptError, read_transcript, transcript_error_line
+from longhaul_daemon.passes.answers.values import find_value, learn_values
 from longhaul_daemon.plural import counted
 
 __all__ = ["EXIT_OK", "EXIT_UNREADABLE", "CompactionFacts", "branch_facts", "run_facts"]

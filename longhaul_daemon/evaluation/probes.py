@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from longhaul_daemon.diff.values import find_value, learn_values
 from longhaul_daemon.evaluation.key import AnswerKey
 from longhaul_daemon.evaluation.recorded_compactions import (
     find_compactions,
@@ -31,6 +30,7 @@ from longhaul_daemon.evaluation.recorded_compactions import (
     message_pieces,
     text_of,
 )
+from longhaul_daemon.passes.answers.values import find_value, learn_values
 
 __all__ = ["KINDS", "Probe", "ProbeKind", "check", "derived_probes", "key_probes", "probes_for"]
 

@@ -33,7 +33,7 @@ from longhaul_daemon.inspector.views import (
     state_text,
     terminal_safe,
 )
-from longhaul_daemon.state.fold import FoldResult, fold
+from longhaul_daemon.passes.fold import FoldResult, fold
 from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = ["EXIT_NO_TRANSCRIPT", "EXIT_OK", "EXIT_USAGE", "run_state"]

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from longhaul_daemon.passes.fold import SpanInfo
 from longhaul_daemon.state.entry_kinds import is_longhaul_compaction
-from longhaul_daemon.state.fold import SpanInfo
 from longhaul_daemon.state.own_entries import Refusal, compaction_lines, read_details_state
 
 __all__ = ["CompactionRow", "compaction_rows"]

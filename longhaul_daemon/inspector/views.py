@@ -14,8 +14,8 @@ from typing import Any
 
 from longhaul_daemon.inspector.compaction_rows import CompactionRow
 from longhaul_daemon.inspector.session_file import Transcript
+from longhaul_daemon.passes.fold import FoldResult
 from longhaul_daemon.plural import counted
-from longhaul_daemon.state.fold import FoldResult
 from longhaul_daemon.state.model import Rule
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.state.sanitize import is_safe_char, sanitize, sanitize_line

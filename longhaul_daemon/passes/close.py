@@ -20,11 +20,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from longhaul_daemon.defaults import MAX_CLOSED_ERRORS, MAX_STATE_COMMANDS
-from longhaul_daemon.diff.apply import apply_events
-from longhaul_daemon.diff.doubts import flag_carried_withdrawals
-from longhaul_daemon.diff.events import ChunkEvents
-from longhaul_daemon.diff.prompt import OfferedMessage
+from longhaul_daemon.passes.answers.doubts import flag_carried_withdrawals
+from longhaul_daemon.passes.answers.events import ChunkEvents
+from longhaul_daemon.passes.close_events import apply_events
 from longhaul_daemon.passes.ledger import LedgerResult
+from longhaul_daemon.passes.prompting.prompt import OfferedMessage
 from longhaul_daemon.state.clean import clean_state, clean_text
 from longhaul_daemon.state.model import (
     STATE_FORMAT,
@@ -168,8 +168,8 @@ def close_span(
     ``user_ids`` are the span's user-message ids (``u<n>``) in message order; ``read_files`` and
     ``modified_files`` are already merged with :func:`merge_file_lists`. A ``whole`` or ``chunk-missing``
     close needs the Diff's ``narrative``; a ``narrative-less`` one needs a ``reason`` code (FAIL-10).
-    ``events`` are the verified chunks' accepted events (:mod:`longhaul_daemon.diff.apply`), numbered after
-    the remembered notes; a narrative-less or empty close takes none, since no chunk verified (FAIL-10).
+    ``events`` are the verified chunks' accepted events (:mod:`longhaul_daemon.passes.close_events`), numbered
+    after the remembered notes; a narrative-less or empty close takes none, since no chunk verified (FAIL-10).
     ``texts`` maps ``u<n>`` to the message's text (:func:`user_texts`), for the carried messages' words.
     """
     if closed_as in ("whole", "chunk-missing") and not narrative:

@@ -23,7 +23,7 @@ never raises on transcript content. What counts and what an entry keeps follows 
 - an error stays open until a later command with identical text exits 0 (LEDGER-8). An error fixed by a
   command that reads differently (``pytest tests/test_x.py -q`` failed, ``pytest -q`` passed) is closed by
   the Diff instead, when its answer names that command and code finds it later, successful and running the
-  same tests or more (:mod:`longhaul_daemon.diff.fixes`); this step never asks a model.
+  same tests or more (:mod:`longhaul_daemon.passes.answers.fixes`); this step never asks a model.
 """
 
 from __future__ import annotations

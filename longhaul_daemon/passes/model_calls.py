@@ -19,9 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from longhaul_daemon.diff.answer import answer_shaped, answer_with_prose
-from longhaul_daemon.diff.schema import ANSWER_SCHEMA
-from longhaul_daemon.diff.stage import DiffResult
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.call_errors import BudgetExceeded, FatalError, ModelCallError, RateLimited
@@ -34,9 +31,11 @@ from longhaul_daemon.models.routing import RouteCandidate, RoutePlan
 from longhaul_daemon.models.structured import OutputSchema, is_schema_refusal
 from longhaul_daemon.models.tool_calls import ToolChoice, ToolSpec
 from longhaul_daemon.models.via_pi import TOOLS_NOT_CARRIED, PiPeer
+from longhaul_daemon.passes.answers.extract import answer_shaped, answer_with_prose
+from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
+from longhaul_daemon.passes.fold import SpanInfo
+from longhaul_daemon.passes.stage_outcome import TurnsUnavailable
 from longhaul_daemon.secrets.redaction import EMPTY, Redactor
-from longhaul_daemon.state.fold import SpanInfo
-from longhaul_daemon.turns.conversation import TurnsUnavailable
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -84,7 +83,7 @@ def raised_budget(previous: int, max_tokens: int | None) -> int | None:
 
 
 class PassModel:
-    """The Diff's :class:`~longhaul_daemon.diff.stage.DiffModel` for one pass. ``peer`` is the shim of the
+    """The :class:`~longhaul_daemon.passes.diff.diff_stage.DiffModel` of one pass. ``peer`` is the shim of the
     pass's connection (calls through pi need it), ``redactor`` the pass's credentials, which every call
     takes out of what it sends and receives."""
 
@@ -117,6 +116,11 @@ class PassModel:
     def current(self) -> RouteCandidate | None:
         candidates = self._plan.candidates
         return candidates[self._index] if self._index < len(candidates) else None
+
+    @property
+    def configured(self) -> str | None:
+        """The summarizer ``longhaul.json`` names, whether or not the pass could use it."""
+        return self._plan.configured
 
     @property
     def used(self) -> str | None:
@@ -285,7 +289,7 @@ class PassModel:
     ) -> CompletionResult:
         """One call of a turns-mode conversation, with the offered tools, under the turn's ``budget``.
 
-        Raises :class:`~longhaul_daemon.turns.conversation.TurnsUnavailable` when the route cannot carry
+        Raises :class:`~longhaul_daemon.passes.stage_outcome.TurnsUnavailable` when the route cannot carry
         the tools: a shim that dropped them, or a route that refuses them (remembered daemon-wide, as a
         refused schema is). A refusal is a 400 or 422 to the conversation's first call that the same call
         without tools does not get; that one extra call is made once per model in the daemon's life.
@@ -336,18 +340,6 @@ class PassModel:
         target = request.target
         self._access.tools_refused.remember(target.api, target.base_url, target.model_id)
         raise TurnsUnavailable("tools-refused")
-
-    def narrative_stats(self, result: DiffResult, diff_ms: int) -> dict[str, Any]:
-        """LOG-17 ``narrative``: how the span closed and what the calls cost, as counts (FAIL-17)."""
-        return {
-            "kind": result.closed_as,
-            "reason": result.reason,
-            "chunks": result.chunk_count,
-            "accepted": len(result.chunks),
-            "dropped": sum(result.dropped.values()),
-            "droppedBy": dict(result.dropped),
-            **self.call_stats(diff_ms),
-        }
 
     def call_stats(self, diff_ms: int) -> dict[str, Any]:
         """What the pass's calls cost and how they went, as counts: the part of ``narrative`` both modes

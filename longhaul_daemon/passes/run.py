@@ -3,11 +3,11 @@
 This is the only entry the RPC layer calls for ``compact``. Every step but the World snapshot and the model
 calls is pure; the pure steps and the Diff run while git runs (a long transcript's in a worker thread, so it
 never stalls the daemon's other sessions, PASS-21), and Close starts once all have finished (PASS-2). The Diff
-(:mod:`longhaul_daemon.diff.stage`) gets the routed model under the pass's budget; when it cannot verify
-anything the span closes narrative-less (FAIL-10), and an empty span closes without a call (PASS-17).
+(:mod:`longhaul_daemon.passes.diff.diff_stage`) gets the routed model under the pass's budget; when it cannot
+verify anything the span closes narrative-less (FAIL-10), and an empty span closes without a call (PASS-17).
 
 With ``"narrativeMode": "turns"`` the same model and budget go to turns mode instead
-(:mod:`longhaul_daemon.passes.turns_stage`, TURNS-1), each of its turns capped at two fifths of the pass
+(:mod:`longhaul_daemon.passes.turns.turns_stage`, TURNS-1), each of its turns capped at two fifths of the pass
 budget (2 of the default 5 minutes, TURNS-15). When turns mode cannot run for this span (the route refuses
 tool calls, the shim cannot carry them, the Digest does not fit the window) the Diff runs in the time left,
 and the notice and the record say why.
@@ -15,17 +15,12 @@ and the notice and the record say why.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeAlias
 
 from longhaul_daemon.defaults import DEFAULT_PASS_BUDGET_S
-from longhaul_daemon.diff.prompt import OfferedMessage
-from longhaul_daemon.diff.stage import DiffInputs, run_diff
-from longhaul_daemon.diff.takeover import Takeover, plan_takeover
-from longhaul_daemon.diff.turns import carried_messages
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
@@ -33,13 +28,21 @@ from longhaul_daemon.models.via_pi import PiPeer
 from longhaul_daemon.offload import THREADS, Offload
 from longhaul_daemon.passes.beside_world import decide_beside_world
 from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
+from longhaul_daemon.passes.diff.diff_outcome import run_diff_stage
+from longhaul_daemon.passes.fold import FoldResult, fold
 from longhaul_daemon.passes.ledger import LedgerResult, apply_ledger
 from longhaul_daemon.passes.model_calls import PassModel, unusable_routes
+from longhaul_daemon.passes.model_stage import ModelStage
 from longhaul_daemon.passes.narrative_choice import NarrativeChoices, stage_of_pass
-from longhaul_daemon.passes.outcome import StageOutcome, notice
 from longhaul_daemon.passes.progress import PassProgress
+from longhaul_daemon.passes.prompting.planning import DiffInputs
+from longhaul_daemon.passes.prompting.prompt import OfferedMessage
+from longhaul_daemon.passes.prompting.span_turns import carried_messages
+from longhaul_daemon.passes.prompting.takeover import Takeover, plan_takeover
 from longhaul_daemon.passes.span_record import SPAN_RECORD_VERSION, span_record
-from longhaul_daemon.passes.turns_stage import run_turns_stage
+from longhaul_daemon.passes.stage_outcome import StageOutcome, TurnsUnavailable, notice
+from longhaul_daemon.passes.turns.driver import TURN_SHARE
+from longhaul_daemon.passes.turns.turns_stage import TurnsStage
 from longhaul_daemon.protocol import (
     AfterEntries,
     Compaction,
@@ -50,12 +53,9 @@ from longhaul_daemon.protocol import (
 )
 from longhaul_daemon.secrets.redaction import Redactor, redactor_for_pass
 from longhaul_daemon.state.entry_kinds import COMPACTOR
-from longhaul_daemon.state.fold import FoldResult, fold
 from longhaul_daemon.state.model import STATE_FORMAT, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage, messages_before_span, select_span, user_ids
-from longhaul_daemon.turns.conversation import TurnsUnavailable
-from longhaul_daemon.turns.driver import TURN_SHARE
 from longhaul_daemon.user_settings import Settings, load_settings
 
 __all__ = ["NO_MODEL", "SPAN_RECORD_VERSION", "diff_budget_s", "run_pass"]
@@ -126,28 +126,19 @@ class _Caller:
     redactor: Redactor
 
 
-@dataclass(frozen=True)
-class _Turns:
-    """What turns mode needs beyond the Diff's inputs: the World, the file lists, its turn budget."""
-
-    world: World
-    read_files: list[str]
-    modified_files: list[str]
-    span_modified: list[str]
-    turn_seconds: float
-
-
-def _turns_for(params: CompactParams, prepared: _Prepared, world: World, turn_seconds: float) -> _Turns:
+def _turns_stage(
+    params: CompactParams, prepared: _Prepared, world: World, budget: Budget, turn_seconds: float
+) -> TurnsStage:
+    """Turns mode bound to what it needs beyond the Diff's inputs: the World, the file lists, its budgets."""
     ops = params.preparation.fileOps
-    before = prepared.folded.state
     read_files, modified_files = merge_file_lists(
-        before, read=ops.read, written=ops.written, edited=ops.edited
+        prepared.folded.state, read=ops.read, written=ops.written, edited=ops.edited
     )
     span_modified = sorted(set(ops.written) | set(ops.edited))
-    return _Turns(world, read_files, modified_files, span_modified, turn_seconds)
+    return TurnsStage(world, read_files, modified_files, span_modified, budget, turn_seconds)
 
 
-async def _diff(
+async def _model_stage(
     prepared: _Prepared,
     params: CompactParams,
     settings: Settings,
@@ -155,10 +146,10 @@ async def _diff(
     budget: Budget,
     offload: Offload,
     caller: _Caller,
-    turns: _Turns | None = None,
+    turns: TurnsStage | None = None,
 ) -> StageOutcome:
-    """The model stage over the routed model (DIFF-20), under the pass's budget: turns mode when ``turns``
-    is given and it can run for this span, else the Diff."""
+    """The model stage over the routed model (DIFF-20), under the pass's budget: ``turns`` when given and it
+    can run for this span, else the Diff; both are a :class:`ModelStage`."""
     plan: RoutePlan = plan_routes(params, settings)
     if not prepared.span:
         return StageOutcome(closed_as="empty", reason=None, route=RouteChoice(configured=plan.configured))
@@ -183,7 +174,7 @@ async def _diff(
     for facts in (params.summarizer.model if params.summarizer else None, params.session.model):
         if facts is not None:
             windows.setdefault(facts.spec, facts.contextWindow)
-    started = time.monotonic()
+    stage: ModelStage = turns if turns is not None else run_diff_stage
     async with access.http_client() as client:
         model = PassModel(
             plan,
@@ -195,39 +186,13 @@ async def _diff(
             redactor=caller.redactor,
             failed_routes=prepared.failed_routes,
         )
-        unavailable: str | None = None
-        if turns is not None:
-            try:
-                return await run_turns_stage(
-                    inputs,
-                    model,
-                    world=turns.world,
-                    read_files=turns.read_files,
-                    modified_files=turns.modified_files,
-                    span_modified=turns.span_modified,
-                    budget=budget,
-                    turn_seconds=turns.turn_seconds,
-                    configured=plan.configured,
-                )
-            except TurnsUnavailable as why:
-                unavailable = why.code  # said in the notice and the record
-        result = await run_diff(inputs, model)
-    diff_ms = round((time.monotonic() - started) * 1000)
-    stats = model.narrative_stats(result, diff_ms)
-    if unavailable is not None:
-        stats |= {"narrativeMode": "turns-unavailable", "turnsUnavailable": unavailable}
-    return StageOutcome(
-        closed_as=result.closed_as,
-        reason=result.reason,
-        narrative=result.narrative,
-        events=result.chunks,
-        calls=len(model.traces),
-        tokens=model.tokens(),
-        stats=stats,
-        route=RouteChoice(configured=plan.configured, used=model.used, why=model.why),
-        unusable=dict(model.unusable),
-        turns_unavailable=unavailable,
-    )
+        try:
+            return await stage(inputs, model)
+        except TurnsUnavailable as why:  # the Diff runs in the time left; the notice and the record say why
+            code = why.code
+            outcome = await run_diff_stage(inputs, model)
+    unavailable = {"narrativeMode": "turns-unavailable", "turnsUnavailable": code}
+    return replace(outcome, stats=outcome.stats | unavailable, turns_unavailable=code)
 
 
 async def run_pass(
@@ -283,25 +248,24 @@ async def run_pass(
         turns = None
         if stage == "turns":  # TURNS-1, or "auto" after the Diff failed this route
             seconds = turn_budget_s if turn_budget_s is not None else pass_budget_s * TURN_SHARE
-            turns = _turns_for(params, prepared, await world_taken(), seconds)
-        outcome = await _diff(
+            turns = _turns_stage(params, prepared, await world_taken(), budget, seconds)
+        outcome = await _model_stage(
             prepared, params, settings, access or ModelAccess(), budget, offload, caller, turns
         )
         return prepared, outcome
 
     (prepared, outcome), world = await decide_beside_world(params.session.cwd, decide)
+    said: dict[str, Any] = {}  # what the record adds to the stage's own counts
     if settings.narrativeMode == "auto":
-        outcome.stats["auto"] = stage
+        said["auto"] = stage
         if narrative_choices is not None:
             narrative_choices.record(route, stage=stage, closed_as=outcome.closed_as, reason=outcome.reason)
     if prepared.takeover is not None:
         takeover = prepared.takeover
         picked = sum(1 for m in takeover.earlier if m.picked)
-        outcome.stats["takeover"] = {
-            "earlier": len(takeover.earlier),
-            "picked": picked,
-            "leftOut": takeover.left_out,
-        }
+        said["takeover"] = {"earlier": len(takeover.earlier), "picked": picked, "leftOut": takeover.left_out}
+    if said:
+        outcome = replace(outcome, stats=outcome.stats | said)
 
     close = _Close(params, prepared, world, outcome, pass_id, branch_stats)
     return await offload.run(close.result)  # Close and render are CPU too (PASS-21)
@@ -342,10 +306,11 @@ class _Close:
         )
         # PASS-7: the summary is the rendered state and nothing else; the pass id makes it unique (PASS-9).
         summary = render_summary(after, pass_id=pass_id)
+        stats = dict(outcome.stats)
         if outcome.closed_as in ("narrative-less", "chunk-missing"):
             # FAIL-11: past 30 carried messages the oldest are left out; the log says how many.
             wanted = set(before.carried) | set(prepared.user_ids)
-            outcome.stats["carriedLeftOut"] = len(wanted - set(after.carried))
+            stats["carriedLeftOut"] = len(wanted - set(after.carried))
         details = {
             "stateFormat": STATE_FORMAT,
             "compactor": COMPACTOR,
@@ -378,7 +343,7 @@ class _Close:
             ),
             notice=notice(after.span, outcome, len(after.carried)),
             diagnostics=PassDiagnostics(
-                narrative=outcome.stats,
+                narrative=stats,
                 route=outcome.route,
                 branch=branch,
                 carried=_offered_before_span(self.prepared) if outcome.calls else 0,  # LOG-18

@@ -7,7 +7,7 @@ from typing import Any
 
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.passes.model_calls import UNUSABLE_KEY
-from longhaul_daemon.passes.outcome import StageOutcome
+from longhaul_daemon.passes.stage_outcome import StageOutcome
 from longhaul_daemon.state.clean import clean_command, clean_error, prose
 from longhaul_daemon.state.model import State, World
 

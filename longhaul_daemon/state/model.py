@@ -106,7 +106,7 @@ class Rule(_Model):
     liftedBy: str | None = None  # the u<n> that withdrew it
     replacedBy: str | None = None  # the R<n> that replaced it, when the withdrawal gave a rule (LABEL-14)
     liftSeq: int | None = None  # the lift event's sequence number (LIFT-9)
-    # Code's second look (longhaul_daemon.diff.doubts): why code doubts the model's label, if it does, and a
+    # Code's second look (passes/answers/doubts.py): why code doubts the model's label, if it does, and a
     # later message code reads as withdrawing the rule that was not lifted, with the user's words.
     doubt: Literal["model-read-one-off", "reads-as-request"] | None = None
     possiblyWithdrawnBy: str | None = None

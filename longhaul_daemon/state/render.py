@@ -178,7 +178,7 @@ _DOUBTS = {
 
 
 def _rule(rule: Rule) -> str:
-    """One rule in force, with code's doubts under it (longhaul_daemon.diff.doubts): fixed words, the ids
+    """One rule in force, with code's doubts under it (passes/answers/doubts.py): fixed words, the ids
     and the user's withdrawing words made inert, so no flag can forge a line of structure."""
     lines = [_quoted(inert(rule.id, _ID), rule.words, f" ({inert(rule.message, _ID)})")]
     if rule.doubt is not None:

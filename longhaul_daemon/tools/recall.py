@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.state.fold import FoldResult, SpanInfo, fold
+from longhaul_daemon.passes.fold import FoldResult, SpanInfo, fold
 from longhaul_daemon.state.model import Command, ErrorEntry, Rule, State
 from longhaul_daemon.state.own_entries import Refusal, read_details_state
 from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize_block, sanitize_line

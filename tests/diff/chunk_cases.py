@@ -15,15 +15,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN
-from longhaul_daemon.diff.instructions import SYSTEM_PROMPT
-from longhaul_daemon.diff.planning import DiffInputs
-from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
-from longhaul_daemon.diff.takeover import Takeover
-from longhaul_daemon.diff.values import Turn
 from longhaul_daemon.models.completion import CompletionResult, Usage
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.structured import OutputSchema
+from longhaul_daemon.passes.answers.values import Turn
+from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN
+from longhaul_daemon.passes.prompting.instructions import SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.planning import DiffInputs
+from longhaul_daemon.passes.prompting.prompt import EarlierMessage, OfferedMessage
+from longhaul_daemon.passes.prompting.takeover import Takeover
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, Rule, State, Value
 from longhaul_daemon.transcript.messages import SpanMessage
 

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longhaul_daemon.diff.planning import answer_tokens
-from longhaul_daemon.diff.stage import DiffInputs, DiffResult, run_diff
 from longhaul_daemon.models.call_errors import ModelCallError
 from longhaul_daemon.models.completion import CompletionResult, StopReason, Usage
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.structured import OutputSchema
+from longhaul_daemon.passes.diff.diff_stage import DiffInputs, DiffResult, run_diff
 from longhaul_daemon.passes.model_calls import first_budget, raised_budget
+from longhaul_daemon.passes.prompting.planning import answer_tokens
 from longhaul_daemon.state.model import State
 from longhaul_daemon.transcript.messages import SpanMessage, user_text
 
@@ -42,8 +42,8 @@ Reply = str | tuple[str, StopReason] | ModelCallError
 
 
 class ScriptedModel:
-    """A :class:`~longhaul_daemon.diff.stage.DiffModel` that replies in order; a ``ModelCallError`` in the
-    script is raised for that call, and a call past the script's end fails the test."""
+    """A :class:`~longhaul_daemon.passes.diff.diff_stage.DiffModel` that replies in order; a
+    ``ModelCallError`` in the script is raised for that call, and a call past the end fails the test."""
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from longhaul_daemon.diff.answer import (
+from longhaul_daemon.passes.answers.extract import (
     BOUNDS,
     Answer,
     Decision,
@@ -20,7 +20,7 @@ from longhaul_daemon.diff.answer import (
     parse_answer,
     verify_answer,
 )
-from longhaul_daemon.diff.labels import Label
+from longhaul_daemon.passes.answers.labels import Label
 from longhaul_daemon.state.model import Rule
 
 OFFERED = ["u3", "u4", "u7"]

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 
-from longhaul_daemon.diff.answer import parse_answer
-from longhaul_daemon.diff.apply import apply_events, pending_rules
-from longhaul_daemon.diff.events import ChunkContext, ChunkEvents, LabelEvents, LiftEvent, NewRule
-from longhaul_daemon.diff.quotes import OfferedMessage
-from longhaul_daemon.diff.schema import DeadEnd, Decision
-from longhaul_daemon.diff.values import ValueCandidate
-from longhaul_daemon.diff.verify import evaluate
 from longhaul_daemon.inspector.views import state_text
+from longhaul_daemon.passes.answers.events import ChunkContext, ChunkEvents, LabelEvents, LiftEvent, NewRule
+from longhaul_daemon.passes.answers.extract import parse_answer
+from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.answers.schema import DeadEnd, Decision
+from longhaul_daemon.passes.answers.values import ValueCandidate
+from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.passes.close import close_span
+from longhaul_daemon.passes.close_events import apply_events, pending_rules
+from longhaul_daemon.passes.fold import FoldResult
 from longhaul_daemon.passes.ledger import LedgerResult
-from longhaul_daemon.state.fold import FoldResult
 from longhaul_daemon.state.model import Note, Rule, State, Value, World
 from longhaul_daemon.state.render import render_summary
 

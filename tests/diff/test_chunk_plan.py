@@ -23,12 +23,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff import planning
-from longhaul_daemon.diff.chunks import CHARS_PER_TOKEN, TOOL_EDGES, ChunkPlan, turn_groups
-from longhaul_daemon.diff.conversation import LedgerIds, SpanSize, message_size
-from longhaul_daemon.diff.planning import DiffInputs, PromptSizer, chunk_prompt, plan_diff
-from longhaul_daemon.diff.prompt import Prompt
-from longhaul_daemon.diff.stage import DiffResult, run_diff
+from longhaul_daemon.passes.diff.diff_stage import DiffResult, run_diff
+from longhaul_daemon.passes.prompting import planning
+from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN, TOOL_EDGES, ChunkPlan, turn_groups
+from longhaul_daemon.passes.prompting.message_text import LedgerIds, SpanSize, message_size
+from longhaul_daemon.passes.prompting.planning import DiffInputs, PromptSizer, chunk_prompt, plan_diff
+from longhaul_daemon.passes.prompting.prompt import Prompt
 from longhaul_daemon.transcript.messages import SpanMessage
 
 from .chunk_cases import CASES, Case, RecordingModel, assistant, bash_run, inputs, result, turns, user

@@ -12,19 +12,19 @@ import json
 
 import pytest
 
-from longhaul_daemon.diff.answer import parse_answer
-from longhaul_daemon.diff.doubts import (
+from longhaul_daemon.models.call_errors import RetryableError
+from longhaul_daemon.passes.answers.doubts import (
     StandingRule,
     doubted_reading,
     reads_as_request,
     withdrawal_candidates,
 )
-from longhaul_daemon.diff.events import ChunkContext, Evaluation
-from longhaul_daemon.diff.quotes import OfferedMessage
-from longhaul_daemon.diff.stage import run_diff
-from longhaul_daemon.diff.verify import evaluate
-from longhaul_daemon.models.call_errors import RetryableError
+from longhaul_daemon.passes.answers.events import ChunkContext, Evaluation
+from longhaul_daemon.passes.answers.extract import parse_answer
+from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.passes.close import close_span, user_texts
+from longhaul_daemon.passes.diff.diff_stage import run_diff
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.state.model import Rule, State, World
 from longhaul_daemon.state.render import render_summary

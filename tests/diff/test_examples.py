@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from longhaul_daemon.diff.questions import QUESTION_FOOTER, QUESTION_HEADER
-from longhaul_daemon.diff.quotes import GOAL_TAGS
-from longhaul_daemon.diff.stage import DiffResult, run_diff
 from longhaul_daemon.models.call_errors import RetryableError
+from longhaul_daemon.passes.answers.questions import QUESTION_FOOTER, QUESTION_HEADER
+from longhaul_daemon.passes.answers.quotes import GOAL_TAGS
 from longhaul_daemon.passes.close import close_span, user_texts
+from longhaul_daemon.passes.diff.diff_stage import DiffResult, run_diff
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.state.model import Rule, State, World
 from longhaul_daemon.state.render import render_summary

@@ -7,10 +7,10 @@ Close and rendering of the whole state are the label engine's and the pass's, an
 
 from __future__ import annotations
 
-from longhaul_daemon.diff.judged import judged_text
-from longhaul_daemon.diff.lifts import check_lift, passes_lift_check, passes_question_check
-from longhaul_daemon.diff.quotes import GOAL_TAGS, OfferedMessage, resolve_rule_words
-from longhaul_daemon.diff.values import Turn, ValueCandidate, check_values
+from longhaul_daemon.passes.answers.judged import judged_text
+from longhaul_daemon.passes.answers.lifts import check_lift, passes_lift_check, passes_question_check
+from longhaul_daemon.passes.answers.quotes import GOAL_TAGS, OfferedMessage, resolve_rule_words
+from longhaul_daemon.passes.answers.values import Turn, ValueCandidate, check_values
 from longhaul_daemon.state.model import State, Value
 from longhaul_daemon.state.render import render_summary
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from longhaul_daemon.diff.answer import parse_answer
-from longhaul_daemon.diff.apply import apply_events
-from longhaul_daemon.diff.events import ChunkContext
-from longhaul_daemon.diff.fixes import Fix, check_fixes, covers
-from longhaul_daemon.diff.quotes import OfferedMessage
-from longhaul_daemon.diff.verify import evaluate
+from longhaul_daemon.passes.answers.events import ChunkContext
+from longhaul_daemon.passes.answers.extract import parse_answer
+from longhaul_daemon.passes.answers.fixes import Fix, check_fixes, covers
+from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.answers.verify import evaluate
+from longhaul_daemon.passes.close_events import apply_events
 from longhaul_daemon.state.model import Command, ErrorEntry, ExitCode, State
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff.labels import Label, check_targets, format_label, id_number, parse_label
+from longhaul_daemon.passes.answers.labels import Label, check_targets, format_label, id_number, parse_label
 from longhaul_daemon.state.model import Rule
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff.lifts import (
+from longhaul_daemon.passes.answers.lifts import (
     INSTEAD_OF,
     STOP_WORDS,
     WITHDRAWAL_EXPRESSIONS,

@@ -11,10 +11,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff.answer import Defect
-from longhaul_daemon.diff.conversation import collapse_repeats
-from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT, SCHEMA, SYSTEM_PROMPT
-from longhaul_daemon.diff.prompt import (
+from longhaul_daemon.passes.answers.extract import Defect
+from longhaul_daemon.passes.answers.schema import ANSWER_KEYS, AnswerShape
+from longhaul_daemon.passes.prompting.instructions import QUESTION_SYSTEM_PROMPT, SCHEMA, SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.message_text import collapse_repeats
+from longhaul_daemon.passes.prompting.prompt import (
     EXCERPT_CHARS,
     INSTRUCTIONS,
     OfferedMessage,
@@ -24,7 +25,6 @@ from longhaul_daemon.diff.prompt import (
     excerpt,
     retry_note,
 )
-from longhaul_daemon.diff.schema import ANSWER_KEYS, AnswerShape
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, Rule, State, Value
 from longhaul_daemon.transcript.messages import SpanMessage
 

@@ -7,17 +7,17 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff.events import Question
-from longhaul_daemon.diff.labels import Label
-from longhaul_daemon.diff.questions import (
+from longhaul_daemon.passes.answers.events import Question
+from longhaul_daemon.passes.answers.labels import Label
+from longhaul_daemon.passes.answers.questions import (
     QUESTION_FOOTER,
     QUESTION_HEADER,
     question_block,
     read_question_reply,
     with_additions,
 )
-from longhaul_daemon.diff.schema import DraftAnswer, LabeledMessage, ParsedAnswer
-from longhaul_daemon.diff.verify import question_text, replaced_question_text
+from longhaul_daemon.passes.answers.schema import DraftAnswer, LabeledMessage, ParsedAnswer
+from longhaul_daemon.passes.answers.verify import question_text, replaced_question_text
 
 Q17 = Question("u17", "u2", "rule-lift", question_text("u17", "u2", "Indent with tabs."))
 Q9 = Question("u9", "u4", "rule-lift", question_text("u9", "u4", "Always indent with tabs."))

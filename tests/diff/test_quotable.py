@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff.judged import MIN_QUOTED_WORDS, excluded_ranges, judged_text
-from longhaul_daemon.diff.quotes import (
+from longhaul_daemon.passes.answers.judged import MIN_QUOTED_WORDS, excluded_ranges, judged_text
+from longhaul_daemon.passes.answers.quotes import (
     GOAL_TAGS,
     OfferedMessage,
     goal_objective_range,

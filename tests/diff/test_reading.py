@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff.lifts import WITHDRAWAL_EXPRESSIONS
-from longhaul_daemon.diff.quotes import LONG_MESSAGE, cut_at
-from longhaul_daemon.diff.reading import Reading, read_standing_rule
+from longhaul_daemon.passes.answers.lifts import WITHDRAWAL_EXPRESSIONS
+from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, cut_at
+from longhaul_daemon.passes.answers.rule_reading import Reading, read_standing_rule
 
 
 def picked(text: str) -> bool:

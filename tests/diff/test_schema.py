@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from longhaul_daemon.diff.schema import ANSWER_SCHEMA, answer_schema
 from longhaul_daemon.models import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.providers import PROVIDERS
 from longhaul_daemon.models.request import default_compat
+from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA, answer_schema
 
 CASES: list[tuple[list[str], int]] = [
     ([], 0),

@@ -21,13 +21,13 @@ import anyio
 import anyio.from_thread
 import pytest
 
-from longhaul_daemon.diff import stage
-from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT
-from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
-from longhaul_daemon.diff.stage import run_diff
-from longhaul_daemon.diff.takeover import Takeover
 from longhaul_daemon.models.call_errors import BudgetExceeded, RetryableError
+from longhaul_daemon.passes.diff import diff_stage as stage
+from longhaul_daemon.passes.diff.diff_stage import run_diff
 from longhaul_daemon.passes.model_calls import raised_budget
+from longhaul_daemon.passes.prompting.instructions import QUESTION_SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.prompt import EarlierMessage, OfferedMessage
+from longhaul_daemon.passes.prompting.takeover import Takeover
 from longhaul_daemon.state.model import Rule, State
 from longhaul_daemon.transcript.messages import SpanMessage
 

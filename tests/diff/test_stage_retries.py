@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from longhaul_daemon.diff.events import ChunkContext
-from longhaul_daemon.diff.planning import FLOOR_TOKENS, answer_tokens, chunk_tokens
-from longhaul_daemon.diff.quotes import OfferedMessage
 from longhaul_daemon.models.completion import StopReason
+from longhaul_daemon.passes.answers.events import ChunkContext
+from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.prompting.planning import FLOOR_TOKENS, answer_tokens, chunk_tokens
 
 from .scripted_model import SPAN, SPAN_NEED, ScriptedModel, answer, assistant, run, user
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff.values import (
+from longhaul_daemon.passes.answers.values import (
     MAX_VALUES,
     Turn,
     ValueCandidate,

@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longhaul_daemon.diff.answer import parse_answer
-from longhaul_daemon.diff.events import ChunkContext, Evaluation, LiftEvent, NewRule
-from longhaul_daemon.diff.quotes import OfferedMessage, quotable_text
-from longhaul_daemon.diff.values import Turn
-from longhaul_daemon.diff.verify import evaluate
+from longhaul_daemon.passes.answers.events import ChunkContext, Evaluation, LiftEvent, NewRule
+from longhaul_daemon.passes.answers.extract import parse_answer
+from longhaul_daemon.passes.answers.quotes import OfferedMessage, quotable_text
+from longhaul_daemon.passes.answers.values import Turn
+from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.state.clean import clean_text
 from longhaul_daemon.state.model import Rule
 

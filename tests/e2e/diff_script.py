@@ -202,7 +202,7 @@ def _offered_in(body: str | None, *, carried: bool, whole: dict[str, str]) -> li
 
 
 def parse_call(body: dict[str, Any], n: int) -> DiffCall:
-    """Read a Diff request body as a model would (the prompt layout of ``longhaul_daemon.diff.prompt``)."""
+    """Read a Diff request as a model would (the layout of ``longhaul_daemon.passes.prompting.prompt``)."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     users = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
     prompt = users[0] if users else ""

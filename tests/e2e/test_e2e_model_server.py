@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from longhaul_daemon.diff.instructions import SYSTEM_PROMPT as DIFF_SYSTEM_PROMPT
 from longhaul_daemon.evaluation.harness.answers import PI_OWN_MARKER, diff_answer
 from longhaul_daemon.evaluation.harness.model_server import ModelServer
 from longhaul_daemon.evaluation.harness.replies import text, tool_call
+from longhaul_daemon.passes.prompting.instructions import SYSTEM_PROMPT as DIFF_SYSTEM_PROMPT
 
 pytestmark = pytest.mark.e2e
 

@@ -6,9 +6,9 @@ import json
 
 import httpx
 
-from longhaul_daemon.diff.instructions import SYSTEM_PROMPT
 from longhaul_daemon.evaluation.harness.model_server import ModelServer
 from longhaul_daemon.evaluation.proxy import CallRecord, RecordingProxy, usage_of
+from longhaul_daemon.passes.prompting.instructions import SYSTEM_PROMPT
 
 
 def test_usage_is_read_from_each_providers_own_shape() -> None:

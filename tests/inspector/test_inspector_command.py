@@ -14,7 +14,7 @@ from inspector_transcripts import Branch, sample_session, span_state, write_sess
 
 from longhaul_daemon.cli import build_parser, main
 from longhaul_daemon.inspector.command import run_state
-from longhaul_daemon.state.fold import fold
+from longhaul_daemon.passes.fold import fold
 from longhaul_daemon.state.model import Rule, State
 from longhaul_daemon.state.render import render_summary
 

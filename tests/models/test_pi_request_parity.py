@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from longhaul_daemon.diff.schema import ANSWER_SCHEMA
 from longhaul_daemon.models.http import PreparedCall
 from longhaul_daemon.models.providers import PROVIDERS
 from longhaul_daemon.models.request import Message, ModelRequest
 from longhaul_daemon.models.route_table import choose_route
 from longhaul_daemon.models.routing import target_for
 from longhaul_daemon.models.via_pi import pi_call
+from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
 from longhaul_daemon.protocol import ModelCredentials, ModelFacts
 
 from .pi_probe import Captured, capture, pi_models, pi_requests

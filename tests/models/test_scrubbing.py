@@ -14,8 +14,8 @@ from longhaul_daemon.models.completion import CompletionResult, Usage
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.scrubbing import scrubbed_reply, scrubbed_request
 from longhaul_daemon.models.tool_calls import ToolCall, ToolResult
+from longhaul_daemon.passes.turns.show import SHOW_TOOL
 from longhaul_daemon.secrets.redaction import MARK, Redactor
-from longhaul_daemon.turns.show import SHOW_TOOL
 
 OTHER_KEY = "sk-other-route-Hh3Jj8Gg2Ff6"  # the other route's key, which this provider must never see
 REDACTOR = Redactor([OTHER_KEY])

@@ -18,13 +18,13 @@ import anyio.lowlevel
 import pytest
 from pydantic import SecretStr
 
-from longhaul_daemon.diff.answer import answer_shaped, answer_with_prose
-from longhaul_daemon.diff.schema import ANSWER_SCHEMA
 from longhaul_daemon.models import Budget, CallTrace, FatalError, complete, make_client
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.request import Message, ModelRequest, ModelTarget
 from longhaul_daemon.models.route_table import DirectRefusals
 from longhaul_daemon.models.via_pi import NoteSink
+from longhaul_daemon.passes.answers.extract import answer_shaped, answer_with_prose
+from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
 
 from .scripted_http import Reply, json_reply, scripted_server
 from .wires import OPENAI_COMPLETIONS, answer_stream

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from longhaul_daemon.diff.events import ChunkEvents
+from longhaul_daemon.passes.answers.events import ChunkEvents
 from longhaul_daemon.passes.close import (
     MAX_CARRIED,
     MAX_CARRIED_CHARS,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from longhaul_daemon.passes.failure_line import SCAN_LINE_CHARS, TAIL_CHARS, failure_line
+from longhaul_daemon.passes.fold import fold
 from longhaul_daemon.passes.ledger import ERROR_CHARS, apply_ledger
 from longhaul_daemon.passes.run import run_pass
-from longhaul_daemon.state.fold import fold
 from longhaul_daemon.state.model import State
 
 from .pi_branch import Session

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from longhaul_daemon.passes.fold import fold
 from longhaul_daemon.passes.run import NO_MODEL, run_pass
 from longhaul_daemon.protocol import CompactResult, FileOps
-from longhaul_daemon.state.fold import fold
 from longhaul_daemon.state.model import State
 
 from .pi_branch import Session

@@ -22,13 +22,14 @@ from models.wires import KEY
 from pydantic import SecretStr
 from server.in_process_daemon import WAIT_S, connect, running_daemon
 
-from longhaul_daemon.diff import stage
-from longhaul_daemon.diff.chunks import ChunkPlan
-from longhaul_daemon.diff.planning import DiffInputs, plan_diff
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.passes import beside_world
 from longhaul_daemon.passes import run as run_module
+from longhaul_daemon.passes.diff import diff_outcome
+from longhaul_daemon.passes.diff import diff_stage as stage
 from longhaul_daemon.passes.progress import PassProgress
+from longhaul_daemon.passes.prompting.chunks import ChunkPlan
+from longhaul_daemon.passes.prompting.planning import DiffInputs, plan_diff
 from longhaul_daemon.passes.run import diff_budget_s, run_pass
 from longhaul_daemon.protocol import (
     ModelCredentials,
@@ -184,7 +185,7 @@ async def test_diff13_fail13_a_verifier_that_raises_leaves_no_state_and_the_pass
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("verifier bug")
 
-    monkeypatch.setattr("longhaul_daemon.diff.stage.evaluate", broken)
+    monkeypatch.setattr("longhaul_daemon.passes.diff.diff_stage.evaluate", broken)
     services = Services(socket_path="/unused")
     params = with_model(session.params(len(session.entries) - 1), server)
     from longhaul_daemon.rpc.methods import _run_compact
@@ -268,7 +269,7 @@ async def test_an_error_of_the_diff_beside_the_world_leaves_the_pass_as_it_is(
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise LookupError("a bug in the Diff")
 
-    monkeypatch.setattr(run_module, "_diff", broken)
+    monkeypatch.setattr(run_module, "_model_stage", broken)
     with pytest.raises(LookupError):  # not an ExceptionGroup: the RPC layer logs the bug's own class
         await run_pass(session.params(len(session.entries) - 1), pass_id="p1")
 
@@ -309,7 +310,7 @@ async def test_pass2_the_diff_follows_fold_and_ledger_runs_beside_the_world_and_
 
     for name in ("fold", "apply_ledger", "close_span"):
         monkeypatch.setattr(run_module, name, watched(name, getattr(run_module, name)))
-    for module, name in ((run_module, "run_diff"), (beside_world, "take_world")):
+    for module, name in ((diff_outcome, "run_diff"), (beside_world, "take_world")):
         monkeypatch.setattr(module, name, watched_async(name, getattr(module, name)))
     server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
     result = await run_pass(with_model(session.params(len(session.entries) - 1), server), pass_id="p1")

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from longhaul_daemon.passes.fold import fold
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams, CompactResult
 from longhaul_daemon.sessionfile import files as files_module
 from longhaul_daemon.sessionfile.files import SessionFileRefused, SessionFiles
-from longhaul_daemon.state.fold import fold
 from longhaul_daemon.transcript.messages import user_ids
 
 from .pi_branch import Session

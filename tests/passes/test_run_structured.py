@@ -15,11 +15,11 @@ import pytest
 from models.scripted_http import Reply, ScriptedServer, json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS, answer_stream
 
-from longhaul_daemon.diff.schema import answer_schema
 from longhaul_daemon.models.access import ModelAccess
+from longhaul_daemon.passes.answers.schema import answer_schema
+from longhaul_daemon.passes.fold import fold
 from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, unusable_routes
 from longhaul_daemon.passes.run import run_pass
-from longhaul_daemon.state.fold import fold
 
 from .model_steps import SPEC, answer_reply, state_of, with_model
 from .pi_branch import Session

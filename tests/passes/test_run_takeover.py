@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from models.scripted_http import Reply, ScriptedServer, scripted_server
 
-from longhaul_daemon.diff import takeover as takeover_module
+from longhaul_daemon.passes.prompting import takeover as takeover_module
 from longhaul_daemon.passes.run import run_pass
 from longhaul_daemon.protocol import CompactParams
 from longhaul_daemon.state.model import State

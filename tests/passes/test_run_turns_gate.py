@@ -16,8 +16,8 @@ from models.scripted_http import ScriptedServer, json_reply, scripted_server
 from models.wires import OPENAI_COMPLETIONS
 
 from longhaul_daemon.passes.run import run_pass
+from longhaul_daemon.passes.turns.closing import NO_NARRATIVE
 from longhaul_daemon.protocol import CompactParams, FileOps
-from longhaul_daemon.turns.result import NO_NARRATIVE
 
 from .model_steps import state_of
 from .pi_branch import Session

@@ -20,8 +20,8 @@ from models.wires import OPENAI_COMPLETIONS
 from longhaul_daemon.models.access import ModelAccess
 from longhaul_daemon.models.via_pi import NoteSink
 from longhaul_daemon.passes.run import run_pass
+from longhaul_daemon.passes.turns.closing import NO_NARRATIVE
 from longhaul_daemon.protocol import CompactParams, CompactResult, FileOps, ModelFacts
-from longhaul_daemon.turns.result import NO_NARRATIVE
 
 from .model_steps import answer_reply, state_of
 from .pi_branch import Session

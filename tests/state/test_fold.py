@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lh_branch import Branch
 
-from longhaul_daemon.diff.prompt import build_prompt
-from longhaul_daemon.state.fold import fold
+from longhaul_daemon.passes.fold import fold
+from longhaul_daemon.passes.prompting.prompt import build_prompt
 from longhaul_daemon.state.model import Command, Rule, State
 
 

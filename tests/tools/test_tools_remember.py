@@ -6,9 +6,9 @@ import pytest
 from tools_branch import Branch
 
 from longhaul_daemon.passes.close import close_span
+from longhaul_daemon.passes.fold import fold
 from longhaul_daemon.passes.ledger import apply_ledger
 from longhaul_daemon.state.entry_kinds import EVENT_TYPE
-from longhaul_daemon.state.fold import fold
 from longhaul_daemon.state.model import State, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.tools.remember import MAX_NOTE_CHARS, NOTE_KINDS, remember

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from longhaul_daemon.diff.prompt import EarlierMessage, OfferedMessage
+from longhaul_daemon.passes.prompting.prompt import EarlierMessage, OfferedMessage
+from longhaul_daemon.passes.turns.digest import TOOL_EDGE, DigestInputs, build_digest, condensed_line
+from longhaul_daemon.passes.turns.span_view import span_view
 from longhaul_daemon.state.model import Commit, Rule, State, World
-from longhaul_daemon.turns.digest import TOOL_EDGE, DigestInputs, build_digest, condensed_line
-from longhaul_daemon.turns.span_view import span_view
 
 from .span_cases import SpanBuilder
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from longhaul_daemon.passes.turns.gate import EXCUSE_CHARS, GateContext, fold_text, gate, one_sentence
+from longhaul_daemon.passes.turns.sections import find_section
 from longhaul_daemon.state.model import Command, ErrorEntry
-from longhaul_daemon.turns.gate import EXCUSE_CHARS, GateContext, fold_text, gate, one_sentence
-from longhaul_daemon.turns.sections import find_section
 
 COMMANDS = (
     Command(id="C1", text="pytest tests/test_x.py -q", exit=1, span=1),

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from longhaul_daemon.diff.events import ChunkContext
-from longhaul_daemon.diff.quotes import OfferedMessage
-from longhaul_daemon.diff.verify import evaluate
+from longhaul_daemon.passes.answers.events import ChunkContext
+from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.answers.verify import evaluate
+from longhaul_daemon.passes.turns.label_gate import LabelsContext, gate_labels, settle_labels
 from longhaul_daemon.state.model import Rule
-from longhaul_daemon.turns.label_gate import LabelsContext, gate_labels, settle_labels
 
 OLD_TABS = Rule(id="R1", words="Indent with tabs.", message="u1", seq=1, span=1)
 MESSAGES = {

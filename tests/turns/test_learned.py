@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from longhaul_daemon.diff.turns import span_turns
-from longhaul_daemon.diff.values import check_values
-from longhaul_daemon.turns.learned import MAX_LEARNED, learned_values
+from longhaul_daemon.passes.answers.values import check_values
+from longhaul_daemon.passes.prompting.span_turns import span_turns
+from longhaul_daemon.passes.turns.learned import MAX_LEARNED, learned_values
 
 from .span_cases import SpanBuilder
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from longhaul_daemon.turns.sections import SECTIONS, find_section, section_schema, wants
+from longhaul_daemon.passes.turns.sections import SECTIONS, find_section, section_schema, wants
 
 
 def test_turns2_the_sections_come_in_the_fixed_order() -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from longhaul_daemon.models.tool_calls import ToolCall
-from longhaul_daemon.turns.show import RESULT_CHARS, SHOW_CAP, SHOW_TOOL, ShowIndex, run_show
-from longhaul_daemon.turns.span_view import span_view
+from longhaul_daemon.passes.turns.show import RESULT_CHARS, SHOW_CAP, SHOW_TOOL, ShowIndex, run_show
+from longhaul_daemon.passes.turns.span_view import span_view
 
 from .span_cases import SpanBuilder
 

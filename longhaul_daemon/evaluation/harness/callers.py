@@ -39,9 +39,9 @@ def daemon_system_prompts() -> tuple[frozenset[str], str]:
     Imported on the first request, not with the harness: the Diff's and turns mode's modules bring the
     daemon's libraries, which ``replay`` and ``score`` need not load to refuse bad arguments.
     """
-    from longhaul_daemon.diff.instructions import QUESTION_SYSTEM_PROMPT
-    from longhaul_daemon.diff.instructions import SYSTEM_PROMPT as DIFF_SYSTEM_PROMPT
-    from longhaul_daemon.turns.asks import SYSTEM_PROMPT as TURNS_SYSTEM_PROMPT
+    from longhaul_daemon.passes.prompting.instructions import QUESTION_SYSTEM_PROMPT
+    from longhaul_daemon.passes.prompting.instructions import SYSTEM_PROMPT as DIFF_SYSTEM_PROMPT
+    from longhaul_daemon.passes.turns.asks import SYSTEM_PROMPT as TURNS_SYSTEM_PROMPT
 
     return frozenset({DIFF_SYSTEM_PROMPT, QUESTION_SYSTEM_PROMPT, TURNS_SYSTEM_PROMPT}), TURNS_SYSTEM_PROMPT
 

@@ -1,0 +1,276 @@
+"""Code looks for withdrawals and disputed rule labels itself, so one a model misses is never left unseen.
+
+A weak model may not label a withdrawal ``lifts R<n>``, may call a standing instruction ``not a rule``, or may
+label a one-off request ``rule``. Each would put a wrong rule in front of the agent after every later
+compaction. This module holds code's side of the check, as pure functions over one chunk's offered messages
+and rules; :mod:`longhaul_daemon.passes.answers.verify` calls it once the labels are judged, so the Diff and
+turns mode (which verifies with the same :func:`~longhaul_daemon.passes.answers.verify.evaluate`) both get it.
+
+Decisions taken here (ours; see docs/how-it-works.md, "Code's second look"):
+
+- Withdrawal candidates (LIFT-1, LIFT-2, LIFT-4, QUOTE-12..15): an offered message later than a rule in force
+  whose judged text (quoted, pasted and fenced text left out, so a relayed withdrawal withdraws nothing)
+  passes the store's lift check against the rule, and whose label does not already lift it. Each becomes one
+  focused question in the chunk's single question call (LIFT-18), offered the reply ``lifts <rule>``
+  (``rule and lifts <rule>`` for a message labeled ``rule``). A confirmed lift goes through every store check
+  again (LIFT-16), so only the user's own withdrawing words lift a rule.
+- A message that names the rule by its id (``R3``, or the ``u<n>`` that gave it) with a withdrawal expression,
+  or that shares a word with it after one of :data:`FORGET_MARKERS` ("forget the DRY rule", TAKEOVER-11
+  style), is a candidate too; the lift check cannot pass without a shared word and an expression of LIFT-2,
+  so such a message can only flag the rule, never lift it.
+- A candidate left unlifted (the model answered anything else, the call failed or was not made, or the lift
+  check refused) is recorded on the rule as *possibly withdrawn*, with the message id and the user's
+  sentence; the summary shows the rule with that flag under it, never as plainly standing. A permission
+  holds no withdrawal expression, so it raises nothing (LIFT-6).
+- A span that closes narrative-less or with a chunk missing carries its messages unjudged (FAIL-11), so no
+  question is asked about them; a carried message that is a candidate flags its rule at Close all the
+  same (:func:`flag_carried_withdrawals`), so a withdrawal is never hidden behind a failed call either.
+- Rule doubts: a message the model labeled ``not a rule`` that code's standing-rule reading
+  (:func:`~longhaul_daemon.passes.answers.rule_reading.read_standing_rule`, TAKEOVER-6..15) picks, read on its
+  judged text, is recorded as a rule all the same, marked ``model-read-one-off``, with the words the reading
+  records (when they are at most ``LONG_MESSAGE`` characters: a longer stretch is no rule code can name
+  alone). A message labeled ``rule`` (own words) the reading does not pick is recorded as labeled but marked
+  ``reads-as-request``. No extra call is made for either: a flag costs nothing and loses nothing. Earlier
+  messages of a takeover are left to the model, as TAKEOVER-4 asks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from longhaul_daemon.passes.answers.events import NewRule, PossibleWithdrawal, Question
+from longhaul_daemon.passes.answers.judged import judged_text
+from longhaul_daemon.passes.answers.labels import Label, format_label, id_number
+from longhaul_daemon.passes.answers.lifts import may_withdraw, passes_lift_check, significant_words
+from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
+from longhaul_daemon.passes.answers.rule_reading import read_standing_rule
+from longhaul_daemon.state.clean import clean_line, clean_span
+from longhaul_daemon.state.model import Rule
+from longhaul_daemon.state.sanitize import sanitize
+
+__all__ = [
+    "FORGET_MARKERS",
+    "WITHDRAWAL_WORDS_CHARS",
+    "StandingRule",
+    "WithdrawalCandidate",
+    "doubted_reading",
+    "flag_carried_withdrawals",
+    "reads_as_request",
+    "rule_doubts",
+    "withdrawal_candidates",
+    "withdrawal_look",
+    "withdrawal_question_text",
+]
+
+WITHDRAWAL_WORDS_CHARS = 300  # how much of the user's withdrawing sentence a flag keeps
+
+FORGET_MARKERS: tuple[str, ...] = ("forget", "disregard", "scratch")
+_FORGET = re.compile(r"(?<![\w'’-])(?:" + "|".join(FORGET_MARKERS) + r")(?![\w'’-])", re.IGNORECASE)
+_ORDER_NOT_TO = re.compile(r"(?:\bdon['’]t|\bdo\s+not|\bnever)\s+$", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?…\n]+(?:[.!?…]+|$)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class StandingRule:
+    """A rule in force a later message may withdraw: ``name`` is how the chunk knows it (``R<n>``, or the
+    ``u<n>`` of a rule new in this pass), ``message`` the ``u<n>`` that gave it."""
+
+    name: str
+    message: str
+    words: str
+    replaced_words: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WithdrawalCandidate:
+    """``msg`` may withdraw ``rule``; ``passes`` says the store's lift check already passes on its words."""
+
+    msg: str
+    rule: StandingRule
+    passes: bool
+    words: str  # the user's sentence that withdraws, from the judged text, cut
+
+
+def _forgets(judged: str) -> bool:
+    """A "forget/disregard/scratch" marker that is not itself ordered away ("don't forget the DRY rule")."""
+    return any(not _ORDER_NOT_TO.search(judged[: m.start()]) for m in _FORGET.finditer(judged))
+
+
+def _names(judged: str, rule: StandingRule) -> bool:
+    ids = {rule.name, rule.message}
+    return any(re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", judged) for i in ids)
+
+
+def _withdrawing_sentence(judged: str) -> str:
+    """The user's own words that withdraw: the first sentence with a marker, else the whole judged text."""
+    for match in _SENTENCE.finditer(judged):
+        sentence = match.group().strip()
+        if sentence and (may_withdraw(sentence) or _forgets(sentence)):
+            return _cut(sentence)
+    return _cut(" ".join(judged.split()))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= WITHDRAWAL_WORDS_CHARS else text[: WITHDRAWAL_WORDS_CHARS - 1] + "…"
+
+
+def _number(msg: str) -> int:
+    return id_number(msg, "u") or 0
+
+
+def withdrawal_candidates(
+    offered: Sequence[OfferedMessage], rules: Sequence[StandingRule]
+) -> tuple[WithdrawalCandidate, ...]:
+    """The (message, rule) pairs code reads as a possible withdrawal, in message order.
+
+    ``rules`` are the rules in force the chunk knows (the state's and this answer's), less those the answer
+    lifted. A message never withdraws a rule it gave, nor one given after it.
+    """
+    out: list[WithdrawalCandidate] = []
+    for message in sorted(offered, key=lambda m: _number(m.id)):
+        judged = judged_text(message.text)
+        withdraws, forgets = may_withdraw(judged), _forgets(judged)
+        if not withdraws and not forgets:
+            continue  # LIFT-6: a permission, or any text without a marker, raises nothing
+        here = _number(message.id)
+        own_words = significant_words(judged)
+        for rule in rules:
+            if rule.message == message.id or _number(rule.message) >= here:
+                continue
+            verdict = passes_lift_check(judged, rule.words, rule.replaced_words)
+            named = withdraws and _names(judged, rule)
+            forgotten = forgets and bool(own_words & significant_words(rule.words))
+            if verdict.passed or named or forgotten:
+                words = _withdrawing_sentence(judged)
+                out.append(WithdrawalCandidate(message.id, rule, verdict.passed, words))
+    return tuple(out)
+
+
+def withdrawal_question_text(candidate: WithdrawalCandidate, given: Label | None) -> str:
+    """One focused question in the style of LIFT-12: does this message, in the user's own words, withdraw
+    that rule? ``given`` is the message's label in the answer, shown as the other questions show theirs."""
+    name = candidate.rule.name
+    labeled_rule = given is not None and given.records_rule
+    lifts = f"rule and lifts {name}" if labeled_rule else f"lifts {name}"
+    keeps = "rule" if labeled_rule else "not a rule"
+    shown = format_label(given) if given is not None else "not a rule"
+    return (
+        f"{candidate.msg} is labeled `{shown}` and may withdraw the rule {name} "
+        f"({sanitize(candidate.rule.words)}) in the user's own words: answer `{lifts}` if it does, "
+        f"or `{keeps}` if that rule still stands"
+    )
+
+
+def _judged_reading_picks(text: str) -> bool:
+    return read_standing_rule(judged_text(text)).picked
+
+
+def doubted_reading(text: str) -> tuple[int, int] | None:
+    """The range of ``quotable_text(text)`` to record when code reads a standing rule the model called a
+    one-off; None when the reading (on the judged text, so quoted text orders nothing) picks nothing."""
+    if not _judged_reading_picks(text):
+        return None
+    reading = read_standing_rule(quotable_text(text))
+    if not reading.picked or not 0 <= reading.start < reading.end <= reading.start + LONG_MESSAGE:
+        return None  # a long stretch (a pasted log full of "must") is no rule code can name on its own
+    return reading.start, reading.end
+
+
+def reads_as_request(text: str) -> bool:
+    """A message labeled ``rule`` that code's reading does not pick: no standing marker in its own words."""
+    return not _judged_reading_picks(text)
+
+
+def withdrawal_look(
+    offered: Sequence[OfferedMessage],
+    labels: Mapping[str, Label],
+    rules: Sequence[StandingRule],
+    asked: Collection[tuple[str, str]] = (),
+) -> tuple[tuple[Question, ...], tuple[PossibleWithdrawal, ...]]:
+    """The questions code asks about possible withdrawals, and the flags that stand if none is confirmed.
+
+    Only a candidate whose words already pass the lift check is asked: a confirmed lift of any other would
+    be refused by the store (LIFT-1, LIFT-16), so its question could change nothing, and neither is a pair
+    ``asked`` already holds (``(msg, target)``, the target by rule id or by its message: a LIFT-10 question
+    about the same two). Every candidate is flagged; a lift the reply adds removes its flag, for the answer
+    is evaluated again after the reply.
+    """
+    questions: list[Question] = []
+    flags: list[PossibleWithdrawal] = []
+    for candidate in withdrawal_candidates(offered, rules):
+        label = labels.get(candidate.msg)
+        labeled_rule = label is not None and label.records_rule
+        rule = candidate.rule
+        repeated = (candidate.msg, rule.name) in asked or (candidate.msg, rule.message) in asked
+        if candidate.passes and not repeated:
+            name = rule.name
+            answer = f"rule and lifts {name}" if labeled_rule else f"lifts {name}"
+            text = withdrawal_question_text(candidate, label)
+            questions.append(Question(candidate.msg, name, "withdrawal", text, answer_label=answer))
+        flags.append(PossibleWithdrawal(candidate.rule.name, candidate.msg, candidate.words))
+    return tuple(questions), tuple(flags)
+
+
+def _plain(text: str) -> str:
+    """The comparison form of rule words: case and spacing ignored."""
+    return " ".join(text.casefold().split())
+
+
+def rule_doubts(
+    labels: Sequence[tuple[str, Label]],
+    offered: Mapping[str, OfferedMessage],
+    recorded: Mapping[str, NewRule],
+    excluded: Collection[str],
+    held_words: Sequence[str] = (),
+) -> tuple[tuple[str, NewRule], ...]:
+    """The rules a disputed label gives, by message: a ``not a rule`` message code reads as a standing rule
+    (recorded from the reading's range, ``model-read-one-off``), and a ``rule`` message with no standing
+    marker (its recorded rule, ``reads-as-request``). ``excluded``: messages the model decides alone.
+    ``held_words``: the words of the rules in force; a ``not a rule`` message that holds one of them (the
+    rule bound to a newer message holding the same words, QUOTE-7) loses nothing, so it is not doubted."""
+    held = [_plain(words) for words in held_words if words.strip()]
+    out: list[tuple[str, NewRule]] = []
+    for msg, label in labels:
+        message = offered.get(msg)
+        if message is None or msg in excluded:
+            continue
+        if label.kind == "not-a-rule":
+            found = doubted_reading(message.text)
+            if found is None or any(words in _plain(message.text) for words in held):
+                continue
+            start, end = found
+            words = clean_span(quotable_text(message.text), start, end)
+            held.append(_plain(words))
+            out.append((msg, NewRule(msg, words, start, end, doubt="model-read-one-off")))
+        elif label.kind == "rule":
+            own = recorded.get(msg)
+            if (
+                own is not None
+                and own.message == msg
+                and own.doubt is None
+                and reads_as_request(message.text)
+            ):
+                out.append((msg, replace(own, doubt="reads-as-request")))
+    return tuple(out)
+
+
+def flag_carried_withdrawals(rules: Sequence[Rule], carried: Mapping[str, str]) -> list[Rule]:
+    """The rules with each rule in force that a carried message (``u<n>`` -> its text) may withdraw flagged
+    (not lifted: only a verified label lifts); ``rules`` are not changed, a flagged rule is a copy."""
+    offered = [OfferedMessage(uid, text) for uid, text in carried.items()]
+    standing = [
+        StandingRule(r.id, r.message, r.words, tuple(x.words for x in rules if x.liftedBy == r.message))
+        for r in rules
+        if not r.lifted and r.possiblyWithdrawnBy is None
+    ]
+    flags = {c.rule.name: c for c in withdrawal_candidates(offered, standing) if clean_line(c.words).strip()}
+    return [
+        r.model_copy(
+            update={"possiblyWithdrawnBy": flags[r.id].msg, "withdrawalWords": clean_line(flags[r.id].words)}
+        )
+        if r.id in flags
+        else r
+        for r in rules
+    ]

@@ -1,0 +1,249 @@
+"""Picks, with no model call, the earlier user messages that read as standing rules when Longhaul takes over.
+
+When another compactor wrote the newest compaction, the user's messages before the span are read by this code
+(TAKEOVER-4); a message it picks is listed in full and recorded as a rule unless the model calls it a one-off.
+The reading goes sentence by sentence and, inside a sentence, clause by clause (TAKEOVER-6). Pure functions
+over one string; nothing raises and the same text always reads the same way (TAKEOVER-15).
+
+Decisions taken here (the proposals unless said otherwise):
+
+- Sentences end at ``.``, ``!``, ``?`` or ``…`` followed by whitespace or the end, or at a line break (the
+  same ends as LIFT-3 in :mod:`longhaul_daemon.passes.answers.lifts`); surrounding whitespace is not part of a
+  sentence.
+- TAKEOVER-7: a sentence is a question when the run of end marks closing it holds a ``?`` ("Really?!" is one).
+  The ignored closing tags are "ok?", "okay?", "right?", "alright?" (any case), either after a comma,
+  semicolon, colon or dash at the end of a sentence, or standing alone right after a sentence, in which case
+  they are joined to it. "Is that right?" stays a question: its "right" follows no separator.
+- TAKEOVER-8: "from now on", "from here on", "going forward" count as whole words with only whitespace between
+  them; the sentence withdraws something when it holds a withdrawal marker as in TAKEOVER-11.
+- TAKEOVER-9: words are QUOTE-6 words (so "mustn't" is one word and is not "must"); ’ counts as '. "do not"
+  needs only whitespace between its two words.
+- TAKEOVER-11: the markers are "forget it", "forget that", "scratch that", "ignore that" and
+  :data:`~longhaul_daemon.passes.answers.lifts.WITHDRAWAL_EXPRESSIONS`. "instead of" is left out: LIFT-3
+  counts it only before a target rule's own words, the reading has no target, and TAKEOVER-20 reads "switch to
+  two-space indentation instead of tabs from now on" as picked. As proposed, "don't apply" is a marker even
+  where it gives an order ("don't apply the patch"); the model may still label such a message `rule`.
+- TAKEOVER-13: the exclusion is judged per rule word: a clause with another rule word outside the description
+  still qualifies. The word before "that"/"which"/"who" is read as a noun unless it is a function word, one of
+  a short list of verbs and adjectives that take a that-clause ("said", "sure", "remember", …), or ends in
+  "ed" (read as a past-tense verb: "decided that you must"). "only" is an adjective right after "the" or "an".
+- TAKEOVER-14: clauses split at ``,`` ``;`` ``:`` em and en dashes, a run of hyphens with whitespace on both
+  sides (so "dry-run" and "--verbose" stay whole), and the word "but".
+- TAKEOVER-22: a message of at most :data:`~longhaul_daemon.passes.answers.quotes.LONG_MESSAGE` characters
+  records whole; a longer one records from the start of its first qualifying sentence to the end of its last
+  one, which always starts and ends at word boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from longhaul_daemon.passes.answers.lifts import WITHDRAWAL_EXPRESSIONS, words_of
+from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE
+
+__all__ = ["Reading", "read_standing_rule"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the reading made of one message: picked or not, and the range a picked message records."""
+
+    picked: bool  # TAKEOVER-6: at least one sentence qualifies
+    start: int = -1  # TAKEOVER-22: whole message up to 600 characters, else the qualifying stretch
+    end: int = -1
+
+
+_NOT_PICKED = Reading(picked=False)
+
+_END_RUN = r"[.!?…]+(?=\s|\Z)"
+_LINE_BREAK = r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]"  # what str.splitlines splits at
+_SENTENCE_END = re.compile(rf"(?P<marks>{_END_RUN})|{_LINE_BREAK}")
+_CLOSING_TAG = r"(?:ok|okay|right|alright)\s*\?+"
+_TAG_ALONE = re.compile(_CLOSING_TAG, re.IGNORECASE)
+_TAG_AFTER_SEPARATOR = re.compile(r"(?:[,;:\u2014\u2013]|\s-+)\s*" + _CLOSING_TAG + r"\Z", re.IGNORECASE)
+_END_MARKS = re.compile(r"[.!?…]+\Z")
+_CLAUSE_SEPARATOR = re.compile(r"[,;:\u2014\u2013]|(?<!\S)-+(?!\S)")
+
+Phrase = tuple[str, ...]
+
+_TIME_MARKERS: tuple[Phrase, ...] = (("from", "now", "on"), ("from", "here", "on"), ("going", "forward"))
+_FOR_NOW_MARKERS: tuple[Phrase, ...] = (("yet",), ("for", "now"), ("this", "time"))
+_WITHDRAWAL_MARKERS: tuple[Phrase, ...] = (
+    ("forget", "it"),
+    ("forget", "that"),
+    ("scratch", "that"),
+    ("ignore", "that"),
+    *(tuple(expression.split()) for expression in WITHDRAWAL_EXPRESSIONS),
+)
+_SINGLE_RULE_WORDS = frozenset({"never", "always", "don't", "must", "stop", "only"})
+_RELATIVE_PRONOUNS = frozenset({"that", "which", "who"})
+_ADJECTIVE_ONLY_AFTER = frozenset({"the", "an"})
+
+# TAKEOVER-13: words that are not nouns, so a "that" after them opens a that-clause ("make sure that you
+# always …", "I said that we must …") rather than a description of a thing.
+_NOT_NOUNS_TEXT = """
+    a an the this that these those each every any some all no both either neither such own other another
+    i me my you your he him his she her it its we us our they them their one
+    be am is are was were been being have has had do does did will would shall should can could may might must
+    and or nor but so if then than because while as though although since unless whether
+    about above after at before by for from in into of off on onto out over per through to under until up upon
+    with within without not now just also even still too very really again here there
+    say says said saying think thinks thought know knows knew known remember remembers note notes mean means
+    meant believe believes agree agrees decide decides understand check verify confirm confirms tell tells
+    told insist insists remind see sees saw realize realise assume hope expect promise require requires
+    guarantee ensure ensures make makes made mind ask asks explain mention specify warn show shows prove
+    proves given sure clear true aware glad important likely possible certain careful
+"""
+_NOT_NOUNS = frozenset(_NOT_NOUNS_TEXT.split())
+
+
+@dataclass(frozen=True, slots=True)
+class _Word:
+    text: str  # case-folded, ’ read as '
+    joined: bool  # only whitespace separates it from the word before it
+
+
+def _fold(word: str) -> str:
+    return word.replace("\u2019", "'").casefold()
+
+
+def _sentences(text: str) -> list[tuple[int, int, int]]:
+    """Sentence ranges (start, end, body end), trimmed; the body ends before any ignored closing tag."""
+    out: list[tuple[int, int, int]] = []
+    at = 0
+    for match in _SENTENCE_END.finditer(text):
+        # End marks stay with their sentence; a line break belongs to none.
+        _add_sentence(text, at, match.end() if match.group("marks") else match.start(), out)
+        at = match.end()
+    _add_sentence(text, at, len(text), out)
+    return out
+
+
+def _add_sentence(text: str, start: int, end: int, out: list[tuple[int, int, int]]) -> None:
+    piece = text[start:end]
+    stripped = piece.strip()
+    if not stripped:
+        return
+    start += len(piece) - len(piece.lstrip())
+    end = start + len(stripped)
+    if out and _TAG_ALONE.fullmatch(stripped):
+        # A lone "ok?" asks nothing of its own; it belongs to the sentence it closes.
+        before_start, _, before_body = out[-1]
+        out[-1] = (before_start, end, before_body)
+        return
+    tag = _TAG_AFTER_SEPARATOR.search(stripped)
+    out.append((start, end, start + tag.start() if tag else end))
+
+
+def _is_question(text: str, start: int, body_end: int) -> bool:
+    body = text[start:body_end].rstrip().rstrip(",;:\u2014\u2013-").rstrip()
+    marks = _END_MARKS.search(body)
+    return marks is not None and "?" in marks.group()
+
+
+def _clauses(sentence: str) -> list[list[_Word]]:
+    """The sentence's words, grouped into clauses; the word "but" and separator marks end a clause."""
+    clauses: list[list[_Word]] = [[]]
+    previous_end = 0
+    for word_start, word_end in words_of(sentence):
+        gap_start, previous_end = previous_end, word_end
+        word = _fold(sentence[word_start:word_end])
+        # Searched in the sentence, not the gap alone, so a hyphen's neighbours are seen ("merge-yet").
+        if clauses[-1] and _CLAUSE_SEPARATOR.search(sentence, gap_start, word_start + 1):
+            clauses.append([])
+        if word == "but":
+            if clauses[-1]:
+                clauses.append([])
+            continue
+        joined = bool(clauses[-1]) and sentence[gap_start:word_start].isspace()
+        clauses[-1].append(_Word(word, joined))
+    return [clause for clause in clauses if clause]
+
+
+def _phrase_at(words: list[_Word], i: int, phrase: Phrase) -> bool:
+    if i + len(phrase) > len(words):
+        return False
+    return all(words[i + k].text == part and (k == 0 or words[i + k].joined) for k, part in enumerate(phrase))
+
+
+def _holds(words: list[_Word], phrases: tuple[Phrase, ...]) -> bool:
+    return any(_phrase_at(words, i, phrase) for i in range(len(words)) for phrase in phrases)
+
+
+def _after_an_order_not_to(words: list[_Word], i: int) -> bool:
+    """TAKEOVER-11: "don't forget it" orders the opposite of a withdrawal."""
+    if not words[i].joined or i < 1:
+        return False
+    if words[i - 1].text == "don't":
+        return True
+    return i >= 2 and words[i - 1].text == "not" and words[i - 2].text == "do" and words[i - 1].joined
+
+
+def _withdraws(words: list[_Word]) -> bool:
+    return any(
+        _phrase_at(words, i, marker) and not _after_an_order_not_to(words, i)
+        for i in range(len(words))
+        for marker in _WITHDRAWAL_MARKERS
+    )
+
+
+def _description_start(words: list[_Word]) -> int:
+    """TAKEOVER-13: where the clause's first relative pronoun after a noun stands (len(words) if nowhere)."""
+    for p in range(1, len(words)):
+        if words[p].text in _RELATIVE_PRONOUNS and _is_noun(words[p - 1].text):
+            return p
+    return len(words)
+
+
+def _adjective_only(words: list[_Word], i: int) -> bool:
+    """TAKEOVER-13: "the only way" names a thing; it orders nothing."""
+    return words[i].text == "only" and words[i].joined and words[i - 1].text in _ADJECTIVE_ONLY_AFTER
+
+
+def _is_noun(word: str) -> bool:
+    return word not in _NOT_NOUNS and word not in _SINGLE_RULE_WORDS and not word.endswith("ed")
+
+
+def _rule_word_positions(words: list[_Word]) -> list[int]:
+    out: list[int] = []
+    for i, word in enumerate(words):
+        if word.text == "never" and _phrase_at(words, i, ("never", "mind")):
+            continue  # TAKEOVER-12: "never mind" orders nothing
+        if word.text in _SINGLE_RULE_WORDS or _phrase_at(words, i, ("do", "not")):
+            out.append(i)
+    return out
+
+
+def _clause_qualifies(words: list[_Word]) -> bool:
+    """TAKEOVER-9..TAKEOVER-13 on one clause; exclusions reach no other clause (TAKEOVER-14)."""
+    if _holds(words, _FOR_NOW_MARKERS) or _withdraws(words) or _holds(words, (("never", "mind"),)):
+        return False
+    description = _description_start(words)
+    return any(i < description and not _adjective_only(words, i) for i in _rule_word_positions(words))
+
+
+def _sentence_qualifies(text: str, start: int, end: int, body_end: int) -> bool:
+    if _is_question(text, start, body_end):
+        return False  # TAKEOVER-7
+    clauses = _clauses(text[start:end])
+    # TAKEOVER-8 reads the sentence as a whole; a clause's first word is joined to nothing, so a marker split
+    # by a comma ("from now, on") is no marker.
+    whole = [word for clause in clauses for word in clause]
+    if _holds(whole, _TIME_MARKERS) and not _withdraws(whole):
+        return True
+    return any(_clause_qualifies(clause) for clause in clauses)
+
+
+def read_standing_rule(text: str) -> Reading:
+    """TAKEOVER-6..TAKEOVER-15, TAKEOVER-22: does ``text`` read as a standing rule; what would it record?"""
+    qualifying = [
+        (start, end)
+        for start, end, body_end in _sentences(text)
+        if _sentence_qualifies(text, start, end, body_end)
+    ]
+    if not qualifying:
+        return _NOT_PICKED
+    if len(text) <= LONG_MESSAGE:
+        return Reading(picked=True, start=0, end=len(text))
+    return Reading(picked=True, start=qualifying[0][0], end=qualifying[-1][1])

@@ -1,0 +1,302 @@
+"""The Diff stage: ask the model about each chunk, let code verify, and hand Close only what verified.
+
+Per chunk (DIFF-1) the model gets one call, with an output budget sized to what the chunk's answer can need
+(DIFF-19, :func:`~longhaul_daemon.passes.prompting.planning.chunk_tokens`). A reply cut off at the output
+limit with nothing usable is asked again once with a raised budget (FAIL-7), when it is empty (the budget went
+on reasoning) or began the answer; prose or an echo cut at the cap is a model not answering, not one short of
+room. Fixable format defects earn one retry with a note (FAIL-1); the parsed first answer is kept meanwhile
+and the one with fewer defects wins, the retry on a tie (FAIL-2). Once the answer is settled, the questions it
+raises go out in one extra call (LIFT-10..LIFT-18, FAIL-5, FAIL-6), never after a call that threw (LIFT-17).
+
+Retries are paid for, so (issue 11, our policy) only a reply that holds the answer, or began it, earns the
+format retry: a reply with no JSON object at all, or only objects of another shape (an echo of the prompt),
+is a model that cannot do this, and asking again with its reply shown back never helped (16 of 16 such
+retries against a small local model failed); the chunk closes ``unparsable-answer`` at once. And once the
+model now called has given a reply with no usable answer in this session (an earlier pass, read from the
+transcript by the pass, or an earlier chunk of this one), a chunk gets at most one retry of either kind.
+
+A chunk whose answer never parsed, or that leaves an offered message unlabeled after the retry (FAIL-4; an
+earlier message of a takeover the reading did not pick reads as `not a rule` instead), never verifies:
+nothing of it enters the State (DIFF-13) and the span's user messages are carried (FAIL-12). When no chunk
+verifies the span closes narrative-less (FAIL-10, FAIL-19).
+
+Model errors end a chunk, never the pass: only a bug (or cancellation) leaves this module as an exception,
+which the RPC layer turns into pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`,
+so this module does no I/O of its own. Planning, each chunk's prompt and every verification are pure CPU that
+grows with the span; they run in a worker thread so the event loop keeps serving ``status`` and other
+sessions' passes meanwhile (PASS-21). Model calls stay on the loop.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Protocol
+
+from longhaul_daemon.models.call_errors import BudgetExceeded, ModelCallError, RateLimited
+from longhaul_daemon.models.completion import CompletionResult
+from longhaul_daemon.models.request import Message
+from longhaul_daemon.models.structured import OutputSchema
+from longhaul_daemon.offload import Offload
+from longhaul_daemon.passes.answers.events import ChunkContext, ChunkEvents, Evaluation
+from longhaul_daemon.passes.answers.extract import ParsedAnswer, parse_answer
+from longhaul_daemon.passes.answers.questions import question_block, read_question_reply, with_additions
+from longhaul_daemon.passes.answers.schema import answer_schema, question_schema
+from longhaul_daemon.passes.answers.verify import evaluate
+from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN
+from longhaul_daemon.passes.prompting.instructions import QUESTION_SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.planning import (
+    DiffInputs,
+    chunk_tokens,
+    plan_diff,
+    prepare_chunk,
+    span_tokens,
+)
+from longhaul_daemon.passes.prompting.prompt import Prompt, question_prompt, retry_note
+from longhaul_daemon.state.model import ClosedAs
+
+__all__ = ["DiffInputs", "DiffModel", "DiffResult", "run_diff"]
+
+_REPLY_SHOWN = 8000  # how much of a flawed reply the retry shows back to the model, in characters
+
+
+class DiffModel(Protocol):
+    """The model the Diff talks to, with routing, retries and the pass budget behind it."""
+
+    def first_budget(self, need: int) -> int:
+        """DIFF-19: the first call's output budget for an answer that can need ``need`` tokens (capped)."""
+        ...
+
+    def raised_budget(self, previous: int) -> int | None:
+        """FAIL-7: the budget after a cut-off reply, or None when it cannot be raised."""
+        ...
+
+    def input_tokens(self, output_budget: int) -> int:
+        """How many prompt tokens one call may carry with ``output_budget`` left for the answer."""
+        ...
+
+    def failed_before(self) -> bool:
+        """Whether the model now called gave a reply with no usable answer earlier in this session."""
+        ...
+
+    def note_unusable(self) -> None:
+        """A reply of the model now called held no usable answer."""
+        ...
+
+    async def call(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema | None = None,
+    ) -> CompletionResult:
+        """One logical call; raises ``ModelCallError`` when it gives up. ``schema``: the answer schema for
+        this call (its labels held to the messages asked about), sent where the route takes it."""
+        ...
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """How the span closes and the verified events of each chunk that verified, in chunk order."""
+
+    closed_as: ClosedAs
+    reason: str | None
+    narrative: str | None = None
+    chunks: tuple[ChunkEvents, ...] = ()
+    chunk_count: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _ChunkRun:
+    """One chunk's outcome: its events when it verified, else why not."""
+
+    events: ChunkEvents | None = None
+    failure: str | None = None
+
+
+def _failure_code(error: ModelCallError) -> str:
+    if isinstance(error, RateLimited):
+        return "rate-limited"  # the provider's 429 asked for a wait past the budget
+    return "budget-exhausted" if isinstance(error, BudgetExceeded) else "model-error"
+
+
+class _Chunk:
+    """The calls of one chunk, in the order FAIL-1, FAIL-2, FAIL-7 and LIFT-10..18 give them."""
+
+    def __init__(self, model: DiffModel, prompt: Prompt, ctx: ChunkContext, offload: Offload) -> None:
+        self._model = model
+        self._offload = offload
+        self._prompt = prompt
+        self._ctx = ctx
+        self._budget = model.first_budget(chunk_tokens(ctx))
+        self._raised = False
+        self._strict = model.failed_before()  # at most one retry of either kind in this chunk
+        self._retries = 0
+        self._ids = [m.id for m in ctx.offered]
+        required = sum(1 for m in self._ids if m not in ctx.label_optional)
+        self._schema = answer_schema(self._ids, required=required)
+
+    async def _parse(self, text: str) -> ParsedAnswer:
+        """The reply read as an answer; off the loop for a big pass, since a big span's answer is big too."""
+        read = partial(
+            parse_answer,
+            text,
+            self._ids,
+            self._ctx.ledger_ids,
+            rules=self._ctx.rules,
+            label_optional=self._ctx.label_optional,
+        )
+        return await self._offload.run(read)
+
+    def _may_retry(self) -> bool:
+        return not self._strict or self._retries == 0
+
+    async def _call(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
+        result = await self._model.call(
+            self._prompt.system, messages, kind=kind, max_output_tokens=self._budget, schema=self._schema
+        )
+        parsed = await self._parse(result.text)
+        if not parsed.parsed:
+            self._model.note_unusable()
+        return result, parsed
+
+    async def _ask(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
+        """One call; a reply cut off with nothing usable is asked again, budget raised (FAIL-7, FAIL-8)."""
+        result, parsed = await self._call(messages, kind)
+        if parsed.parsed or not result.cut_off or self._raised or not self._may_retry():
+            return result, parsed
+        if parsed.form != "begun" and result.text.strip():
+            return result, parsed  # prose or an echo ran to the cap: more room only buys more of it
+        raised = self._model.raised_budget(self._budget)
+        if raised is None:
+            return result, parsed
+        self._raised = True
+        self._retries += 1
+        self._budget = raised
+        return await self._call(messages, "raised-budget")
+
+    async def run(self) -> _ChunkRun:
+        first_messages = (Message("user", self._prompt.user),)
+        try:
+            reply, parsed = await self._ask(first_messages, "first")
+        except ModelCallError as error:
+            return _ChunkRun(failure=_failure_code(error))
+        first = await self._offload.run(partial(evaluate, parsed, self._ctx, final=False))
+        settled, threw = parsed, False
+        # A begun answer cut at the output limit is retried with more room (FAIL-7, in _ask) or not at all:
+        # a format note at the same limit, on a longer prompt, is cut again.
+        fixable = bool(first.defects) if parsed.parsed else parsed.form == "begun" and not reply.cut_off
+        if fixable and self._may_retry():
+            self._retries += 1
+            note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
+            shown = reply.text[:_REPLY_SHOWN] or "(empty reply)"
+            retry_messages = (*first_messages, Message("assistant", shown), Message("user", note))
+            try:
+                _, retried = await self._ask(retry_messages, "retry")
+            except ModelCallError as error:
+                threw = True
+                if not parsed.parsed:
+                    return _ChunkRun(failure=_failure_code(error))
+            else:
+                settled = await self._choose(parsed, first, retried)
+        if not settled.parsed:
+            return _ChunkRun(failure="unparsable-answer")
+        final = await self._offload.run(partial(evaluate, settled, self._ctx, final=True))
+        if final.unlabeled:
+            return _ChunkRun(failure="unlabeled-messages")  # FAIL-4
+        if final.questions and not threw:
+            final = await self._question_round(settled, final)
+        return _ChunkRun(events=final.events)
+
+    async def _choose(self, kept: ParsedAnswer, kept_eval: Evaluation, retried: ParsedAnswer) -> ParsedAnswer:
+        """FAIL-2: the parsed answer with fewer defects; the retry wins a tie; an unparsed retry loses."""
+        if not retried.parsed:
+            return kept
+        if not kept.parsed:
+            return retried
+        retried_eval = await self._offload.run(partial(evaluate, retried, self._ctx, final=False))
+        return kept if len(kept_eval.defects) < len(retried_eval.defects) else retried
+
+    async def _question_round(self, settled: ParsedAnswer, final: Evaluation) -> Evaluation:
+        """LIFT-12..LIFT-16, LIFT-18: one call for all questions; a reply can only add an asked target."""
+        block, asked = question_block(final.questions, self._ctx.retry_note_chars)
+        if not asked:
+            return final
+        asked_ids = {q.msg for q in asked}
+        asked_messages = [(m.id, m.text) for m in self._ctx.offered if m.id in asked_ids]
+        try:
+            result = await self._model.call(
+                QUESTION_SYSTEM_PROMPT,
+                (Message("user", question_prompt(asked_messages, block)),),
+                kind="question",
+                max_output_tokens=self._budget,
+                schema=question_schema([q.msg for q in asked]),
+            )
+        except ModelCallError:
+            return final  # the settled answer stands
+        additions = read_question_reply(result.text, asked)
+        if not additions:
+            return final
+        answered = with_additions(settled, additions)
+        return await self._offload.run(partial(evaluate, answered, self._ctx, final=True))
+
+
+def _narrative(chunks: Sequence[ChunkEvents]) -> str | None:
+    parts = [c.narrative.strip() for c in chunks if c.narrative and c.narrative.strip()]
+    return " ".join(parts) if parts else None
+
+
+async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
+    """Run the Diff over the span; never raises for model behaviour (only bugs and cancellation escape)."""
+    span = list(inputs.span)
+    if not span:
+        return DiffResult(closed_as="empty", reason=None)  # PASS-17: nothing to ask a model about
+    ledger_ids = frozenset([c.id for c in inputs.commands] + [e.id for e in inputs.errors])
+    # chunks are planned with the most any of them can need kept free for the answer (DIFF-19)
+    need = await inputs.offload.run(partial(span_tokens, inputs))  # a pass over the whole span
+    budget_chars = model.input_tokens(model.first_budget(need)) * CHARS_PER_TOKEN
+
+    plan = await inputs.offload.run(partial(plan_diff, inputs, budget_chars))
+    accepted: list[ChunkEvents] = []
+    failures: list[str] = []
+    for index, chunk in enumerate(plan.chunks):
+        prepare = partial(
+            prepare_chunk,
+            inputs,
+            tuple(accepted),
+            chunk,
+            first=index == 0,  # carried and takeover-earlier messages all go with the first (DIFF-8)
+            edge=plan.tool_edge,
+            ledger_ids=ledger_ids,
+        )
+        prompt, ctx = await inputs.offload.run(prepare)
+        outcome = await _Chunk(model, prompt, ctx, inputs.offload).run()
+        if outcome.events is None:
+            failures.append(outcome.failure or "unverified")
+        else:
+            accepted.append(outcome.events)
+    dropped: Counter[str] = Counter()
+    for events in accepted:
+        dropped.update(events.dropped)
+    if not accepted:
+        return DiffResult(
+            closed_as="narrative-less",
+            reason=failures[0] if failures else "unverified",
+            chunk_count=len(plan.chunks),
+            dropped=dict(dropped),
+        )
+    narrative = _narrative(accepted) or "The span closed without a narrative line from the model."
+    closed_as: ClosedAs = "whole" if not failures else "chunk-missing"
+    return DiffResult(
+        closed_as=closed_as,
+        reason=None if not failures else f"chunk-{failures[0]}",
+        narrative=narrative,
+        chunks=tuple(accepted),
+        chunk_count=len(plan.chunks),
+        dropped=dict(dropped),
+    )

@@ -1,0 +1,242 @@
+"""The Diff's pure preparation: which chunks a span is cut into, at which tool edge, and each chunk's prompt.
+
+Kept apart from :mod:`longhaul_daemon.passes.diff.diff_stage` (the calls) so that everything here is a plain
+function of the pass's inputs: no model, no clock, no I/O, safe to run in a worker thread. Each chunk gets its
+prompt and the context its answer is verified in (:func:`prepare_chunk`).
+
+Output budgets, DIFF-19 (our decision): a chunk's first output budget is what its answer can need, not a
+flat 4,096 tokens (:func:`answer_tokens`). Every output token is paid for, and a model that loops spends the
+whole budget: against a small local model 40 of 46 calls ran to the cap (issue 11). A flat 4,096 is also
+too small for a chunk of a few hundred messages, whose labels alone need more. So the budget is counted from
+the chunk and the schema's DIFF-6 bounds, in characters turned into tokens at the planner's rate (three
+characters a token, which never understates):
+
+- 200 characters for the object's braces and keys, and 60 a label
+  (``{"msg":"u123","label":"rule and lifts R12","words":null},``);
+- the ``words`` of each offered message over 300 characters, up to their 600-character bound (a shorter
+  message is recorded whole whatever words come back, so none are budgeted for it);
+- ``narrative``, ``now`` and ``objective`` at their bounds;
+- half of each list at its bound, every item at its own bounds (evidence ids only when the ledger has any):
+  a fuller answer is rare, and one cut off there still gets FAIL-7's raised budget;
+- 30 characters for each open error a ``fixed`` claim may name, up to that list's bound.
+
+It is never below :data:`FLOOR_TOKENS`, and the model's ``maxTokens`` caps it
+(:meth:`~longhaul_daemon.passes.diff.diff_stage.DiffModel.first_budget`). A chunk of a handful of messages
+gets about 2,500 tokens, one of a hundred about 4,500; FAIL-7 still doubles it for a reply cut off at the cap.
+Chunks are planned with the whole span's need reserved for output (:func:`span_tokens`), which no chunk
+exceeds.
+
+A chunk's budget is the input budget less the length of the first chunk's prompt without a span (the state,
+the ledger, carried and earlier messages, the instructions: counted once per chunk), and a chunk is weighed by
+what its own messages add to that prompt: the conversation lines, the label listing and the id list (DIFF-1,
+DIFF-2). :class:`PromptSizer` builds the span-less prompt once and adds each message's parts
+(:func:`~longhaul_daemon.passes.prompting.message_text.message_size`), rendered once per tool edge. The sizes
+are exact, not estimates, and whole prompts are built only for the chunks that are sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from longhaul_daemon.offload import THREADS, Offload
+from longhaul_daemon.passes.answers.events import ChunkContext, ChunkEvents
+from longhaul_daemon.passes.answers.quotes import SHORT_MESSAGE
+from longhaul_daemon.passes.answers.quotes import OfferedMessage as QuotableMessage
+from longhaul_daemon.passes.answers.schema import BOUNDS
+from longhaul_daemon.passes.close_events import pending_rules
+from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN, TOOL_EDGES, ChunkPlan, plan_chunks
+from longhaul_daemon.passes.prompting.message_text import (
+    EXCERPT_CHARS,
+    SpanSize,
+    ledger_index,
+    message_size,
+    span_chars,
+)
+from longhaul_daemon.passes.prompting.prompt import EarlierMessage, OfferedMessage, Prompt, build_prompt
+from longhaul_daemon.passes.prompting.span_turns import span_turns
+from longhaul_daemon.passes.prompting.takeover import Takeover
+from longhaul_daemon.state.model import Command, ErrorEntry, Note, State
+from longhaul_daemon.transcript.messages import SpanMessage
+
+__all__ = [
+    "FLOOR_TOKENS",
+    "DiffInputs",
+    "PromptSizer",
+    "answer_tokens",
+    "chunk_prompt",
+    "chunk_tokens",
+    "offered_messages",
+    "plan_diff",
+    "prepare_chunk",
+    "span_tokens",
+]
+
+FLOOR_TOKENS = 1024
+_FRAME = 200
+_PER_LABEL = 60
+_KEYS = 40  # an item's keys, quotes and commas
+_EVIDENCE_ID = 6  # "C123",
+_FIXED_ITEM = 30  # {"error":"E12","by":"C345"},
+_LIST_SHARE = 2  # lists are budgeted at half their bound
+
+
+@dataclass(frozen=True)
+class DiffInputs:
+    """What the pass hands the Diff: the folded state, the span, the ledger after it, and the settings."""
+
+    state: State
+    span: Sequence[SpanMessage]
+    commands: Sequence[Command]
+    errors: Sequence[ErrorEntry]
+    carried: Sequence[OfferedMessage] = ()
+    remembered: Sequence[Note] = ()
+    focus: str | None = None
+    retry_note_chars: int = 2000
+    takeover: Takeover | None = None  # TAKEOVER-1: set when the newest compaction is another compactor's
+    offload: Offload = THREADS  # where the CPU steps run: a worker thread unless the pass is small
+
+
+def chunk_prompt(
+    inputs: DiffInputs, state: State, chunk: Sequence[SpanMessage], *, first: bool, edge: int
+) -> Prompt:
+    """The prompt of one chunk; carried and takeover-earlier messages all go with the first (DIFF-8,
+    TAKEOVER-25)."""
+    takeover = inputs.takeover
+    return build_prompt(
+        state,
+        chunk,
+        carried=inputs.carried if first else (),
+        commands=inputs.commands,
+        errors=inputs.errors,
+        remembered=inputs.remembered,
+        focus=inputs.focus,
+        tool_edge=edge,
+        earlier=takeover.earlier if first and takeover else (),
+        foreign_summary=takeover.summary if first and takeover else None,
+    )
+
+
+class PromptSizer:
+    """Exact prompt lengths for :func:`plan_chunks`: the first chunk's span-less prompt, plus per-message
+    parts that add up to what a span adds to it."""
+
+    def __init__(self, inputs: DiffInputs) -> None:
+        # The edge only cuts span messages, so the span-less prompt does not depend on it.
+        first = chunk_prompt(inputs, inputs.state, [], first=True, edge=TOOL_EDGES[0])
+        self._overhead = len(first.system) + len(first.user)
+        self._ledger = ledger_index(inputs.commands, inputs.errors)
+
+    def overhead(self, edge: int) -> int:
+        return self._overhead
+
+    def parts(self, group: Sequence[SpanMessage], edge: int) -> SpanSize:
+        return sum((message_size(m, self._ledger, edge) for m in group), SpanSize())
+
+    def chars(self, parts: Sequence[SpanSize]) -> int:
+        """What a chunk of these groups adds to a span-less prompt: its conversation, listing and ids."""
+        return span_chars(sum(parts, SpanSize())) - span_chars(SpanSize())
+
+
+def plan_diff(inputs: DiffInputs, input_chars: int) -> ChunkPlan:
+    """DIFF-1..3: the chunks of ``inputs.span`` for prompts of at most ``input_chars`` characters."""
+    return plan_chunks(inputs.span, input_chars=input_chars, sizer=PromptSizer(inputs))
+
+
+def offered_messages(
+    carried: Sequence[OfferedMessage], chunk: Sequence[SpanMessage], earlier: Sequence[EarlierMessage] = ()
+) -> tuple[QuotableMessage, ...]:
+    """Every message a chunk offers, oldest first: takeover-earlier ones, carried ones, then its own (turns
+    mode offers the whole span as one)."""
+    own = [
+        QuotableMessage(id=m.user_id, text=m.text)
+        for m in chunk
+        if m.role == "user" and m.user_id is not None
+    ]
+    seen = {m.id for m in own}
+    before = [
+        # QUOTE-16: an earlier message shown only as its opening yields a rule only with exact words
+        QuotableMessage(id=m.user_id, text=m.text, excerpt_only=not m.picked and len(m.text) > EXCERPT_CHARS)
+        for m in earlier
+        if m.user_id not in seen
+    ]
+    seen |= {m.id for m in before}
+    kept = [QuotableMessage(id=m.user_id, text=m.text) for m in carried if m.user_id not in seen]
+    return tuple(before + kept + own)
+
+
+def prepare_chunk(
+    inputs: DiffInputs,
+    accepted: Sequence[ChunkEvents],
+    chunk: Sequence[SpanMessage],
+    *,
+    first: bool,
+    edge: int,
+    ledger_ids: frozenset[str],
+) -> tuple[Prompt, ChunkContext]:
+    """One chunk's prompt and the context its answer is checked in, given the chunks ``accepted`` so far."""
+    takeover = inputs.takeover if first else None
+    carried = inputs.carried if first else ()
+    picked = takeover.picked if takeover else {}
+    rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
+    chunk_state = inputs.state.model_copy(update={"rules": list(rules)})
+    ctx = ChunkContext(
+        offered=offered_messages(carried, chunk, takeover.earlier if takeover else ()),
+        rules=rules,
+        ledger_ids=ledger_ids,
+        turns=span_turns(chunk, carried) + (takeover.turns if takeover else ()),
+        label_optional=frozenset(picked),
+        retry_note_chars=inputs.retry_note_chars,
+        picked=picked,
+        unpicked_earlier=frozenset(
+            m.user_id for m in (takeover.earlier if takeover else ()) if m.user_id not in picked
+        ),
+        commands=tuple(inputs.commands),
+        errors=tuple(inputs.errors),
+    )
+    return chunk_prompt(inputs, chunk_state, chunk, first=first, edge=edge), ctx
+
+
+def answer_tokens(offered_lengths: Iterable[int], *, open_errors: int, cites_ledger: bool) -> int:
+    """The output tokens an answer for these offered messages can need (the module docstring's rule).
+
+    ``offered_lengths``: the length in characters of each message the chunk asks a label for.
+    """
+    lengths = list(offered_lengths)
+    evidence = BOUNDS["evidence"] * _EVIDENCE_ID if cites_ledger else 0
+    decision = BOUNDS["text"] + BOUNDS["why"] + evidence + _KEYS
+    dead_end = BOUNDS["text"] + evidence + _KEYS
+    value = BOUNDS["name"] + BOUNDS["value"] + _KEYS
+    lists = BOUNDS["decisions"] * decision + BOUNDS["deadEnds"] * dead_end + BOUNDS["values"] * value
+    chars = (
+        _FRAME
+        + _PER_LABEL * len(lengths)
+        + sum(min(size, BOUNDS["words"]) for size in lengths if size > SHORT_MESSAGE)
+        + BOUNDS["narrative"]
+        + BOUNDS["now"]
+        + BOUNDS["objective"]
+        + lists // _LIST_SHARE
+        + _FIXED_ITEM * min(open_errors, BOUNDS["fixed"])
+    )
+    return max(FLOOR_TOKENS, -(-chars // CHARS_PER_TOKEN))
+
+
+def chunk_tokens(ctx: ChunkContext) -> int:
+    """DIFF-19: the first output budget one chunk's answer can need, before the model's cap."""
+    return answer_tokens(
+        (len(m.text) for m in ctx.offered),
+        open_errors=sum(1 for e in ctx.errors if e.open),
+        cites_ledger=bool(ctx.ledger_ids),
+    )
+
+
+def span_tokens(inputs: DiffInputs) -> int:
+    """The most any chunk of this span can need: every message it may offer, for planning the chunks."""
+    earlier = inputs.takeover.earlier if inputs.takeover else ()
+    lengths = [len(m.text) for m in earlier] + [len(m.text) for m in inputs.carried]
+    lengths += [len(m.text) for m in inputs.span if m.role == "user" and m.user_id is not None]
+    return answer_tokens(
+        lengths,
+        open_errors=sum(1 for e in inputs.errors if e.open),
+        cites_ledger=bool(inputs.commands or inputs.errors),
+    )

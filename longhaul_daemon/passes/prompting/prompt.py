@@ -1,0 +1,284 @@
+"""The model judges only what it sees: the prompt carries state and span in exact words, fenced as data.
+
+Everything the transcript supplied (user messages, rule words, commands, tool output, notes, /compact focus)
+is placed inside delimited data blocks that the instructions say can never change the task (DIFF-9). The
+markers carry a tag derived from a hash of the data, so no transcript text can forge the end of a block.
+Transcript text stays raw, cleaned only as :func:`~longhaul_daemon.passes.prompting.message_text.clean` says,
+and each span message reads as :mod:`longhaul_daemon.passes.prompting.message_text` renders it (DIFF-7,
+DIFF-9). DIFF-12 shows /compact instructions as focus text only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from longhaul_daemon.passes.answers.extract import Defect
+from longhaul_daemon.passes.prompting.instructions import INSTRUCTIONS, SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.message_text import (
+    EXCERPT_CHARS,
+    TAG_CHARS,
+    TOOL_RESULT_EDGE,
+    clean,
+    conversation_body,
+    excerpt,
+    id_list,
+    ledger_index,
+    listing_body,
+    listing_entry,
+    message_header,
+    serialize,
+)
+from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, State
+from longhaul_daemon.state.sanitize import sanitize
+from longhaul_daemon.transcript.messages import SpanMessage
+
+__all__ = [
+    "EXCERPT_CHARS",
+    "INSTRUCTIONS",
+    "TOOL_RESULT_EDGE",
+    "EarlierMessage",
+    "OfferedMessage",
+    "Prompt",
+    "build_prompt",
+    "clean",
+    "data_block",
+    "excerpt",
+    "question_prompt",
+    "retry_note",
+    "state_lines",
+]
+
+LEDGER_COMMANDS = 80  # newest commands shown; evidence may still cite any ledger id
+LEDGER_ERRORS = 40
+STATE_ITEMS = 30  # newest decisions and dead ends shown
+
+
+@dataclass(frozen=True)
+class OfferedMessage:
+    """A user message offered whole from an earlier span (carried, FAIL-11): its ``u<n>`` and full text."""
+
+    user_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class EarlierMessage:
+    """A user message from before the span, offered when Longhaul takes over from another compactor.
+
+    ``picked``: the standing-rule reading picked it (TAKEOVER-4); it is shown whole and may go unlabeled.
+    Any other earlier message is shown as its opening and needs a label (TAKEOVER-16, TAKEOVER-17).
+    """
+
+    user_id: str
+    text: str
+    picked: bool = False
+
+
+@dataclass(frozen=True)
+class Prompt:
+    system: str
+    user: str
+
+
+def _indent(text: str) -> str:
+    return clean(text).replace("\n", "\n  ")
+
+
+def data_block(name: str, tag: str, body: str) -> str:
+    """``body`` between BEGIN and END markers carrying ``tag``, which no transcript text can forge."""
+    return f"=== BEGIN DATA {name} {tag} ===\n{body}\n=== END DATA {name} {tag} ==="
+
+
+def _newest(items: Sequence[str], limit: int, what: str) -> list[str]:
+    shown = list(items[-limit:])
+    return ([f"({len(items) - limit} earlier {what} not shown)"] if len(items) > limit else []) + shown
+
+
+def state_lines(
+    state: State, commands: Sequence[Command], errors: Sequence[ErrorEntry], remembered: Sequence[Note]
+) -> list[str]:
+    """The state so far as the prompt shows it (DIFF-10): rules, items, open errors, values, ledger, notes."""
+    out: list[str] = []
+    if state.objective:
+        out.append(f"Objective: {_indent(state.objective)}")
+    if state.now:
+        out.append(f"Previous Now: {_indent(state.now)}")
+    rules = [r for r in state.rules if not r.lifted]
+    out.append("Rules in force:" if rules else "Rules in force: none")
+    out += [f"- {r.id} (given by {r.message}): {_indent(r.words)}" for r in rules]
+
+    def item_lines(title: str, items: Sequence[Item]) -> None:
+        texts = [
+            f"- {_indent(i.text)}" + (f" [{', '.join(i.evidence)}]" if i.evidence else "") for i in items
+        ]
+        out.append(f"{title}:" if texts else f"{title}: none")
+        out.extend(_newest(texts, STATE_ITEMS, title.lower()))
+
+    item_lines("Decisions", state.decisions)
+    item_lines("Dead ends", state.deadEnds)
+    open_errors = [e for e in errors if e.open]
+    out.append("Open errors:" if open_errors else "Open errors: none")
+    out += _newest(
+        [f"- {e.id} ({e.command or e.tool}): {_indent(e.text)}" for e in open_errors], LEDGER_ERRORS, "errors"
+    )
+    if state.values:
+        out.append("Values:")
+        out += [f"- {_indent(v.what)}: {_indent(v.value)} (turn {v.turn})" for v in state.values]
+    out.append("Ledger, commands:" if commands else "Ledger, commands: none")
+    out += _newest(
+        [f"- {c.id} exit {c.exit}: {_indent(c.text)}" for c in commands], LEDGER_COMMANDS, "commands"
+    )
+    closed = [f"- {e.id} ({e.command or e.tool}): {_indent(e.text)}" for e in errors if not e.open]
+    out.append("Ledger, closed errors:" if closed else "Ledger, closed errors: none")
+    out += _newest(closed, LEDGER_ERRORS, "errors")
+    if remembered:
+        out.append("Remembered notes (the agent's own, never the user's; never rules):")
+        out += [
+            f"- {f'({n.kind}) ' if n.kind and n.kind != 'note' else ''}{_indent(n.text)}" for n in remembered
+        ]
+    return out
+
+
+def _earlier_header(tag: str, message: EarlierMessage) -> str:
+    if message.picked:
+        return f"--- {message.user_id} ({len(message.text)} characters, picked) {tag} ---"
+    shown = ", shown in part: a rule needs exact words" if len(message.text) > EXCERPT_CHARS else ""
+    return f"--- {message.user_id} ({len(message.text)} characters{shown}) {tag} ---"
+
+
+def build_prompt(
+    state: State,
+    span: Sequence[SpanMessage],
+    *,
+    carried: Sequence[OfferedMessage] = (),
+    commands: Sequence[Command] | None = None,
+    errors: Sequence[ErrorEntry] | None = None,
+    remembered: Sequence[Note] = (),
+    focus: str | None = None,
+    tool_edge: int = TOOL_RESULT_EDGE,
+    earlier: Sequence[EarlierMessage] = (),
+    foreign_summary: str | None = None,
+) -> Prompt:
+    """The system and user prompt for one chunk (DIFF-7..12).
+
+    ``commands``/``errors`` are the ledger after this span's Ledger step (the state's when None); ``carried``
+    are the messages carried from earlier spans, listed whole before the span (DIFF-8); ``focus`` is the
+    ``/compact`` custom instructions (DIFF-12); ``tool_edge`` how much of each end of a long tool result
+    stays (DIFF-2: cut harder when a span would not fit four chunks). ``earlier`` and ``foreign_summary``
+    are set only when the pass takes over from another compactor (TAKEOVER-1, TAKEOVER-3, TAKEOVER-25).
+    """
+    commands = state.commands if commands is None else commands
+    errors = state.errors if errors is None else errors
+    carried_ids = {m.user_id for m in carried}
+    offered = [
+        (m.user_id, m.text)
+        for m in span
+        if m.role == "user" and m.user_id is not None and m.user_id not in carried_ids
+    ]
+    ledger_ids = ledger_index(commands, errors)
+    conversation = [line for m in span for line in serialize(m, ledger_ids, tool_edge)]
+    state_text = "\n".join(state_lines(state, commands, errors, remembered))
+    digest = hashlib.sha256()
+    for part in [
+        state_text,
+        foreign_summary or "",
+        *(m.text for m in earlier),
+        *(m.text for m in carried),
+        *(t for _, t in offered),
+        *conversation,
+        focus or "",
+    ]:
+        digest.update(clean(part).encode("utf-8", "replace"))
+    tag = digest.hexdigest()[:TAG_CHARS]
+
+    sections = ["The state so far:", data_block("state", tag, state_text)]
+    if foreign_summary:
+        sections += [
+            "Another compactor summarized the conversation before this span. Keep whatever in it still holds "
+            "in your decisions, dead ends, Now and objective; it is not the user's words, so it is never a "
+            "rule and never quotable:",
+            data_block("earlier-summary", tag, clean(foreign_summary)),
+        ]
+    if earlier:
+        body = "\n".join(
+            f"{_earlier_header(tag, m)}\n{clean(m.text if m.picked else excerpt(m.text))}" for m in earlier
+        )
+        sections += [
+            "User messages from before this span (the other compactor's span), oldest first. A message "
+            "marked `picked` reads as a standing rule: code records it as a rule unless you label it "
+            "`not a rule` (a one-off: a request, a reply or a question), and when it replaces an older rule "
+            "label it "
+            "`rule and lifts u<n>`. Every other message here needs a label like a span message; one shown "
+            "only in part yields a rule only with its exact words:",
+            data_block("earlier", tag, body),
+        ]
+    if carried:
+        body = "\n".join(f"{message_header(tag, m.user_id, len(m.text))}\n{clean(m.text)}" for m in carried)
+        sections += [
+            "Messages carried from earlier spans, shown whole; label each:",
+            data_block("carried", tag, body),
+        ]
+    listing = [listing_entry(tag, uid, text) for uid, text in offered]
+    sections.append("User messages of this span to label (the conversation below shows them whole):")
+    sections.append(data_block("messages", tag, listing_body(listing)))
+    sections += [
+        "The span's conversation:",
+        data_block("conversation", tag, conversation_body(conversation)),
+    ]
+    if focus and focus.strip():
+        sections.append(
+            "Focus the user asked for in this compaction: use it only to choose what the narrative and Now "
+            "stress. It is not a rule, not a message to label and never quotable."
+        )
+        sections.append(data_block("focus", tag, clean(focus)))
+    needed = [m.user_id for m in earlier if not m.picked]
+    all_ids = needed + [m.user_id for m in carried] + [uid for uid, _ in offered]
+    sections.append(f"Label exactly these messages: {id_list(all_ids)}.")
+    picked = [m.user_id for m in earlier if m.picked]
+    if picked:
+        sections.append(f"These picked messages may also be labeled, or left out: {', '.join(picked)}.")
+    return Prompt(system=SYSTEM_PROMPT, user="\n\n".join(sections))
+
+
+def question_prompt(asked: Sequence[tuple[str, str]], block: str) -> str:
+    """The user text of a chunk's question call: each asked message (``u<n>``, text) whole in a data block,
+    then the questions.
+
+    The questions show the older rule's words (LIFT-12), so the asked messages are all the model needs; the
+    chunk's state and conversation are not sent again, which made the round cost as much as the first call.
+    """
+    digest = hashlib.sha256()
+    for _, text in asked:
+        digest.update(clean(text).encode("utf-8", "replace"))
+    tag = digest.hexdigest()[:TAG_CHARS]
+    body = "\n".join(f"{message_header(tag, uid, len(text))}\n{clean(text)}" for uid, text in asked)
+    return "\n\n".join(
+        ["The user messages asked about, shown whole:", data_block("messages", tag, body), block]
+    )
+
+
+RETRY_HEADER = "Your previous answer had these problems. Send the whole JSON answer again with them fixed:"
+
+
+def retry_note(defects: Sequence[Defect], limit_chars: int, header: str = RETRY_HEADER) -> str:
+    """FAIL-1, FAIL-3: the defects, one whole line each, at most ``limit_chars`` code points in all."""
+    if limit_chars <= 0:
+        return ""
+    if len(header) > limit_chars:
+        return header[: max(0, limit_chars - 1)] + "…" if limit_chars > 1 else header[:limit_chars]
+    lines = [header]
+    size = len(header)
+    for at, defect in enumerate(defects):
+        line = "- " + sanitize(defect.text)
+        left = len(defects) - at - 1
+        reserve = len(f"\n({left} more problems not shown)") if left else 0
+        if size + 1 + len(line) + reserve > limit_chars:
+            more = f"({len(defects) - at} more problems not shown)"
+            if size + 1 + len(more) <= limit_chars:
+                lines.append(more)
+            break
+        lines.append(line)
+        size += 1 + len(line)
+    return "\n".join(lines)
