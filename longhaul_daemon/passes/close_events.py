@@ -17,13 +17,13 @@ Decisions taken here (the proposals unless said otherwise):
   and a final full stop) adds no item; its evidence ids join the held item's.
 - VALUE-8: values are merged with :func:`~longhaul_daemon.passes.answers.values.merge_values`; ``objective``
   and ``now`` are replaced when a chunk gives them, the last chunk that does winning.
-- Issue 11: an open error a verified ``fixed`` claim names is closed; closing takes no sequence number,
+- An open error a verified ``fixed`` claim names is closed; closing takes no sequence number,
   since the ledger's errors carry none (LEDGER-8 closes them in the ledger step the same way).
 - Code's second look (:mod:`~longhaul_daemon.passes.answers.doubts`): a new rule keeps its ``doubt``; a
   possible withdrawal flags its rule (``possiblyWithdrawnBy``, ``withdrawalWords``) once every lift of the
   Close is applied, unless the rule is lifted; a flag takes no sequence number, for it changes no rule's
   standing.
-- Issue 12: model text is cleaned as it is accepted (:mod:`longhaul_daemon.state.clean`), before it is
+- Model text is cleaned as it is accepted (:mod:`longhaul_daemon.state.clean`), before it is
   compared with what the State holds, so a restatement differing only in a control character adds nothing;
   an item, value, Now or objective with nothing printable left is not accepted and takes no number.
 """

@@ -111,8 +111,8 @@ class LabelEvents:
 @dataclass(frozen=True)
 class ChunkEvents:
     """One chunk's accepted contribution. ``labels`` in message order; ``judged`` every offered id whose label
-    was accepted (``not a rule`` included); ``fixed`` the open errors a later successful command closed
-    (issue 11); ``dropped`` counts what verification discarded, by kind; ``rejected_quotes`` the rule words
+    was accepted (``not a rule`` included); ``fixed`` the open errors a later successful command closed;
+    ``dropped`` counts what verification discarded, by kind; ``rejected_quotes`` the rule words
     it refused, as ``(msg, words)`` given, for the debug excerpts of LOG-14 and QUOTE-17 only."""
 
     labels: tuple[LabelEvents, ...] = ()

@@ -9,7 +9,7 @@ The answer (DIFF-4, DIFF-5 proposal) is one JSON object::
      "values": [{"name": "...", "value": "...", "turn": "u12"}],
      "fixed": [{"error": "E3", "by": "C9"}]}
 
-Which object of the reply is the answer (:func:`find_answer`, issue 11): a small model asked for the answer
+Which object of the reply is the answer (:func:`find_answer`): a small model asked for the answer
 object often echoes the prompt instead, and the prompt holds JSON of its own, such as a tool result
 ``{"status":"ok","uptime_s":812}``. Taking the first object found made such an echo "the answer", and the
 span then closed for unlabeled messages, blaming the labels of an answer that never was. So an object counts

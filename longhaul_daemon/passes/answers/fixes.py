@@ -2,7 +2,7 @@
 
 LEDGER-8 closes an error only when the very same command text later exits 0, so an error stays open for ever
 when the command that fixed it reads differently: ``pytest tests/test_x.py -q`` failed, ``pytest -q`` then
-passed (issue 11). The answer may now say so (``fixed: [{"error": "E3", "by": "C9"}]``), and
+passed. The answer may now say so (``fixed: [{"error": "E3", "by": "C9"}]``), and
 :func:`check_fixes` accepts a claim only when all of these hold (our rule):
 
 1. the error is open and came from a command (its ``C<n>``);

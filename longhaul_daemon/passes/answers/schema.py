@@ -1,8 +1,8 @@
 """One home for the answer's shape and DIFF-6 bounds, so parsing, cutting, the prompt and the wire agree.
 
 :class:`AnswerShape` is the whole answer as a reply may hold it. It is the one definition the structured
-output schema sent to the model is derived from (:data:`ANSWER_SCHEMA`, issue 11), and the one the reply's
-shape check reads its keys from (:data:`ANSWER_KEYS`, :mod:`longhaul_daemon.diff.reply`).
+output schema sent to the model is derived from (:data:`ANSWER_SCHEMA`), and the one the reply's
+shape check reads its keys from (:data:`ANSWER_KEYS`, :mod:`.extract`).
 
 Two layers. The ``*Item`` shapes are what a reply may hold: types checked strictly, no bounds, because an
 over-bound list or string is a format defect for the retry rather than a silent loss (DIFF-16 proposal). The
@@ -68,7 +68,7 @@ BOUNDS: Final[Mapping[str, int]] = MappingProxyType(
         "words": 600,
         "name": 80,
         "value": 200,
-        "fixed": 8,  # issue 11: open errors the answer says a later command fixed
+        "fixed": 8,  # open errors the answer says a later command fixed
     }
 )
 
@@ -177,11 +177,11 @@ ANSWER_SCHEMA: Final = OutputSchema(
 def answer_schema(offered: Sequence[str], *, required: int) -> OutputSchema:
     """:data:`ANSWER_SCHEMA` for one call: ``labels`` holds from ``required`` to ``len(offered)`` items, each
     naming one of ``offered``. A constrained model can then neither skip messages nor repeat labels until
-    its output limit, which a small model otherwise does (issue 11).
+    its output limit, which a small model otherwise does.
 
     Only the path down to what changes is copied; the rest is shared with :data:`ANSWER_SCHEMA`, which no
     reader mutates (the providers copy before they add to a schema). A deep copy cost every pass ~0.2 ms of
-    loop time (issue 10)."""
+    loop time."""
     template = ANSWER_SCHEMA.schema
     ids = list(dict.fromkeys(offered))
     labels = {**template["properties"]["labels"]}

@@ -24,9 +24,9 @@ Decisions taken here (the proposals unless said otherwise):
   them.
 - In a non-final answer a label whose words are a defect counts as not yet judged; in the final answer every
   accepted label counts as judged, a dropped rule included (QUOTE-4: the message is not carried).
-- Issue 11: an answer's ``fixed`` claims are checked by :mod:`longhaul_daemon.passes.answers.fixes`; a refused
+- An answer's ``fixed`` claims are checked by :mod:`longhaul_daemon.passes.answers.fixes`; a refused
   one is dropped and counted (``fixed``), like a value, and never goes into a retry note.
-- Issue 12: accepted rule words are cleaned where they are cut (``clean_span``): the same cut of the message
+- Accepted rule words are cleaned where they are cut (``clean_span``): the same cut of the message
   cleaned as a whole, so they stay a verbatim substring of the cleaned message and compare equal to the
   State's cleaned words (FAIL-18). Words with nothing printable left give no rule.
 """

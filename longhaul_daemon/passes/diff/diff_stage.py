@@ -8,7 +8,7 @@ room. Fixable format defects earn one retry with a note (FAIL-1); the parsed fir
 and the one with fewer defects wins, the retry on a tie (FAIL-2). Once the answer is settled, the questions it
 raises go out in one extra call (LIFT-10..LIFT-18, FAIL-5, FAIL-6), never after a call that threw (LIFT-17).
 
-Retries are paid for, so (issue 11, our policy) only a reply that holds the answer, or began it, earns the
+Retries are paid for, so (our policy) only a reply that holds the answer, or began it, earns the
 format retry: a reply with no JSON object at all, or only objects of another shape (an echo of the prompt),
 is a model that cannot do this, and asking again with its reply shown back never helped (16 of 16 such
 retries against a small local model failed); the chunk closes ``unparsable-answer`` at once. And once the

@@ -6,7 +6,7 @@ prompt and the context its answer is verified in (:func:`prepare_chunk`).
 
 Output budgets, DIFF-19 (our decision): a chunk's first output budget is what its answer can need, not a
 flat 4,096 tokens (:func:`answer_tokens`). Every output token is paid for, and a model that loops spends the
-whole budget: against a small local model 40 of 46 calls ran to the cap (issue 11). A flat 4,096 is also
+whole budget: against a small local model 40 of 46 calls ran to the cap. A flat 4,096 is also
 too small for a chunk of a few hundred messages, whose labels alone need more. So the budget is counted from
 the chunk and the schema's DIFF-6 bounds, in characters turned into tokens at the planner's rate (three
 characters a token, which never understates):

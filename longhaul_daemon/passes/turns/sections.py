@@ -1,7 +1,7 @@
 """The five sections of a turns-mode conversation: their order, their answer shapes and how a reply holds one.
 
 TURNS-2 fixes the order: narrative, objective, labels, decisions and dead ends, Now. Each section is one small
-JSON object, sent as the structured-output schema of its turn where the route takes one (issue 14 point 6),
+JSON object, sent as the structured-output schema of its turn where the route takes one,
 and found in a reply the way the Diff finds its answer (:mod:`longhaul_daemon.passes.answers.extract`): the
 first top-level object that has the section's shape, bare or fenced, with at most two keys the shape does not
 name. The shape of a section is its key (``narrative``, ``objective``, ``labels``, ``now``) or, for decisions
@@ -142,7 +142,7 @@ def section_schema(
     """The structured-output schema of one turn: the section's shape, its lists held to their bounds.
 
     For labels, ``labels`` holds from ``required`` to ``len(label_ids)`` items, each naming one of
-    ``label_ids`` (as the Diff's schema does, issue 11); for decisions, ``openErrors`` may name only
+    ``label_ids`` (as the Diff's schema does); for decisions, ``openErrors`` may name only
     ``open_errors``.
     """
     schema = copy.deepcopy(_SCHEMAS[section])
