@@ -133,6 +133,7 @@ class Progress:
         self._draw(now)
 
     def advance(self, detail: str | None = None) -> None:
+        """One more item done; redraws at once, so each finished item shows."""
         self.update(self._state.done + 1, detail, force=True)
 
     def close(self) -> None:

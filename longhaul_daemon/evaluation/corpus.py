@@ -248,6 +248,8 @@ def write_corpus_session(path: Path, *, compactions: int, seed: int) -> AnswerKe
 
 @dataclass
 class CorpusSummary:
+    """What ``corpus`` wrote: counts of sessions, compactions, rules and lifts, for its closing line."""
+
     sessions: int = 0
     compactions: int = 0
     rules: int = 0
@@ -279,6 +281,7 @@ def write_corpus(out_dir: Path, *, sessions: int, seed: int, max_compactions: in
 
 
 def run_corpus(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """The ``corpus`` command: write synthetic sessions and answer keys into a new or empty directory."""
     out_dir = Path(args.out_dir)
     shown = "".join(ch if ch.isprintable() else "?" for ch in str(out_dir))  # a path may hold escapes
     if out_dir.exists() and not out_dir.is_dir():

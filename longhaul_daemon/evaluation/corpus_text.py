@@ -32,6 +32,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RuleText:
+    """A rule's wording: the words that set it, ways to withdraw it, a one-off that withdraws nothing."""
+
     words: str  # what the user types
     withdrawals: tuple[str, ...]  # each withdraws this rule in the user's own words
     permission: str  # a one-off that touches the rule and withdraws nothing
@@ -39,6 +41,8 @@ class RuleText:
 
 @dataclass(frozen=True)
 class Task:
+    """A task the synthetic user asks for, named so the "next step" probe can find it."""
+
     name: str  # an identifier that names the task; the "next step" probe looks for it
     request: str
 
@@ -135,6 +139,8 @@ Thanks for helping! A few house rules for human contributors:
 
 @dataclass(frozen=True)
 class Failure:
+    """A command that failed, with its output and exit code, for a synthetic session's open errors."""
+
     command: str
     output: str
     exit_code: int

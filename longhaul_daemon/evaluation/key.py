@@ -67,6 +67,8 @@ class KeyCompaction:
 
 @dataclass(frozen=True)
 class AnswerKey:
+    """What a synthetic session should keep: each compaction's expectations and the traps set in it."""
+
     compactions: tuple[KeyCompaction, ...]
     traps: Mapping[str, int] = field(default_factory=dict)
     version: int = KEY_VERSION

@@ -47,6 +47,8 @@ _COMMAND_KEY_CHARS = 80  # a long command is matched on its start, as a summary 
 
 @dataclass(frozen=True)
 class Probe:
+    """One question asked after a compaction, and what a right answer must contain."""
+
     kind: ProbeKind
     text: str  # the rule's words, the command, the value, or the task's name
     exit: int | None = None  # for a command

@@ -48,6 +48,8 @@ _TIMEOUT = httpx.Timeout(900.0, connect=30.0)
 
 @dataclass
 class CallRecord:
+    """One forwarded model call: HTTP status, tokens the provider reported, seconds taken."""
+
     status: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -120,25 +122,30 @@ class RecordingProxy:
     _client: httpx.Client | None = None
 
     def base_url(self, tag: str) -> str:
+        """The base URL whose calls are recorded under ``tag``."""
         if self._http is None:
             raise RuntimeError("proxy not started")
         return f"http://127.0.0.1:{self._http.port}/{tag}"
 
     def calls(self, tag: str) -> list[CallRecord]:
+        """The calls recorded under ``tag`` so far."""
         with self._lock:
             return list(self._calls.get(tag, []))
 
     def add(self, tag: str, record: CallRecord) -> None:
+        """Record one call under ``tag``."""
         with self._lock:
             self._calls.setdefault(tag, []).append(record)
 
     def start(self) -> RecordingProxy:
+        """Start forwarding on a free loopback port; returns the proxy so it can be chained."""
         self._client = httpx.Client(timeout=_TIMEOUT)
         self._http = LoopbackHttp(_handler(self, self._client), name="score-proxy")
         self._http.start()
         return self
 
     def close(self) -> None:
+        """Stop forwarding and close the upstream client."""
         if self._http is not None:
             self._http.close()
             self._http = None

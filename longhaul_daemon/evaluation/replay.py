@@ -61,6 +61,8 @@ class ModelSwitch:
 
 @dataclass
 class ReplayConfig:
+    """How to replay: the pi binary, the shim, which compactor runs, and how long a step may take."""
+
     pi_bin: Path
     shim: Path
     compactor: Who = "longhaul"
@@ -87,6 +89,8 @@ class CompactionRun:
 
 @dataclass
 class ReplayOutcome:
+    """What replaying one transcript gave: each compaction run, or the problem that stopped it."""
+
     name: str
     compactor: Who
     recorded: int = 0  # compactions the script asked for

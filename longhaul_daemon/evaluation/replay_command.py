@@ -27,6 +27,7 @@ EXIT_HANDLER_ERROR = 3  # REPLAY-8
 
 
 def outcome_json(o: ReplayOutcome) -> dict[str, Any]:
+    """One replay outcome as the JSON ``replay --json`` prints."""
     return {
         "name": o.name,
         "compactor": o.compactor,
@@ -91,6 +92,7 @@ def _text(outcomes: Sequence[ReplayOutcome], compactor: str) -> str:
 
 
 def run_replay(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """The ``replay`` command: replay each named transcript through pi with the chosen compactor."""
     if not check_named_files(args.files, "replay", err):
         return EXIT_NOT_RUN
     tools = find_tools(args.pi, args.shim)

@@ -56,6 +56,8 @@ class _Plan:
 
 @dataclass(frozen=True)
 class ModelInfo:
+    """The model both compactors use: provider, model id and the URL its calls go to."""
+
     provider: str
     model_id: str
     base_url: str
@@ -151,6 +153,7 @@ def _score_one(
 
 
 def run_score(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """The ``score`` command: replay and probe each transcript with both compactors and report."""
     if not args.model:
         err.write("longhaul-daemon score: name the model both compactors use with --model PROVIDER/ID\n")
         return EXIT_REFUSED

@@ -20,6 +20,8 @@ __all__ = ["CompactorReport", "RunResult", "report_json", "report_text", "summar
 
 @dataclass
 class RunResult:
+    """Probe results of one transcript, compactor and run."""
+
     transcript: str
     compactor: str
     run: int
@@ -38,6 +40,8 @@ class RunResult:
 
 @dataclass
 class CompactorReport:
+    """One compactor's scores over all transcripts: per run and per probe kind."""
+
     name: str
     run_scores: list[float] = field(default_factory=list)  # one per run, 0..1
     kind_scores: dict[str, float] = field(default_factory=dict)  # probes of a kind passed over all runs
@@ -53,6 +57,7 @@ class CompactorReport:
 
     @property
     def score(self) -> float:
+        """The mean of the run scores (0 when nothing ran)."""
         return statistics.fmean(self.run_scores) if self.run_scores else 0.0
 
 
@@ -61,6 +66,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def summarize(results: Sequence[RunResult], compactor: str, runs: int) -> CompactorReport:
+    """Fold the results of one compactor into its report."""
     mine = [r for r in results if r.compactor == compactor]
     report = CompactorReport(compactor)
     for run in range(1, runs + 1):
@@ -106,6 +112,7 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def report_text(reports: Sequence[CompactorReport], header: str) -> str:
+    """The reports as a plain-text table under ``header``."""
     rows = [
         [
             "compactor",
@@ -144,6 +151,7 @@ def report_text(reports: Sequence[CompactorReport], header: str) -> str:
 
 
 def report_json(reports: Sequence[CompactorReport]) -> dict[str, Any]:
+    """The reports as JSON, keyed by compactor."""
     return {
         r.name: {
             "score": round(r.score, 4),

@@ -36,6 +36,8 @@ StepKind = Literal["prompt", "bash", "compact"]
 
 @dataclass(frozen=True)
 class RecordedCall:
+    """A tool call as the transcript recorded it."""
+
     id: str
     name: str
     arguments: Mapping[str, Any]
@@ -53,12 +55,16 @@ class RecordedReply:
 
 @dataclass(frozen=True)
 class BashResult:
+    """One recorded output of a ``!`` bash command."""
+
     output: str
     exit_code: int
 
 
 @dataclass
 class Step:
+    """One thing the replay does: send a prompt, run a bash command, or compact."""
+
     kind: StepKind
     text: str = ""  # prompt: the user's text; bash: the command
     images: list[dict[str, Any]] = field(default_factory=list)
@@ -67,6 +73,8 @@ class Step:
 
 @dataclass
 class ReplayScript:
+    """A transcript turned into steps, with the recorded tool and bash results to play back."""
+
     steps: list[Step] = field(default_factory=list)
     tool_results: dict[str, dict[str, Any]] = field(default_factory=dict)  # toolCallId -> result
     bash_results: dict[str, list[BashResult]] = field(default_factory=dict)  # command -> outputs in order
@@ -75,14 +83,17 @@ class ReplayScript:
 
     @property
     def compactions(self) -> int:
+        """How many compactions the script asks for."""
         return sum(1 for s in self.steps if s.kind == "compact")
 
     @property
     def prompts(self) -> int:
+        """How many prompts the script sends."""
         return sum(1 for s in self.steps if s.kind == "prompt")
 
     @property
     def tool_names(self) -> list[str]:
+        """The tools the recorded results came from, sorted."""
         return sorted({str(r["toolName"]) for r in self.tool_results.values()})
 
 

@@ -121,6 +121,8 @@ sys.exit(int(result["exitCode"]) & 255)
 
 @dataclass(frozen=True)
 class StandIns:
+    """The stand-in tool extension and shell for a replay, and the environment that enables them."""
+
     extension: Path
     shell: Path
     env: dict[str, str]

@@ -67,6 +67,7 @@ class SessionWriter:
         self.span = 0  # Longhaul compactions written so far
 
     def new_id(self) -> str:
+        """A fresh random entry id, unique in this session."""
         while True:
             entry_id = f"{self._rng.getrandbits(32):08x}"
             if entry_id not in self._ids:
@@ -74,6 +75,7 @@ class SessionWriter:
                 return entry_id
 
     def stamp(self) -> tuple[str, int]:
+        """The next timestamp, one second on, as ISO text and as milliseconds."""
         self._ms += 1000
         seconds, ms = divmod(self._ms, 1000)
         minutes, sec = divmod(seconds, 60)
@@ -82,11 +84,13 @@ class SessionWriter:
         return iso, self._ms
 
     def line(self, value: dict[str, Any]) -> None:
+        """Write one JSON line and count its bytes."""
         data = json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
         self._out.write(data)
         self.written += len(data.encode("utf-8"))
 
     def entry(self, kind: str, **fields: Any) -> str:
+        """Write an entry chained to the previous one; returns its id."""
         entry_id = self.new_id()
         iso, _ = self.stamp()
         self.line({"type": kind, "id": entry_id, "parentId": self.parent, "timestamp": iso, **fields})
@@ -95,6 +99,7 @@ class SessionWriter:
         return entry_id
 
     def message(self, message: dict[str, Any]) -> str:
+        """Write a message entry and note it as not yet compacted; returns its id."""
         _, ms = self.stamp()
         entry_id = self.entry("message", message={**message, "timestamp": ms})
         self.since_kept.append(entry_id)

@@ -114,6 +114,7 @@ class PassModel:
 
     @property
     def current(self) -> RouteCandidate | None:
+        """The route being tried now, or None once every route has failed."""
         candidates = self._plan.candidates
         return candidates[self._index] if self._index < len(candidates) else None
 
@@ -131,21 +132,26 @@ class PassModel:
         return self.current.target.max_tokens if self.current is not None else None
 
     def first_budget(self, need: int) -> int:
+        """The output budget of a first try, within the current model's limit."""
         return first_budget(need, self._max_tokens())
 
     def raised_budget(self, previous: int) -> int | None:
+        """A larger budget after a cut-off answer, or None when the limit is reached."""
         return raised_budget(previous, self._max_tokens())
 
     def input_tokens(self, output_budget: int) -> int:
+        """The prompt tokens the current model's window leaves beside ``output_budget``."""
         spec = self.current.spec if self.current is not None else ""
         window = self._windows.get(spec) or DEFAULT_CONTEXT_WINDOW
         return max(1024, window - output_budget - _PROMPT_MARGIN)
 
     def failed_before(self) -> bool:
+        """Whether the model in use failed earlier, in this pass or an earlier one of the session."""
         spec = self.used
         return spec is not None and (spec in self._failed or self.unusable[spec] > 0)
 
     def note_unusable(self) -> None:
+        """Count an unusable answer against the model in use."""
         if self.used is not None:
             self.unusable[self.used] += 1
 
@@ -168,6 +174,7 @@ class PassModel:
         max_output_tokens: int,
         schema: OutputSchema | None = None,
     ) -> CompletionResult:
+        """One model call, moving to the next route when a route fails; raises when none is left."""
         while True:
             candidate = self.current
             if candidate is None:  # the pass checks for a model before the Diff; this guards misuse
@@ -217,6 +224,7 @@ class PassModel:
     # --- turns mode (TURNS-7) ---
 
     def turn_budget(self, need: int) -> int:
+        """The output budget of one turn in turns mode, within the current model's limit."""
         return first_budget(need, self._max_tokens())
 
     def _turn_request(
@@ -363,4 +371,5 @@ class PassModel:
         }
 
     def tokens(self) -> int:
+        """Input plus output tokens of every call of this pass."""
         return sum(t.usage.input + t.usage.output for t in self.traces)

@@ -63,9 +63,11 @@ class Daemon:
 
     @property
     def log_path(self) -> Path:
+        """The log file of the current start (each restart writes a new one)."""
         return self.log_dir / f"daemon-{self._starts}.log"
 
     def log_tail(self, chars: int = 3000) -> str:
+        """The last ``chars`` of the current log, for a failing test's message."""
         try:
             return self.log_path.read_text(errors="replace")[-chars:]
         except OSError:
@@ -110,6 +112,7 @@ class Daemon:
         )
 
     def status(self) -> dict[str, Any]:
+        """The daemon's ``status`` RPC result."""
         result = rpc_call(self.socket_path, "status", {})
         if not isinstance(result, dict):
             raise DaemonError(f"status returned {result!r}")
@@ -117,11 +120,13 @@ class Daemon:
 
     @property
     def pid(self) -> int:
+        """The daemon's process id; raises when it was never started."""
         if self.proc is None:
             raise DaemonError("daemon not started")
         return self.proc.pid
 
     def running(self) -> bool:
+        """Whether the daemon process is started and has not exited."""
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:

@@ -32,6 +32,7 @@ class LoopbackHttp:
         return int(self._httpd.server_address[1])
 
     def start(self) -> None:
+        """Serve on a free 127.0.0.1 port from a daemon thread."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name=self._name, daemon=True)

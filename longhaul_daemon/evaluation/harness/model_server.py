@@ -58,6 +58,8 @@ class Speed:
 
 @dataclass
 class KindStats:
+    """Totals for one request kind: calls, estimated tokens and seconds spent."""
+
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -65,6 +67,7 @@ class KindStats:
 
 
 def tokens(chars: int) -> int:
+    """A token estimate for ``chars`` characters (four to a token, rounded up)."""
     return -(-chars // 4)
 
 
@@ -83,6 +86,7 @@ class RecordedRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
+        """The request's chat messages, whatever wire format it came in."""
         return chat_messages(self.body)
 
     def texts(self, role: str | None = None) -> list[str]:
@@ -92,6 +96,7 @@ class RecordedRequest:
         ]
 
     def all_text(self) -> str:
+        """Every message's text in one string, for a test to search."""
         return "\n".join(self.texts())
 
 
@@ -150,6 +155,7 @@ class ModelServer:
             self._longhaul = hook
 
     def pending(self) -> int:
+        """How many scripted replies are still queued."""
         with self._lock:
             return len(self._queue)
 
@@ -162,6 +168,7 @@ class ModelServer:
 
     # ---- what was asked ---------------------------------------------------------------------------------
     def requests(self, kind: RequestKind | None = None) -> list[RecordedRequest]:
+        """The requests received so far, optionally only those of one kind."""
         with self._lock:
             return [r for r in self._requests if kind is None or r.kind == kind]
 
@@ -173,17 +180,21 @@ class ModelServer:
     # ---- lifecycle --------------------------------------------------------------------------------------
     @property
     def port(self) -> int:
+        """The port the server listens on."""
         return self._http.port
 
     @property
     def base_url(self) -> str:
+        """The OpenAI-style base URL a provider config points at."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> ModelServer:
+        """Start serving; returns the server so it can be chained."""
         self._http.start()
         return self
 
     def close(self) -> None:
+        """Stop serving; delayed and paced replies stop waiting."""
         self.closing.set()
         self._http.close()
 

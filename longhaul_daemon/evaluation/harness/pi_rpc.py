@@ -108,10 +108,12 @@ class PiRpc:
 
     @property
     def stderr(self) -> str:
+        """Everything pi wrote to stderr so far."""
         with self._cond:
             return "".join(self._stderr)
 
     def events(self, start: int = 0) -> list[Event]:
+        """The events pi sent, from index ``start`` on (see :meth:`mark`)."""
         with self._cond:
             return list(self._events[start:])
 
@@ -121,12 +123,15 @@ class PiRpc:
             return len(self._events)
 
     def count(self, event_type: str) -> int:
+        """How many events of ``event_type`` pi sent so far."""
         return sum(1 for e in self.events() if e.get("type") == event_type)
 
     def extension_errors(self) -> list[Event]:
+        """The ``extension_error`` events: the shim failing inside pi."""
         return [e for e in self.events() if e.get("type") == "extension_error"]
 
     def diagnostics(self) -> str:
+        """Recent events and stderr, for a failing test's message."""
         with self._cond:
             return self._diagnostics_locked()
 
@@ -164,6 +169,7 @@ class PiRpc:
 
     # ---- commands ---------------------------------------------------------------------------------------
     def send(self, command: dict[str, Any]) -> str:
+        """Write one RPC command to pi's stdin and return the id its response will carry."""
         request_id = f"rpc-{next(self._ids)}"
         assert self.proc.stdin is not None
         try:
@@ -220,6 +226,7 @@ class PiRpc:
         return self.ok({"type": "bash", "command": command}, timeout=timeout)
 
     def get_state(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+        """pi's ``get_state`` data."""
         data = self.ok({"type": "get_state"}, timeout=timeout).get("data")
         if not isinstance(data, dict):
             with self._cond:
@@ -227,6 +234,7 @@ class PiRpc:
         return data
 
     def session_file(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> Path:
+        """The session file pi is writing, from ``get_state``."""
         path = self.get_state(timeout=timeout).get("sessionFile")
         if not isinstance(path, str):
             with self._cond:

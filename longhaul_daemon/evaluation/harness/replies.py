@@ -55,9 +55,11 @@ class Reply:
 
     @property
     def finish(self) -> str:
+        """The finish reason to send: the scripted one, else ``tool_calls`` or ``stop``."""
         return self.finish_reason or ("tool_calls" if self.calls else "stop")
 
     def output_chars(self) -> int:
+        """The characters the reply produces, for its token estimate."""
         return len(self.content) + len(self.reasoning) + sum(len(json.dumps(c.arguments)) for c in self.calls)
 
 
@@ -96,6 +98,7 @@ def delayed(seconds: float, reply: Reply) -> Reply:
 
 
 def error_body(reply: Reply) -> dict[str, Any]:
+    """The JSON body of a scripted HTTP error, shaped like a provider's."""
     status = reply.status or 500
     message = reply.error_message or f"scripted HTTP {status}"
     return {"error": {"message": message, "type": "server_error", "code": reply.error_code}}
@@ -103,10 +106,13 @@ def error_body(reply: Reply) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Usage:
+    """Token counts a scripted reply reports."""
+
     prompt_tokens: int
     completion_tokens: int
 
     def wire(self) -> dict[str, int]:
+        """The counts as an OpenAI ``usage`` object."""
         total = self.prompt_tokens + self.completion_tokens
         return {
             "prompt_tokens": self.prompt_tokens,

@@ -102,12 +102,15 @@ class Sandbox:
         return env
 
     def sessions_dir(self) -> Path:
+        """Where pi writes session files inside the sandbox's agent dir."""
         return self.agent_dir / "sessions"
 
     def session_files(self) -> list[Path]:
+        """Every session file pi has written, sorted."""
         return sorted(self.sessions_dir().rglob("*.jsonl"))
 
     def cleanup(self) -> None:
+        """Remove the sandbox unless it is kept for inspection."""
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
 

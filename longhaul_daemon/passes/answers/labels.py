@@ -48,6 +48,7 @@ class Label:
 
     @property
     def records_rule(self) -> bool:
+        """Whether this label records a rule (``rule`` or ``rule-and-lifts``)."""
         return self.kind in ("rule", "rule-and-lifts")
 
 

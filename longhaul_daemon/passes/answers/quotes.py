@@ -206,6 +206,7 @@ class QuoteVerdict:
 
     @property
     def rebound(self) -> bool:
+        """Whether the quote was found in another message than the one cited."""
         return self.message is not None and self.message != self.cited
 
 

@@ -106,23 +106,31 @@ class _Shape(BaseModel):
 
 
 class LabelItem(_Shape):
+    """A message's label as the reply holds it, with the rule's words if it sets one."""
+
     msg: str
     label: str
     words: str | None = None
 
 
 class DecisionItem(_Shape):
+    """A decision as the reply holds it: what, why, and the ids it rests on."""
+
     text: str
     why: str | None = None
     evidence: list[str] = Field(default_factory=list)
 
 
 class DeadEndItem(_Shape):
+    """A dead end as the reply holds it, with the ids it rests on."""
+
     text: str
     evidence: list[str] = Field(default_factory=list)
 
 
 class ValueItem(_Shape):
+    """A named value as the reply holds it, with the turn that states it."""
+
     name: str
     value: str
     turn: str
@@ -231,29 +239,39 @@ class _Bounded(BaseModel):
 
 
 class LabelAnswer(_Bounded):
+    """A message's label within bounds, for the verifiers."""
+
     msg: str
     label: Label
     words: _Words | None = None
 
 
 class Decision(_Bounded):
+    """A decision within bounds, for the verifiers."""
+
     text: _Text
     why: _Why | None = None
     evidence: _Evidence = ()
 
 
 class DeadEnd(_Bounded):
+    """A dead end within bounds, for the verifiers."""
+
     text: _Text
     evidence: _Evidence = ()
 
 
 class ValueAnswer(_Bounded):
+    """A named value within bounds; an over-long value is dropped, never cut."""
+
     name: _Name
     value: _ValueText
     turn: str
 
 
 class FixedAnswer(_Bounded):
+    """An open error the answer says is fixed, and the ledger id that fixed it."""
+
     error: str
     by: str
 

@@ -182,6 +182,7 @@ def _result_text(message: Message) -> str:
 
 
 def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -> list[str]:
+    """A span message as the lines the model reads, tool results cut at ``edge``."""
     message = item.parsed
     role = message.role
     if role == "user":
@@ -218,6 +219,7 @@ def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -
 
 
 def message_header(tag: str, user_id: str, length: int) -> str:
+    """The header above an offered message; says when a rule label needs exact words."""
     long = f", over {LONG_MESSAGE}: a rule label needs exact words" if length > LONG_MESSAGE else ""
     return f"--- {user_id} ({length} characters{long}) {tag} ---"
 
@@ -228,14 +230,17 @@ def listing_entry(tag: str, user_id: str, text: str) -> str:
 
 
 def conversation_body(lines: Sequence[str]) -> str:
+    """The conversation lines joined, or a marker when there are none."""
     return _LINE_JOIN.join(lines) if lines else _NO_LINES  # no line is empty: each opens with its "[…]:"
 
 
 def listing_body(entries: Sequence[str]) -> str:
+    """The listing entries joined, or a marker when there are none."""
     return _ENTRY_JOIN.join(entries) if entries else _NO_ENTRIES
 
 
 def id_list(ids: Sequence[str]) -> str:
+    """The ids joined, or a marker when there are none."""
     return _ID_JOIN.join(ids) if ids else _NO_IDS
 
 

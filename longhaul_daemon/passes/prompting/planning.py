@@ -128,9 +128,11 @@ class PromptSizer:
         self._ledger = ledger_index(inputs.commands, inputs.errors)
 
     def overhead(self, edge: int) -> int:
+        """The span-less prompt's length; the same for every edge."""
         return self._overhead
 
     def parts(self, group: Sequence[SpanMessage], edge: int) -> SpanSize:
+        """What each message of ``group`` adds to the prompt at ``edge``, summed."""
         return sum((message_size(m, self._ledger, edge) for m in group), SpanSize())
 
     def chars(self, parts: Sequence[SpanSize]) -> int:

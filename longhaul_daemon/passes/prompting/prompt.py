@@ -78,6 +78,8 @@ class EarlierMessage:
 
 @dataclass(frozen=True)
 class Prompt:
+    """A model prompt: the system text and the user message."""
+
     system: str
     user: str
 

@@ -51,6 +51,7 @@ class SectionOutcome:
 
     @property
     def accepted(self) -> bool:
+        """Whether the section's answer was accepted (possibly repaired or with drops)."""
         return self.status in _ACCEPTED
 
 

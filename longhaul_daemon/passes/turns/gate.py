@@ -109,6 +109,7 @@ class Verdict:
 
     @property
     def integrity(self) -> int:
+        """How many problems are integrity problems (not format defects)."""
         return sum(1 for p in self.problems if p.kind == "integrity")
 
 

@@ -47,6 +47,7 @@ class LabelsContext:
 
     @property
     def picked(self) -> frozenset[str]:
+        """The messages this chunk asks labels for."""
         return frozenset(self.chunk.picked)
 
 
@@ -60,10 +61,12 @@ class LabelsVerdict:
 
     @property
     def integrity(self) -> int:
+        """How many problems the labels answer has; all count as integrity problems."""
         return len(self.problems)
 
     @property
     def questions(self) -> tuple[Question, ...]:
+        """The questions the evaluation raised about the labels."""
         return self.evaluation.questions
 
 

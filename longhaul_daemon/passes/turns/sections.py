@@ -73,19 +73,27 @@ class Excuse(_Shape):
 
 
 class NarrativeAnswer(_Shape):
+    """The narrative section's answer, with excuses for checks it could not meet."""
+
     narrative: str
     excuses: list[Excuse] = Field(default_factory=list)
 
 
 class ObjectiveAnswer(_Shape):
+    """The objective section's answer; null keeps the objective as it was."""
+
     objective: str | None = None  # null: the objective stands as it was
 
 
 class LabelsAnswer(_Shape):
+    """The labels section's answer."""
+
     labels: list[LabelItem] = Field(default_factory=list)
 
 
 class DecisionsAnswer(_Shape):
+    """The decisions section's answer: decisions, dead ends, open and fixed errors."""
+
     decisions: list[DecisionItem] = Field(default_factory=list)
     deadEnds: list[DeadEndItem] = Field(default_factory=list)
     openErrors: list[str] = Field(default_factory=list)
@@ -94,6 +102,8 @@ class DecisionsAnswer(_Shape):
 
 
 class NowAnswer(_Shape):
+    """The "now" section's answer, with excuses for checks it could not meet."""
+
     now: str
     excuses: list[Excuse] = Field(default_factory=list)
 

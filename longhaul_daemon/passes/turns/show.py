@@ -62,6 +62,7 @@ class ShowIndex:
         errors: Sequence[ErrorEntry],
         view: SpanView,
     ) -> ShowIndex:
+        """Index the offered messages, commands and errors by id."""
         return cls(dict(messages), {c.id: c for c in commands}, {e.id: e for e in errors}, view)
 
     def lookup(self, ref: str) -> str | None:
