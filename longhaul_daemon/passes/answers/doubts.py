@@ -1,37 +1,18 @@
 """Code looks for withdrawals and disputed rule labels itself, so one a model misses is never left unseen.
 
-A weak model may not label a withdrawal ``lifts R<n>``, may call a standing instruction ``not a rule``, or may
-label a one-off request ``rule``. Each would put a wrong rule in front of the agent after every later
-compaction. This module holds code's side of the check, as pure functions over one chunk's offered messages
-and rules; :mod:`longhaul_daemon.passes.answers.verify` calls it once the labels are judged, so the Diff and
-turns mode (which verifies with the same :func:`~longhaul_daemon.passes.answers.verify.evaluate`) both get it.
+A weak model may miss a withdrawal, call a standing instruction ``not a rule``, or label a one-off ``rule``;
+each would put a wrong rule before the agent after every later compaction. Pure functions over one chunk's
+offered messages and rules, called by :mod:`~longhaul_daemon.passes.answers.verify` once labels are judged,
+so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second look"). Decisions:
 
-Decisions taken here (ours; see docs/how-it-works.md, "Code's second look"):
-
-- Withdrawal candidates (LIFT-1, LIFT-2, LIFT-4, QUOTE-12..15): an offered message later than a rule in force
-  whose judged text (quoted, pasted and fenced text left out, so a relayed withdrawal withdraws nothing)
-  passes the store's lift check against the rule, and whose label does not already lift it. Each becomes one
-  focused question in the chunk's single question call (LIFT-18), offered the reply ``lifts <rule>``
-  (``rule and lifts <rule>`` for a message labeled ``rule``). A confirmed lift goes through every store check
-  again (LIFT-16), so only the user's own withdrawing words lift a rule.
-- A message that names the rule by its id (``R3``, or the ``u<n>`` that gave it) with a withdrawal expression,
-  or that shares a word with it after one of :data:`FORGET_MARKERS` ("forget the DRY rule", TAKEOVER-11
-  style), is a candidate too; the lift check cannot pass without a shared word and an expression of LIFT-2,
-  so such a message can only flag the rule, never lift it.
-- A candidate left unlifted (the model answered anything else, the call failed or was not made, or the lift
-  check refused) is recorded on the rule as *possibly withdrawn*, with the message id and the user's
-  sentence; the summary shows the rule with that flag under it, never as plainly standing. A permission
-  holds no withdrawal expression, so it raises nothing (LIFT-6).
-- A span that closes narrative-less or with a chunk missing carries its messages unjudged (FAIL-11), so no
-  question is asked about them; a carried message that is a candidate flags its rule at Close all the
-  same (:func:`flag_carried_withdrawals`), so a withdrawal is never hidden behind a failed call either.
-- Rule doubts: a message the model labeled ``not a rule`` that code's standing-rule reading
-  (:func:`~longhaul_daemon.passes.answers.rule_reading.read_standing_rule`, TAKEOVER-6..15) picks, read on its
-  judged text, is recorded as a rule all the same, marked ``model-read-one-off``, with the words the reading
-  records (when they are at most ``LONG_MESSAGE`` characters: a longer stretch is no rule code can name
-  alone). A message labeled ``rule`` (own words) the reading does not pick is recorded as labeled but marked
-  ``reads-as-request``. No extra call is made for either: a flag costs nothing and loses nothing. Earlier
-  messages of a takeover are left to the model, as TAKEOVER-4 asks.
+- A withdrawal candidate is a later message whose judged text passes the lift check against a rule in force
+  its label does not lift (LIFT-1, LIFT-2, LIFT-4, QUOTE-12..15), or that names the rule by id, or after a
+  :data:`FORGET_MARKERS` word; each becomes one question in the chunk's question call (LIFT-18), and a
+  confirmed lift passes every store check again (LIFT-16).
+- A candidate left unlifted flags its rule *possibly withdrawn* with the message id and sentence, carried
+  messages included (FAIL-11, :func:`flag_carried_withdrawals`); a permission raises nothing (LIFT-6).
+- Rule doubts cost no call: ``not a rule`` on a message the standing-rule reading picks records the rule as
+  ``model-read-one-off``; ``rule`` on one it does not pick is marked ``reads-as-request`` (TAKEOVER-4).
 """
 
 from __future__ import annotations

@@ -1,36 +1,18 @@
 """Model output is untrusted, so the Diff answer is extracted, normalized and checked here before any counts.
 
-The answer (DIFF-4, DIFF-5 proposal) is one JSON object::
+The answer is one JSON object of :class:`~longhaul_daemon.passes.answers.schema.AnswerShape` (DIFF-4, DIFF-5).
+:func:`find_answer` sorts a reply into ``answer`` (it holds an answer-shaped object; the first is used,
+DIFF-17), ``begun`` (an answer object that never closes or parses: the retry note may fix it), ``foreign``
+(only objects of another shape: an echo of the prompt, whose tool results hold JSON) or ``none``. The shape
+check is ours, so an echo is never taken for the answer: at most :data:`UNKNOWN_KEYS_TOLERATED` unknown keys,
+and ``labels`` as a list (empty, or with an item naming ``msg``) or else both ``narrative`` and ``now``.
+Objects are found by :mod:`longhaul_daemon.models.json_scan`, the scanner that ends a streamed reply, so the
+stream is cut exactly where this reads.
 
-    {"labels": [{"msg": "u14", "label": "rule", "words": "..."}],
-     "decisions": [{"text": "...", "why": "...", "evidence": ["C12"]}],
-     "deadEnds": [{"text": "...", "evidence": ["E3"]}],
-     "narrative": "...", "now": "...", "objective": "...",
-     "values": [{"name": "...", "value": "...", "turn": "u12"}],
-     "fixed": [{"error": "E3", "by": "C9"}]}
-
-Which object of the reply is the answer (:func:`find_answer`): a small model asked for the answer
-object often echoes the prompt instead, and the prompt holds JSON of its own, such as a tool result
-``{"status":"ok","uptime_s":812}``. Taking the first object found made such an echo "the answer", and the
-span then closed for unlabeled messages, blaming the labels of an answer that never was. So an object counts
-as the answer only when it has the answer's shape, and a reply is sorted into one of four forms: ``answer``
-(it holds an answer-shaped object; the first is used, DIFF-17); ``begun`` (no such object, but a top-level
-object that opens with an answer key and never closes or does not parse: the retry note may fix it);
-``foreign`` (its only objects are JSON of another shape, an echo); ``none`` (no object at all). The shape
-check (our choice): at most :data:`UNKNOWN_KEYS_TOLERATED` keys the schema does not name, and either
-``labels`` as a list (empty, or with an item that is an object naming ``msg``) or, with no list of labels,
-both ``narrative`` and ``now``. A model that adds a key or two still answers; a tool result that happens to
-hold a ``labels`` list among its own fields does not. Objects are found with the scanner that ends a
-streamed reply at the answer (:mod:`longhaul_daemon.models.json_scan`), so the stream is cut exactly where
-this reads the answer.
-
-:func:`parse_answer` never raises on model output: everything wrong becomes a :class:`Defect` for the
-retry note (FAIL-1) or a count of dropped items. Decisions taken here: ``narrative`` and ``now`` are
-required, everything else optional (DIFF-4); a list given as ``null`` counts as omitted (DIFF-15); keys the
-schema does not name are ignored (up to the tolerance above); an item of the wrong shape is a defect and is
-left out of the accepted answer (FAIL-2); over-bound content stays in the accepted answer as a defect until
-:func:`cut_to_bounds` (DIFF-16) cuts lists to their bound, cuts over-long prose with "…", and drops over-long
-quoted words and values outright (a cut quote or value could never verify).
+:func:`parse_answer` never raises on model output: what is wrong becomes a :class:`Defect` for the retry
+note (FAIL-1) or a dropped count. ``narrative`` and ``now`` are required (DIFF-4); a ``null`` list is
+omitted (DIFF-15); an item of the wrong shape is a defect left out (FAIL-2); over-bound content stays a
+defect until :func:`cut_to_bounds` (DIFF-16).
 """
 
 from __future__ import annotations

@@ -1,30 +1,18 @@
 """An open error closed by a later successful command: the model names the command, code checks the claim.
 
-LEDGER-8 closes an error only when the very same command text later exits 0, so an error stays open for ever
-when the command that fixed it reads differently: ``pytest tests/test_x.py -q`` failed, ``pytest -q`` then
-passed. The answer may now say so (``fixed: [{"error": "E3", "by": "C9"}]``), and
-:func:`check_fixes` accepts a claim only when all of these hold (our rule):
+LEDGER-8 closes an error only when the very same command text later exits 0, so ``pytest tests/test_x.py -q``
+failing and then ``pytest -q`` passing leaves it open. The answer may claim ``fixed: [{"error": "E3", "by":
+"C9"}]``; :func:`check_fixes` accepts it (our rule) when the error is open and came from a command, the
+naming command ran later and exited 0, and it runs the same thing or more (:func:`covers`):
 
-1. the error is open and came from a command (its ``C<n>``);
-2. the naming command is in the ledger, ran after that command, and exited 0;
-3. it runs the same thing or more (:func:`covers`). Both commands must be one simple command: a pipeline,
-   a list (``;``, ``&&``, ``||``, ``&``), a redirection or a command substitution is refused, because the exit
-   code is then not the program's alone. Leading ``NAME=value`` words, the program's directory
-   (``.venv/bin/pytest`` is ``pytest``) and a launcher (``python -m``, ``uv run``, ``poetry run``,
-   ``pipenv run``, ``npx``) are set aside. Then:
+- both are one simple command (no pipeline, list, redirection or substitution: the exit code would not be
+  the program's alone); ``NAME=value`` words, the program's directory and a launcher (``python -m``,
+  ``uv run``, ``npx`` …) are set aside;
+- a test runner is the same runner and does not narrow the run: it adds only output options, keeps every
+  option of the failing run but selecting ones (``-k``, ``--lf`` …), and its paths cover the failing run's;
+- any other program has the same words (``npm run build`` never fixes ``npm run lint``).
 
-   - a test runner (``pytest``, ``jest``, ``go test``, ``cargo test``, ``npm test`` …) must be the same
-     runner and must not narrow the failing run: an option it adds is an output option (``-q``, ``-v``,
-     ``-s``, ``-x``, ``--tb=…``, ``-n …``, ``--color=…``); it keeps every option of the failing run but the
-     selecting ones (``-k``, ``-m``, ``--lf``, ``-t``, ``-run``, ``--filter``, ``--deselect``, ``--ignore``
-     …), which it may drop but not change; and when it names test paths, each path the failing run named
-     lies under one of them (``pytest tests/`` covers ``pytest tests/test_x.py::test_a``);
-   - any other program must have the same words (``npm run build`` never fixes ``npm run lint``).
-
-A claim that fails is dropped and counted (``dropped["fixed"]``); it is never sent back in a retry note, like
-a value. A claim on an error already closed adds nothing. An accepted claim closes the error at Close
-(:func:`~longhaul_daemon.passes.close_events.apply_events`); LEDGER-8's identical-command rule still closes
-errors in the ledger step whatever the model says.
+A refused claim is dropped and counted, never retried; an accepted one closes the error at Close.
 """
 
 from __future__ import annotations

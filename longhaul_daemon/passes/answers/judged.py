@@ -1,21 +1,16 @@
 """Only the user's own words withdraw a rule: find the quoted, pasted and fenced text a lift check must skip.
 
-The *judged text* (QUOTE-15) is what a rule records, the whole quotable message or the given words where they
-stand in it, with the passages of QUOTE-12 and QUOTE-13 left out. The exclusions are always computed on the
-whole quotable text first, so words lying inside a quoted passage are excluded too. Pure functions; nothing
-raises.
+The *judged text* (QUOTE-15) is what a rule records, less the passages of QUOTE-12 and QUOTE-13; exclusions
+are computed on the whole quotable text first, so words inside a quoted passage are excluded too. Pure
+functions; nothing raises. Decisions (the proposals unless said otherwise):
 
-Decisions taken here (the proposals unless said otherwise):
-
-- QUOTE-12: a passage counts when it has six or more whitespace-separated tokens between its marks. The marks
-  are straight double quotes, “…”, „…“ (also closed by ”), «…», »…« and inline code (a run of backticks closed
-  by a run of the same length). Single quotes are not marks. A mark without its closer on the same stretch of
-  text is an ordinary character; short passages stay in the judged text.
-- QUOTE-13: a blockquoted line is one whose first non-blank character is ``>``; a fence opens at a line whose
-  first non-blank characters are three or more backticks or tildes and closes at a line holding only a run of
-  the same character at least as long, or runs to the end of the message. Inline passages never span a
+- QUOTE-12: a passage has six or more tokens between its marks: straight double quotes, “…”, „…“ (also
+  closed by ”), «…», »…« and inline code (backtick runs of equal length); single quotes are not marks, and a
+  mark with no closer on the same stretch is an ordinary character.
+- QUOTE-13: a blockquoted line starts with ``>``; a fence opens at three or more backticks or tildes and
+  closes at a line of the same character at least as long, or at the end. Inline passages never span a
   left-out line.
-- Left-out text is replaced by one space, so the words on either side never join into one word.
+- Left-out text becomes one space, so the words either side never join.
 """
 
 from __future__ import annotations

@@ -1,26 +1,17 @@
 """A rule is withdrawn only by the user's own withdrawing words about it: the store's lift check (LIFT-1..8).
 
-A lift of target X passes when the judged text (QUOTE-15,
-:func:`longhaul_daemon.passes.answers.judged.judged_text`) holds a withdrawal expression (LIFT-2, LIFT-3) and
-shares a significant word with X's recorded text (LIFT-4); a lift of a rule that replaced others must share a
-word the replaced rules lack (LIFT-8). A permission holds no withdrawal expression, so it lifts nothing
-(LIFT-6). Pure functions; nothing raises.
+A lift of X passes when the judged text (QUOTE-15, :mod:`longhaul_daemon.passes.answers.judged`) holds a
+withdrawal expression (LIFT-2, LIFT-3) and shares a significant word with X's recorded text (LIFT-4), one
+the rules X replaced lack (LIFT-8). A permission holds none, so it lifts nothing (LIFT-6). Pure; nothing
+raises. Decisions (the proposals unless said otherwise):
 
-Decisions taken here (the proposals unless said otherwise):
-
-- LIFT-2: the expressions are :data:`WITHDRAWAL_EXPRESSIONS` plus "instead of" (LIFT-3), matched
-  case-insensitively as whole words, any run of whitespace between their words; ' and ’ are the same
-  apostrophe (so "don’t apply" counts like "doesn’t apply"). Nothing else counts: "forget it", "lifts", "you
-  may" do not.
-- LIFT-3: "instead of" counts when a significant word of X (LIFT-4) follows it before the sentence ends; a
-  sentence ends at ``.``, ``!``, ``?`` or ``…`` followed by whitespace or the end, or at a line break.
-- LIFT-4: words are runs of QUOTE-6 word characters, compared case-insensitively (``casefold``), no stemming;
-  words shorter than 3 characters and the words of :data:`STOP_WORDS` are ignored. The proposal's list
-  (articles, pronouns, auxiliaries, prepositions) is extended by the conjunctions and "not", which any two
-  sentences share, and by the words of the withdrawal expressions ("lifted", "longer", "apply", …), so the
-  expression itself never ties a message to a rule ("the lint rule doesn't apply" does not lift "always apply
-  the formatter"), and by "rule"/"rules", the word any withdrawal uses to name whatever rule it means.
-- LIFT-8: a shared word must be a word of X that none of the rules X replaced contains.
+- LIFT-2: :data:`WITHDRAWAL_EXPRESSIONS` as whole words, any case, any whitespace between words, ' and ’
+  alike; "forget it", "lifts", "you may" do not count.
+- LIFT-3: "instead of" counts when a significant word of X follows it in the same sentence.
+- LIFT-4: QUOTE-6 words, casefolded, no stemming; words under 3 characters and :data:`STOP_WORDS` are
+  ignored. Ours: the stop words add conjunctions, "not", the withdrawal expressions' own words and
+  "rule"/"rules", which any withdrawal shares with any rule ("the lint rule doesn't apply" does not lift
+  "always apply the formatter").
 """
 
 from __future__ import annotations

@@ -1,28 +1,17 @@
 """Code, not the model, decides a rule's text: it copies verified words from the user's own message (QUOTE-*).
 
-Everything here is a pure function over strings; nothing raises on model output. Offsets and lengths are in
-Unicode code points (``len`` of a ``str``) and refer to a message's *quotable text*: the message with CRLF
-turned into LF (QUOTE-5) and, for a pi-goal ``/goal`` message, only the objective between the goal tags
-(QUOTE-10).
+Pure functions over strings; nothing raises on model output. Offsets and lengths are in code points of a
+message's *quotable text*: CRLF turned into LF (QUOTE-5) and, for a pi-goal ``/goal`` message, only the
+objective between :data:`GOAL_TAGS` (QUOTE-10). Decisions (the proposals unless said otherwise):
 
-Decisions taken here (the proposals unless said otherwise):
-
-- QUOTE-2: words for a message of at most 300 characters never cost a retry; words no offered message holds
-  are a rejected quote, and the whole message is recorded.
-- QUOTE-3: 301..600 characters: verified words are recorded, else the whole message. Words cut inside a word
-  are sent back once (QUOTE-6); on the chunk's last answer the whole message is recorded instead.
-- QUOTE-4: over 600 characters, missing or unverifiable words are a defect; on the last answer the label is
-  dropped (no rule, not carried).
-- QUOTE-5: only CRLF versus LF is normalized; the recorded text uses LF. Lengths are taken after that.
-- QUOTE-6: word characters are Unicode letters (with their combining marks), decimal digits and ``_``, plus an
-  apostrophe (' or ’) between two letters.
-- QUOTE-7/QUOTE-9: binding searches the full quotable text of every offered message, newest first (the offered
-  sequence is in message order, oldest first); the rule then follows the holder's own length rule.
-- QUOTE-10: the goal tags are :data:`GOAL_TAGS`; the objective is taken verbatim between them (XML escapes
-  kept, surrounding whitespace left out); a message without both tags is an ordinary message.
-- QUOTE-11: the first occurrence that respects word boundaries is the one recorded.
-- QUOTE-16: a takeover message shown only as an excerpt needs verified words whatever its length; once they
-  verify, its length rule decides what is recorded.
+- By length (QUOTE-2..4): up to 300 characters the whole message is recorded when words fail; up to 600,
+  words cut inside a word are sent back once (QUOTE-6), else the whole message is recorded; over that,
+  missing or unverifiable words are a defect, and on the last answer the label is dropped.
+- QUOTE-6: word characters are Unicode letters with their marks, decimal digits, ``_`` and an apostrophe
+  between two letters.
+- QUOTE-7, QUOTE-9, QUOTE-11: binding searches every offered message, newest first, and records the first
+  occurrence that respects word boundaries; the holder's own length rule then applies.
+- QUOTE-16: a takeover message shown only as an excerpt needs verified words whatever its length.
 """
 
 from __future__ import annotations

@@ -1,37 +1,18 @@
 """Picks, with no model call, the earlier user messages that read as standing rules when Longhaul takes over.
 
-When another compactor wrote the newest compaction, the user's messages before the span are read by this code
-(TAKEOVER-4); a message it picks is listed in full and recorded as a rule unless the model calls it a one-off.
-The reading goes sentence by sentence and, inside a sentence, clause by clause (TAKEOVER-6). Pure functions
-over one string; nothing raises and the same text always reads the same way (TAKEOVER-15).
+When another compactor wrote the newest compaction, code reads the user's messages before the span
+(TAKEOVER-4); a message it picks is listed in full and recorded as a rule unless the model calls it a
+one-off. The reading goes sentence by sentence, clause by clause (TAKEOVER-6); pure, nothing raises, and the
+same text always reads the same way (TAKEOVER-15). Decisions (the proposals unless said otherwise):
 
-Decisions taken here (the proposals unless said otherwise):
-
-- Sentences end at ``.``, ``!``, ``?`` or ``…`` followed by whitespace or the end, or at a line break (the
-  same ends as LIFT-3 in :mod:`longhaul_daemon.passes.answers.lifts`); surrounding whitespace is not part of a
-  sentence.
-- TAKEOVER-7: a sentence is a question when the run of end marks closing it holds a ``?`` ("Really?!" is one).
-  The ignored closing tags are "ok?", "okay?", "right?", "alright?" (any case), either after a comma,
-  semicolon, colon or dash at the end of a sentence, or standing alone right after a sentence, in which case
-  they are joined to it. "Is that right?" stays a question: its "right" follows no separator.
-- TAKEOVER-8: "from now on", "from here on", "going forward" count as whole words with only whitespace between
-  them; the sentence withdraws something when it holds a withdrawal marker as in TAKEOVER-11.
-- TAKEOVER-9: words are QUOTE-6 words (so "mustn't" is one word and is not "must"); ’ counts as '. "do not"
-  needs only whitespace between its two words.
-- TAKEOVER-11: the markers are "forget it", "forget that", "scratch that", "ignore that" and
-  :data:`~longhaul_daemon.passes.answers.lifts.WITHDRAWAL_EXPRESSIONS`. "instead of" is left out: LIFT-3
-  counts it only before a target rule's own words, the reading has no target, and TAKEOVER-20 reads "switch to
-  two-space indentation instead of tabs from now on" as picked. As proposed, "don't apply" is a marker even
-  where it gives an order ("don't apply the patch"); the model may still label such a message `rule`.
-- TAKEOVER-13: the exclusion is judged per rule word: a clause with another rule word outside the description
-  still qualifies. The word before "that"/"which"/"who" is read as a noun unless it is a function word, one of
-  a short list of verbs and adjectives that take a that-clause ("said", "sure", "remember", …), or ends in
-  "ed" (read as a past-tense verb: "decided that you must"). "only" is an adjective right after "the" or "an".
-- TAKEOVER-14: clauses split at ``,`` ``;`` ``:`` em and en dashes, a run of hyphens with whitespace on both
-  sides (so "dry-run" and "--verbose" stay whole), and the word "but".
-- TAKEOVER-22: a message of at most :data:`~longhaul_daemon.passes.answers.quotes.LONG_MESSAGE` characters
-  records whole; a longer one records from the start of its first qualifying sentence to the end of its last
-  one, which always starts and ends at word boundaries.
+- Sentences end as in LIFT-3; a question's closing marks hold a ``?``, and a tag ("ok?", "right?" …) after
+  a separator or alone after a sentence is ignored (TAKEOVER-7).
+- TAKEOVER-11: the markers are "forget it/that", "scratch that", "ignore that" and the LIFT-2 expressions,
+  not "instead of" (it needs a target rule; TAKEOVER-20 picks "… instead of tabs from now on").
+- TAKEOVER-13: judged per rule word; the word before "that"/"which"/"who" is a noun unless it is a function
+  word, a verb or adjective taking a that-clause, or ends in "ed".
+- TAKEOVER-14: clauses split at ``,`` ``;`` ``:``, dashes, spaced hyphen runs and "but".
+- TAKEOVER-22: a message records whole up to ``LONG_MESSAGE``, else first to last qualifying sentence.
 """
 
 from __future__ import annotations

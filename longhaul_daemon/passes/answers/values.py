@@ -1,23 +1,18 @@
 """A value is kept only where the turn it names shows it verbatim: the summary points, not vouches (VALUE-*).
 
 Pure functions over strings and the state's :class:`~longhaul_daemon.state.model.Value`; nothing raises.
+Decisions (the proposals unless said otherwise):
 
-Decisions taken here (the proposals unless said otherwise):
-
-- VALUE-1: the answer gives ``{"name", "value", "turn"}``; a name is stored as the value's ``what``.
-- VALUE-2: a value that does not stand in its turn is dropped and counted, never retried.
-- VALUE-3: a turn is named by the ``u<n>`` that opens it and runs to the next user message; its searchable
-  text is given as separate pieces (user text, assistant text, tool-call arguments, tool results, bash
-  commands and their output), and a value must stand inside one piece. Matching is exact after CRLF -> LF (as
-  QUOTE-5).
-- VALUE-4: where it stands, the value is not flanked by a letter or digit (Unicode ``isalnum``); the first
-  unflanked occurrence counts. An empty or all-whitespace value is never kept.
-- VALUE-6: a takeover value is checked the same way against the earlier turn it names; the earlier summary is
-  never a turn, so a value found only there is not kept.
-- VALUE-7: values code learns from tool output are the FACTS-3 tokens: runs of letters and digits joined by
-  single dots (``41.20s``, ``v1.2.3``, ``5173``, ``a1b2c3d``) of 3 or more characters that hold a digit.
-- VALUE-8: values stay across spans; a value whose name equals an older one's (case and spacing ignored)
-  replaces it; at most :data:`MAX_VALUES` are kept, newest (highest ``seq``) first.
+- VALUE-1, VALUE-2: the answer gives ``{"name", "value", "turn"}``; a value not standing in its turn is
+  dropped and counted, never retried.
+- VALUE-3: a turn runs from its ``u<n>`` to the next user message; a value stands inside one of its pieces
+  (user or assistant text, tool-call arguments, tool results, bash commands and output), exact after CRLF→LF.
+- VALUE-4: not flanked by a letter or digit; the first unflanked occurrence counts; a blank value never does.
+- VALUE-6: a takeover value is checked against the earlier turn it names, never the earlier summary.
+- VALUE-7: learned values are FACTS-3 tokens: runs of letters and digits joined by single dots, of 3 or more
+  characters, holding a digit (``v1.2.3``, ``a1b2c3d``).
+- VALUE-8: values stay across spans; a same-named one (case and spacing ignored) replaces the older; the
+  newest :data:`MAX_VALUES` are kept.
 """
 
 from __future__ import annotations

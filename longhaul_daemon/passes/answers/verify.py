@@ -1,34 +1,18 @@
 """The model only proposes: code checks every label, quote, lift and value of a parsed answer before Close.
 
-:func:`evaluate` turns one :class:`~longhaul_daemon.passes.answers.schema.ParsedAnswer` into an
-:class:`~longhaul_daemon.passes.answers.events.Evaluation`: the events that would enter the State, the defects
-worth a retry (non-final answers only), the questions for the one extra call, and the offered messages still
-unlabeled. It is pure and never changes its inputs (DIFF-13).
+:func:`evaluate` turns a :class:`~longhaul_daemon.passes.answers.schema.ParsedAnswer` into an
+:class:`~longhaul_daemon.passes.answers.events.Evaluation`: the events for the State, the defects worth a
+retry, the questions for the one extra call, and the messages still unlabeled. Pure (DIFF-13). Decisions:
 
-Decisions taken here (the proposals unless said otherwise):
-
-- Rule words are resolved for every label first and lifts judged afterwards, so a ``u<n>`` target finds the
-  rule its message gave in this answer whichever label produced it (LABEL-16, QUOTE-7).
-- A holder never gets two identical rules, and none identical to one the context already holds for it
-  (FAIL-18, lifted or not); a holder may get two different rules when two labels bind different words to it.
-  A ``u<n>`` target names the first rule its message gave.
-- The text judged for a lift is the whole message for ``lifts``, and the recorded range for ``rule and
-  lifts`` when the rule stayed with that message; when the words bound elsewhere or gave no rule, the whole
-  message is judged (QUOTE-15).
-- A lift target already lifted earlier in the same answer is dropped silently when that lift was plain and
-  becomes a LIFT-7 question when it was a replacement, like a target the state shows replaced.
-- A LIFT-10 question is raised only for a ``rule`` label whose rule stayed with its own message and is new
-  (not a re-offered rule already held, FAIL-18); "older" means given by an earlier message.
-- Code's second look (:mod:`~longhaul_daemon.passes.answers.doubts`) follows the labels: disputed rule labels
-  are kept in doubt before lifts are judged, and withdrawals no label lifted become questions and flags after
-  them.
-- In a non-final answer a label whose words are a defect counts as not yet judged; in the final answer every
-  accepted label counts as judged, a dropped rule included (QUOTE-4: the message is not carried).
-- An answer's ``fixed`` claims are checked by :mod:`longhaul_daemon.passes.answers.fixes`; a refused
-  one is dropped and counted (``fixed``), like a value, and never goes into a retry note.
-- Accepted rule words are cleaned where they are cut (``clean_span``): the same cut of the message
-  cleaned as a whole, so they stay a verbatim substring of the cleaned message and compare equal to the
-  State's cleaned words (FAIL-18). Words with nothing printable left give no rule.
+- Rule words are resolved for every label before lifts are judged, so a ``u<n>`` target finds the first rule
+  its message gave in this answer (LABEL-16, QUOTE-7). No holder gets a rule it already has (FAIL-18).
+- A lift is judged on the whole message, or on the recorded range for ``rule and lifts`` when the rule stayed
+  with that message (QUOTE-15); a target lifted earlier in the answer is dropped, or raises a LIFT-7 question
+  when that lift was a replacement; a LIFT-10 question is raised only for a new rule on its own message.
+- Code's second look (:mod:`~longhaul_daemon.passes.answers.doubts`) runs around the lifts.
+- Only the final answer counts every accepted label as judged (QUOTE-4); ``fixed`` claims go to
+  :mod:`~longhaul_daemon.passes.answers.fixes`; rule words are cleaned where cut (``clean_span``), so they
+  stay verbatim in the cleaned message.
 """
 
 from __future__ import annotations
