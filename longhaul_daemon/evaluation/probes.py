@@ -1,19 +1,14 @@
 """The probes ``score`` checks against a summary, by code and never by a judge model (SCORE-3).
 
-Five kinds, each a yes or no for one item of one compaction:
+Five kinds, each a yes or no for one item of one compaction: ``rule`` (a standing rule appears in the user's
+words, whitespace runs compared as one space, since a renderer may wrap), ``lifted`` (no line holds a
+withdrawn rule's words unless it says it was withdrawn), ``command`` (a failing command and its exit code
+on one line), ``value`` (a value used again later stands unflanked by a letter or digit, VALUE-4) and
+``next`` (the word naming the task in progress, any case).
 
-* ``rule``: a rule standing at that point appears in the summary in the user's words (whitespace runs are
-  compared as one space, since a renderer may wrap or indent; nothing else is forgiven);
-* ``lifted``: a rule withdrawn by then is not shown as active: no line of the summary holds its words unless
-  that line also says it was withdrawn ("lifted", "no longer", "withdrawn", ...);
-* ``command``: a failing command of the span and its exit code stand on one line of the summary;
-* ``value``: a value shown in the span's tool output and used again later stands in the summary, not
-  flanked by a letter or digit (VALUE-4);
-* ``next``: the word that names the task in progress appears in the summary (any case).
-
-With an answer key (a corpus transcript) the probes come from the key. Without one they are derived from
-the transcript itself: the span's failing commands (from their exit codes) and the values ``facts`` counts
-as used again; rules and the next step need a key, because only a person knows which messages were rules.
+With an answer key the probes come from the key; without one, from the transcript: the span's failing
+commands and the values ``facts`` counts as used again. Rules and the next step need a key, since only a
+person knows which messages were rules.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ answers with a long output, and the model replies in a line. The file is what pi
 3, 8-hex entry ids, ``parentId`` links, epoch-ms message timestamps), so a real pi resumes it with
 ``--session``. Earlier compactions can be placed in the history, pi's own (``fromHook: false``) or Longhaul's
 (a minimal format-1 state), so the current span is only the turns after the last one. Writing streams line
-by line: a 200 MB file never sits in memory.
+by line, so a file of any size never sits in memory.
 """
 
 from __future__ import annotations

@@ -1,31 +1,18 @@
 """Verified Diff events enter the State only here, at Close, each with its own sequence number (PASS-5).
 
-Two pure functions. :func:`pending_rules` gives a later chunk of the same pass the rules earlier chunks
-accepted, still named by their ``u<n>`` (DIFF-3, LABEL-16). :func:`apply_events` numbers every chunk's
-accepted events into a new State: label events in message order, each rule before its own lifts, then
-decisions, dead ends and values; new rules take the next ``R<n>``.
+:func:`pending_rules` gives a later chunk the rules earlier chunks accepted, named by ``u<n>`` (DIFF-3,
+LABEL-16). :func:`apply_events` numbers every chunk's events into a new State: labels in message order, each
+rule before its own lifts, then decisions, dead ends and values. Decisions (proposals unless said otherwise):
 
-Decisions taken here (the proposals unless said otherwise):
-
-- LABEL-15: a rule given and lifted in the same span gets its ``R<n>`` and its lift; it is never in force.
-- LIFT-9, LABEL-14: a lifted rule keeps the lifting message (``liftedBy``), the lift's sequence number
-  (``liftSeq``) and, for a replacement, the replacing rule's ``R<n>`` (``replacedBy``).
-- FAIL-18: a rule already held for the same message with the same words is not added again, and a lift of a
-  rule already lifted is dropped silently; neither uses a sequence number.
-- A ``u<n>`` target resolves to the first rule that message gave, in the state or in this Close.
-- Distinct content only: a decision or dead end whose text repeats one already held (ignoring case, spacing
-  and a final full stop) adds no item; its evidence ids join the held item's.
-- VALUE-8: values are merged with :func:`~longhaul_daemon.passes.answers.values.merge_values`; ``objective``
-  and ``now`` are replaced when a chunk gives them, the last chunk that does winning.
-- An open error a verified ``fixed`` claim names is closed; closing takes no sequence number,
-  since the ledger's errors carry none (LEDGER-8 closes them in the ledger step the same way).
-- Code's second look (:mod:`~longhaul_daemon.passes.answers.doubts`): a new rule keeps its ``doubt``; a
-  possible withdrawal flags its rule (``possiblyWithdrawnBy``, ``withdrawalWords``) once every lift of the
-  Close is applied, unless the rule is lifted; a flag takes no sequence number, for it changes no rule's
-  standing.
-- Model text is cleaned as it is accepted (:mod:`longhaul_daemon.state.clean`), before it is
-  compared with what the State holds, so a restatement differing only in a control character adds nothing;
-  an item, value, Now or objective with nothing printable left is not accepted and takes no number.
+- A rule given and lifted in one span gets its ``R<n>`` and its lift (LABEL-15); a lifted rule keeps
+  ``liftedBy``, ``liftSeq`` and, for a replacement, ``replacedBy`` (LIFT-9, LABEL-14).
+- FAIL-18: a repeat of a held rule or lift is dropped silently and takes no number.
+- Ours: a decision or dead end repeating a held one (case, spacing, final stop ignored) only adds evidence.
+- VALUE-8 merges values; the last chunk giving ``objective`` or ``now`` wins.
+- A verified ``fixed`` claim closes its error, and a possible withdrawal flags its rule once every lift is
+  applied; neither takes a number, since neither changes a rule's standing.
+- Model text is cleaned (:mod:`longhaul_daemon.state.clean`) before it is compared, so a restatement
+  differing only in a control character adds nothing; with nothing printable left it is not accepted.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """Pick the line of a failing command's output that states the failure: the ledger's error text (LEDGER-7).
 
-The first line of a failing run is rarely the failure: pytest opens with its progress dots, ``go test ./...``
-with the ``ok`` lines of the packages that passed, ``npm test`` with the script banner. Tools state a failure
-in a few recognisable forms, near the end of their output, so this module reads a bounded tail of the output
-and ranks the lines it recognises:
-
-- rank 0, a specific failure: pytest's ``FAILED``/``ERROR`` node lines, ``FAIL:``/``... FAILED`` test
-  verdicts, ``--- FAIL:`` (go test), ``not ok N`` (TAP, node's test runner), a compiler diagnostic with its
-  location (``file:line:col: error:``, ``file.go:line:col: undefined: …``, tsc's ``error TS…``), ``error:``
-  and ``error[E…]:`` at the start of a line (rustc, git), the linker's ``undefined reference to``, ``panic:``
-  and Rust's ``panicked at``, and the exception line that ends a Python ``Traceback``;
-- rank 1, a general failure: ``Error: …``-style exception lines, ``fatal:``, ``ERROR:``, a program's
-  ``prog: error: …`` (collect2, cc1, clang), ``npm ERR!`` / ``npm error`` lines, ``make: *** …`` lines that
-  are not make's own exit summary;
-- rank 2, a summary: ``make: *** […] Error N``, cargo's ``error: could not compile …``, go's ``FAIL pkg``,
-  ``test result: FAILED``, npm's ``code``/``errno``/``path`` lines, counts such as ``1 failed``,
-  ``2 errors``.
-
-The best rank wins; within a rank the earliest line of the tail wins, because compilers and test runners list
-the root cause first and the errors that follow from it later. A line that merely contains the word "error"
-(``0 errors``, ``error_handler.py passed``, ``For more information about this error``) matches none of these
-forms, so it never beats a failure line. When no line is recognised, the first non-blank line is used, which
-was the ledger's only rule before. Pure and deterministic; never scans more than ``TAIL_CHARS`` from the end
-and ``HEAD_CHARS`` from the start, whatever the size of the output.
+The first line of a failing run is rarely the failure (pytest's progress dots, go test's ``ok`` lines, npm's
+banner). Tools state a failure in a few recognisable forms near the end, so this reads a bounded tail and
+ranks the lines it recognises: rank 0 a specific failure (pytest ``FAILED``/``ERROR`` lines, ``--- FAIL:``,
+TAP ``not ok``, a compiler diagnostic with its location, ``error:`` at a line's start, ``panic:``, a
+traceback's last line); rank 1 a general failure (``Error: …``, ``fatal:``, ``npm ERR!``, ``make: ***`` but
+not make's exit summary); rank 2 a summary (``Error N``, ``FAIL pkg``, ``1 failed``). The best rank wins,
+and within it the earliest line, since tools list the root cause first. A line merely holding "error"
+(``0 errors``) matches no form. With nothing recognised the first non-blank line is used. Pure and
+deterministic; it never scans more than ``TAIL_CHARS`` from the end and ``HEAD_CHARS`` from the start.
 """
 
 from __future__ import annotations

@@ -1,29 +1,18 @@
 """The ledger step: the span's commands and errors, with ids, merged into the carried ledger.
 
-Built in code from the span's messages without any model call (LEDGER-9): a pure, deterministic function that
-never raises on transcript content. What counts and what an entry keeps follows the proposals of LEDGER-1..8:
+No model call (LEDGER-9): pure, deterministic, never raises on transcript content; per LEDGER-1..8:
 
-- a command is a ``bash`` tool call (paired with its ``toolResult`` through ``toolCallId``) or a user
-  ``bashExecution`` message, in message order (LEDGER-1); a ``bashExecution`` with ``excludeFromContext``
-  (``!!``) is not recorded (LEDGER-3);
-- exit codes (LEDGER-2): ``bashExecution.exitCode``; for a bash tool result an integer ``details.exitCode``
-  when present, else the trailing "Command exited with code N" pi's bash tool writes, else "Command aborted" →
-  ``cancelled``, else 0 when ``isError`` is false and ``unknown`` when it is true; a cancelled
-  ``bashExecution`` → ``cancelled``, one with no exit code → ``unknown``; a call with no result in the span →
-  ``no result``;
-- an error (LEDGER-4) per tool result with ``isError: true`` (any tool; a failing bash call gives one error
-  naming its ``C<n>``), per ``bashExecution`` with a non-zero exit code, and per assistant message with
-  ``stopReason: "error"`` (tool ``model``, text from ``errorMessage``);
-- an error keeps one line (LEDGER-7): for a command's output the line that states the failure
-  (:mod:`longhaul_daemon.passes.failure_line`), since the first line of a failing run is rarely it; for any
-  other tool or the model, the first non-blank line;
-- ids continue the carried counters and are never reused (LEDGER-5); a source (entry id, tool-call id) already
-  in the state is not added again (LEDGER-6); a carried ``no result`` command whose result arrives later keeps
-  its id and takes the exit code;
-- an error stays open until a later command with identical text exits 0 (LEDGER-8). An error fixed by a
-  command that reads differently (``pytest tests/test_x.py -q`` failed, ``pytest -q`` passed) is closed by
-  the Diff instead, when its answer names that command and code finds it later, successful and running the
-  same tests or more (:mod:`longhaul_daemon.passes.answers.fixes`); this step never asks a model.
+- a command is a ``bash`` tool call paired with its ``toolResult``, or a user ``bashExecution``, in message
+  order (LEDGER-1); ``!!`` commands (``excludeFromContext``) are left out (LEDGER-3);
+- exit codes (LEDGER-2): ``exitCode`` or ``details.exitCode``, else pi's trailing "Command exited with code
+  N", else "Command aborted" → ``cancelled``, else 0 or ``unknown`` by ``isError``; no result → ``no result``;
+- an error (LEDGER-4) per ``isError`` tool result, non-zero ``bashExecution`` and assistant message with
+  ``stopReason: "error"`` (tool ``model``) keeps one line (LEDGER-7): for command output the one
+  :mod:`longhaul_daemon.passes.failure_line` picks, else the first non-blank line;
+- ids continue the carried counters (LEDGER-5); a source already held is not added again (LEDGER-6), but a
+  carried ``no result`` command takes its late exit code;
+- an error stays open until identical text exits 0 (LEDGER-8); one fixed by a different command is closed by
+  the Diff's checked ``fixed`` claim (:mod:`longhaul_daemon.passes.answers.fixes`).
 """
 
 from __future__ import annotations

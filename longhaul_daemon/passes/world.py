@@ -1,35 +1,18 @@
 """The World snapshot: five read-only git commands in the session's cwd, running nothing a repo configures.
 
-``take_world`` runs, in this order (WORLD-1, WORLD-2): ``rev-parse --show-toplevel``, ``symbolic-ref --quiet
---short HEAD``, ``log -n 5 … --format=%h%x09%s``, ``status --porcelain=v1 -z …`` and ``rev-list --left-right
---count @{upstream}...HEAD``. When ``rev-parse`` fails the others are not run and the World says
-``no-repository`` (WORLD-4). It never raises (WORLD-5): a missing binary, a non-zero exit, a timeout, a
-refusal or unparsable output leaves the affected fields empty and names them in ``World.missing``; ``status``
-is ``unavailable`` only when git could not be started or ``rev-parse`` timed out.
+``take_world`` runs ``rev-parse --show-toplevel``, ``symbolic-ref``, ``log -n 5``, ``status --porcelain=v1
+-z`` and ``rev-list --left-right --count @{upstream}...HEAD`` (WORLD-1, WORLD-2), or only the first when it
+fails (``no-repository``, WORLD-4); it never raises, a failed part is named in ``World.missing`` (WORLD-5).
 
-How WORLD-3 is kept (nothing a repository configures runs, no optional lock is taken):
+WORLD-3 (nothing a repository configures runs, no optional lock is taken) is kept by ``--no-pager
+--no-optional-locks`` and ``-c`` overrides of fsmonitor, untracked cache, signatures, hooks, external diff
+and attributes file, plus ``--no-ext-diff --no-textconv`` where accepted; ``--attr-source=<empty tree>`` on
+git ≥ 2.40; and, since older git has no attribute source, every ``filter``/``diff`` driver in the config
+files git would read blanked through ``GIT_CONFIG_COUNT``. The environment drops ``GIT_*`` (WORLD-6) and
+sets no prompts and ``LC_ALL=C``; each command runs in its own process group, killed whole on timeout.
 
-- every command: ``--no-pager --no-optional-locks`` and ``-c core.fsmonitor=false -c core.untrackedCache=false
-  -c log.showSignature=false -c core.hooksPath=/dev/null -c diff.external= -c core.attributesFile=/dev/null``;
-  ``log`` and ``rev-list`` also get ``--no-ext-diff --no-textconv`` (``symbolic-ref``, ``status`` and
-  ``rev-parse`` refuse or ignore them); ``log`` gets ``--no-show-signature``; stdin is closed;
-- git ≥ 2.40 also gets ``--attr-source=<empty tree>`` (SHA-1 or SHA-256, after the repository's
-  ``extensions.objectFormat``), so no in-tree attribute selects a filter or diff driver. The version comes
-  from one ``git --version`` per binary (cached by path and mtime; not counted in ``commandsRun``);
-- on every version, because git < 2.40 (2.39 here) has no attribute source and a clean filter can run inside
-  ``status`` when it re-hashes a touched file: the config files git would read (system, global, the
-  repository's ``config`` and ``config.worktree``, following ``include``/``includeIf`` paths) are scanned as
-  text for ``[filter "…"]`` and ``[diff "…"]`` sections, and each driver found is blanked through
-  ``GIT_CONFIG_COUNT`` (``clean``/``smudge``/``process``/``textconv``/``command`` set empty, ``required``
-  false). An empty command is "no filter" to git, and command-line config overrides every file;
-- environment: ``os.environ`` without any ``GIT_*`` variable (WORLD-6), then ``GIT_TERMINAL_PROMPT=0``,
-  ``GIT_ASKPASS=``, ``SSH_ASKPASS=``, ``LC_ALL=C`` (parsable messages). ``GIT_CONFIG_NOSYSTEM`` is not set:
-  the system and global config are the user's own, may hold ``safe.directory`` entries git needs, and every
-  key that could run a program is overridden above anyway;
-- each command runs in its own process group; on timeout the whole group is killed.
-
-git output is untrusted: strings are kept raw (the renderer sanitizes them) but bounded: subjects and branch
-names to 200 code points, paths to 300, at most 20 dirty paths.
+git output is untrusted: kept raw (the renderer sanitizes) but bounded: subjects and branch names to 200
+code points, paths to 300, at most 20 dirty paths.
 """
 
 from __future__ import annotations

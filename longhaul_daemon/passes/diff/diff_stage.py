@@ -1,30 +1,18 @@
 """The Diff stage: ask the model about each chunk, let code verify, and hand Close only what verified.
 
-Per chunk (DIFF-1) the model gets one call, with an output budget sized to what the chunk's answer can need
-(DIFF-19, :func:`~longhaul_daemon.passes.prompting.planning.chunk_tokens`). A reply cut off at the output
-limit with nothing usable is asked again once with a raised budget (FAIL-7), when it is empty (the budget went
-on reasoning) or began the answer; prose or an echo cut at the cap is a model not answering, not one short of
-room. Fixable format defects earn one retry with a note (FAIL-1); the parsed first answer is kept meanwhile
-and the one with fewer defects wins, the retry on a tie (FAIL-2). Once the answer is settled, the questions it
-raises go out in one extra call (LIFT-10..LIFT-18, FAIL-5, FAIL-6), never after a call that threw (LIFT-17).
+Per chunk (DIFF-1) one call, budgeted to what its answer can need (DIFF-19). A reply cut off at the limit
+that is empty or began the answer is asked again once with a raised budget (FAIL-7). Format defects earn one
+retry with a note (FAIL-1); the answer with fewer defects wins, the retry on a tie (FAIL-2). The questions
+an answer raises go out in one extra call (LIFT-10..18, FAIL-5, FAIL-6), never after a call that threw
+(LIFT-17). Our policy, since retries are paid for: a reply with no answer-shaped object (none, or an echo)
+closes the chunk ``unparsable-answer`` without a retry, as asking again did not help; and once the model in
+use has given no usable answer in this session, a chunk gets at most one retry of either kind.
 
-Retries are paid for, so (our policy) only a reply that holds the answer, or began it, earns the
-format retry: a reply with no JSON object at all, or only objects of another shape (an echo of the prompt),
-is a model that cannot do this, and asking again with its reply shown back never helped (16 of 16 such
-retries against a small local model failed); the chunk closes ``unparsable-answer`` at once. And once the
-model now called has given a reply with no usable answer in this session (an earlier pass, read from the
-transcript by the pass, or an earlier chunk of this one), a chunk gets at most one retry of either kind.
-
-A chunk whose answer never parsed, or that leaves an offered message unlabeled after the retry (FAIL-4; an
-earlier message of a takeover the reading did not pick reads as `not a rule` instead), never verifies:
-nothing of it enters the State (DIFF-13) and the span's user messages are carried (FAIL-12). When no chunk
-verifies the span closes narrative-less (FAIL-10, FAIL-19).
-
-Model errors end a chunk, never the pass: only a bug (or cancellation) leaves this module as an exception,
-which the RPC layer turns into pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`,
-so this module does no I/O of its own. Planning, each chunk's prompt and every verification are pure CPU that
-grows with the span; they run in a worker thread so the event loop keeps serving ``status`` and other
-sessions' passes meanwhile (PASS-21). Model calls stay on the loop.
+A chunk that never parsed or leaves a message unlabeled (FAIL-4) adds nothing to the State (DIFF-13) and its
+user messages are carried (FAIL-12); when no chunk verifies the span closes narrative-less (FAIL-10,
+FAIL-19). Model errors end a chunk, never the pass: only a bug or cancellation escapes, and the RPC layer
+turns it into pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`; planning,
+prompts and verification run in a worker thread so the event loop keeps serving (PASS-21).
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
 """How one span message reads in the Diff prompt, rendered alone, so a chunk's size adds up from its messages.
 
-Text stays raw so the model can copy exact words, with one cleaning step (:func:`clean`, our documented
-choice): CRLF and lone CR become LF, other line or paragraph separators become LF, terminal escape sequences
-are removed whole, and every other control character (C0 but tab and LF, DEL, C1), every bidi control and
-every lone surrogate is dropped. Other format characters (zero-width joiners, soft hyphens) stay, since
-scripts and emoji need them. Assistant text then loses exact copies of a line, or of a block of up to eight
-lines, repeated in a row (:func:`collapse_repeats`), counted in a marker: a looping model's reply shrinks,
-and no distinct line is lost. Tool output is left as written: it is cut to its edges anyway, and looking
-for repeats in every tool result cost a 50 MB span a sixth of its pass.
+Text stays raw so the model can copy exact words, with one cleaning step (:func:`clean`, ours): line
+separators become LF, terminal escapes go whole, other control and bidi characters and lone surrogates are
+dropped; other format characters stay, since scripts and emoji need them. Assistant text loses exact repeats
+of a line, or of a block of up to eight lines, in a row (:func:`collapse_repeats`), counted in a marker, so a
+looping reply shrinks. Tool output is not searched for repeats: it is cut to its edges anyway, and the search
+was costly on large spans.
 
-Decisions: DIFF-7 keeps the first 240 code points and appends "…"; DIFF-9 follows pi's serializer
-(``[User]:``, ``[Assistant]:``, ``[Tool call]:``, ``[Tool result]:``), names each user message's ``u<n>``
-and each command's and error's ledger id, leaves thinking out, leaves ``!!`` commands out (the agent never
-saw them), and cuts tool results, tool-call arguments, bash output and summaries to their first and last
-1,000 characters.
-
-A message's lines, its entry in the label listing and its id depend on that message alone, and
-:func:`~longhaul_daemon.passes.prompting.prompt.build_prompt` joins them with the separators below, so the
-length of a span's share of a prompt follows from per-message :class:`SpanSize` parts (DIFF-1, DIFF-2: chunk
-planning weighs each message once per tool edge instead of building a prompt per candidate chunk).
+DIFF-7 keeps the first 240 code points and appends "…"; DIFF-9 follows pi's serializer (``[User]:``,
+``[Assistant]:``, ``[Tool call]:``, ``[Tool result]:``), names ``u<n>`` and ledger ids, leaves thinking and
+``!!`` commands out, and cuts tool results, arguments, bash output and summaries to their first and last
+1,000 characters. A message's lines, listing entry and id depend on it alone, so a span's share of a prompt
+adds up from per-message :class:`SpanSize` parts (DIFF-1, DIFF-2).
 """
 
 from __future__ import annotations

@@ -1,37 +1,18 @@
 """The Diff's pure preparation: which chunks a span is cut into, at which tool edge, and each chunk's prompt.
 
-Kept apart from :mod:`longhaul_daemon.passes.diff.diff_stage` (the calls) so that everything here is a plain
-function of the pass's inputs: no model, no clock, no I/O, safe to run in a worker thread. Each chunk gets its
-prompt and the context its answer is verified in (:func:`prepare_chunk`).
+Kept apart from :mod:`longhaul_daemon.passes.diff.diff_stage` (the calls) so everything here is a plain
+function of the pass's inputs (no model, clock or I/O) and can run in a worker thread (:func:`prepare_chunk`).
 
-Output budgets, DIFF-19 (our decision): a chunk's first output budget is what its answer can need, not a
-flat 4,096 tokens (:func:`answer_tokens`). Every output token is paid for, and a model that loops spends the
-whole budget: against a small local model 40 of 46 calls ran to the cap. A flat 4,096 is also
-too small for a chunk of a few hundred messages, whose labels alone need more. So the budget is counted from
-the chunk and the schema's DIFF-6 bounds, in characters turned into tokens at the planner's rate (three
-characters a token, which never understates):
+Output budgets (DIFF-19, ours): a chunk's first budget is what its answer can need (:func:`answer_tokens`),
+not a flat 4,096 tokens: a looping model spends its whole budget, and a flat one is too small for a chunk of
+a few hundred labels. It is counted from the chunk and the DIFF-6 bounds at three characters a token (never
+an understatement): the braces and keys, a label per message, the ``words`` of each message over 300
+characters, the prose fields at their bounds, half of each list at its bound (FAIL-7 raises a cut-off one),
+and each open error a ``fixed`` claim may name. :data:`FLOOR_TOKENS` is the floor, the model's ``maxTokens``
+the cap; chunks are planned with the whole span's need reserved (:func:`span_tokens`).
 
-- 200 characters for the object's braces and keys, and 60 a label
-  (``{"msg":"u123","label":"rule and lifts R12","words":null},``);
-- the ``words`` of each offered message over 300 characters, up to their 600-character bound (a shorter
-  message is recorded whole whatever words come back, so none are budgeted for it);
-- ``narrative``, ``now`` and ``objective`` at their bounds;
-- half of each list at its bound, every item at its own bounds (evidence ids only when the ledger has any):
-  a fuller answer is rare, and one cut off there still gets FAIL-7's raised budget;
-- 30 characters for each open error a ``fixed`` claim may name, up to that list's bound.
-
-It is never below :data:`FLOOR_TOKENS`, and the model's ``maxTokens`` caps it
-(:meth:`~longhaul_daemon.passes.diff.diff_stage.DiffModel.first_budget`). A chunk of a handful of messages
-gets about 2,500 tokens, one of a hundred about 4,500; FAIL-7 still doubles it for a reply cut off at the cap.
-Chunks are planned with the whole span's need reserved for output (:func:`span_tokens`), which no chunk
-exceeds.
-
-A chunk's budget is the input budget less the length of the first chunk's prompt without a span (the state,
-the ledger, carried and earlier messages, the instructions: counted once per chunk), and a chunk is weighed by
-what its own messages add to that prompt: the conversation lines, the label listing and the id list (DIFF-1,
-DIFF-2). :class:`PromptSizer` builds the span-less prompt once and adds each message's parts
-(:func:`~longhaul_daemon.passes.prompting.message_text.message_size`), rendered once per tool edge. The sizes
-are exact, not estimates, and whole prompts are built only for the chunks that are sent.
+A chunk is weighed by what its messages add to the span-less prompt (DIFF-1, DIFF-2), in exact per-message
+parts summed by :class:`PromptSizer`; whole prompts are built only for the chunks sent.
 """
 
 from __future__ import annotations

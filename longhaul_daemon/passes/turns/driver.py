@@ -1,28 +1,18 @@
 """Run a turns-mode conversation: the Digest, then the five sections in order, each through the gate.
 
-Per section (TURNS-2): one turn asks for it (the first turn carries the Digest, TURNS-5); the answer goes
-through the gate (TURNS-9); while the kept answer still has problems, up to :data:`MAX_REPAIRS` repair turns
-list them (TURNS-10, TURNS-14). The answer with fewer problems is kept, the newer winning ties (FAIL-2's
-rule), and what still fails after the repairs is dropped or, for an expectation check, stored as unmet. A
-repair turn that brings back the reply it was asked to fix (the same answer, or with none, the same first
-200 characters) ends the repairs there (our decision: a model that repeats itself at temperature 0 repeats
-itself again, and each turn resends the conversation). A
-reply of the labels or decisions turn cut off at the output limit with no answer gets the next repair turn
-with a raised budget (FAIL-7); a prose section's budget already holds its longest valid answer
-(:func:`section_tokens`).
-After the labels section settles, its questions (LIFT-7, LIFT-10) get one more turn, read as the Diff reads
-a question reply (LIFT-14, LIFT-15); a lift refused because its rule was replaced, even first raised on the
-last repair turn, is asked there (TURNS-11). No question follows a turn that threw (LIFT-17).
+Per section (TURNS-2) one turn asks for it, the first carrying the Digest (TURNS-5); its answer goes through
+the gate (TURNS-9), and while problems remain up to :data:`MAX_REPAIRS` repair turns list them (TURNS-10,
+TURNS-14). The answer with fewer problems is kept, the newer on a tie (as FAIL-2); what still fails is
+dropped, or stored as unmet for an expectation check. Ours: a repair that brings back the reply it was to fix
+ends the repairs, since at temperature 0 it would repeat again. A labels or decisions reply cut off with no
+answer gets a raised budget (FAIL-7). The labels section's questions (LIFT-7, LIFT-10) get one more turn,
+read as the Diff reads them (LIFT-14, LIFT-15, TURNS-11), never after a turn that threw (LIFT-17).
 
-Budgets (TURNS-15): every call of a turn shares a budget of ``turn_seconds`` (2 minutes in the daemon) that
-never runs past the pass's deadline. A turn that runs over is abandoned and the conversation goes on with the
-next section; once the pass's budget is spent, the sections not reached carry from the previous state
-(:mod:`longhaul_daemon.passes.turns.closing`). A span that offers no message to label makes no labels call. A
-section that does not finish names why: ``turn-timeout``, ``budget-exhausted``, ``rate-limited`` (a 429 asked
-for a wait past the budget), ``context-full``, ``model-error``, ``tool-loop`` (every turn only called tools),
-``unparsable-answer``, or ``nothing-kept`` (an answer whose every field failed its checks). Model
-errors end a section, never the pass; :class:`~longhaul_daemon.passes.stage_outcome.TurnsUnavailable` (the
-route cannot carry the tool, or the Digest cannot fit) leaves, so the pass can run the Diff instead.
+Every call of a turn shares ``turn_seconds``, never past the pass's deadline (TURNS-15); a turn over it is
+abandoned and the next section goes on; sections not reached carry from the previous state. A section that
+does not finish names why (``turn-timeout``, ``budget-exhausted``, ``rate-limited``, ``context-full``,
+``model-error``, ``tool-loop``, ``unparsable-answer``, ``nothing-kept``). Model errors end a section, never
+the pass; :class:`~longhaul_daemon.passes.stage_outcome.TurnsUnavailable` leaves so the pass can run the Diff.
 """
 
 from __future__ import annotations

@@ -1,28 +1,18 @@
 """The gate every turns-mode answer passes, written in code (TURNS-9, TURNS-12, TURNS-13): what fails, why.
 
-:func:`gate` reads one section's answer and returns a :class:`Verdict`: the problems worth a repair turn, and
-what would be accepted if this answer were the section's last, failing items left out (TURNS-10). The labels
-section has its own gate (:mod:`longhaul_daemon.passes.turns.label_gate`), built on the Diff's verifiers.
+:func:`gate` returns a :class:`Verdict`: the problems worth a repair turn and what this answer would give as
+the section's last, failing items left out (TURNS-10); :mod:`.label_gate` gates labels.
 
-**Integrity checks** are never excused: the answer parses (an object of the section's shape), each field has
-its type, every id it uses exists (evidence ``C<n>``/``E<n>`` in the ledger, ``openErrors`` in the ledger),
-and the narrative is within its cap of 240 characters (the proposal) and not blank. Two more are ours: prose
-or an item's text with no letter or digit is blank, and prose that only repeats the conversation's own
-instructions (a small model copies the ask back: "the session's overall goal in at most 300 characters") is
-an echo, and so is prose that is only its own field's name ("narrative"); neither says anything about the
-span. An item still failing
-after the repair turns is dropped: an item of the wrong shape, an unknown id (its decision or dead end
-stays, as DIFF-14 keeps them), an over-long or blank narrative. Other bounds are not integrity: a list past
-its bound or prose past its length is cut as the Diff cuts a settled answer (DIFF-16), counted as dropped.
-A ``fixed`` claim is checked by code as in the Diff and a refused one dropped and counted, never sent back.
+**Integrity checks**, never excused: the answer parses into the section's shape, fields have their types,
+every id exists in the ledger, and the narrative is within 240 characters and not blank. Ours: prose with no
+letter or digit is blank, and prose that only repeats the instructions or its own field's name is an echo.
+After the repairs a failing item is dropped (an unknown id only, its decision or dead end staying, as
+DIFF-14); other bounds are cut as DIFF-16 cuts; ``fixed`` claims are checked as in the Diff.
 
-**Expectation checks** (TURNS-12): every file this span modified is named in the narrative, by its path or
-its file name; each error of this span still open (not fixed by LEDGER-8 or an accepted ``fixed`` claim) is
-a dead end's evidence or listed in ``openErrors``; Now is set. The model may excuse a failed one with one
-sentence (TURNS-13, the proposal: at most 200 characters, ending in ``.``, ``!`` or ``?`` with no other such
-mark before a space); the check then passes and the span record keeps check and reason. An excuse for a
-check that passed is ignored. A check neither met nor excused is a problem for the repair turns; after
-them the section is accepted and the check stored as unmet (TURNS-14, the proposal). Pure; nothing raises.
+**Expectation checks** (TURNS-12): the narrative names every modified file, each open error of the span is a
+dead end's evidence or in ``openErrors``, and Now is set. One sentence of at most 200 characters excuses a
+failed one (TURNS-13); one neither met nor excused goes to the repair turns, then is stored as unmet
+(TURNS-14). Pure; nothing raises.
 """
 
 from __future__ import annotations

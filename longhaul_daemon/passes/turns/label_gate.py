@@ -1,21 +1,15 @@
 """The labels turn's gate: the Diff's own verifiers, so a label means the same thing in both modes (TURNS-4).
 
 A labels answer is read with :func:`~longhaul_daemon.passes.answers.extract.verify_labels` and checked with
-:func:`~longhaul_daemon.passes.answers.verify.evaluate`, so every store-side rule of the Diff holds here too:
-code copies a rule's words from the message (QUOTE-1), quotes verify and bind (QUOTE-*), lifts pass the lift
-check (LIFT-*), targets name rules (LABEL-8). The turn offers ``rule``, ``lifts R<n>`` and ``not a rule``; the
-parser still reads the whole grammar of LABEL-1 (the proposal of TURNS-4). Every defect the Diff would put in
-a retry note is an integrity problem here (TURNS-9): a missing label, a label that does not parse, a target
-naming no rule, words that do not verify, a refused lift. After the repair turns the settled answer is
-evaluated as final: failing items are dropped (TURNS-10) and any offered message still unlabeled leaves the
-section unfinished, so the span is carried whole (TURNS-16, FAIL-12).
+:func:`~longhaul_daemon.passes.answers.verify.evaluate`, so every store-side rule of the Diff holds (QUOTE-*,
+LIFT-*, LABEL-8). The turn offers ``rule``, ``lifts R<n>`` and ``not a rule``; the parser reads all of
+LABEL-1. Every defect the Diff would put in a retry note is an integrity problem (TURNS-9). The settled
+answer is evaluated as final: failing items are dropped (TURNS-10), and a span message still unlabeled
+leaves the section unfinished, so the span is carried whole (TURNS-16, FAIL-12).
 
-Taking over (TURNS-17, TAKEOVER-27): a message the standing-rule reading picked takes no label in turns
-mode. It is not in the turn's list (a label given for it anyway is ignored, as for any message not
-offered), code records it as a rule, and no question asks whether it replaced an older rule, so both
-stay in force until a later message lifts one. Every other earlier message needs a label, and one left
-out costs a repair turn like a span message (TAKEOVER-18); still unlabeled once the answer is settled, it
-reads as ``not a rule``, as in the Diff (FAIL-4), rather than leaving the section unfinished.
+Taking over (TURNS-17, TAKEOVER-27): a message the standing-rule reading picked takes no label; code records
+it as a rule and asks no replacement question, so both rules stand until a later lift. Every other earlier
+message needs a label (TAKEOVER-18), and one still unlabeled reads as ``not a rule`` (FAIL-4).
 """
 
 from __future__ import annotations

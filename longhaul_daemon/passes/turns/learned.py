@@ -1,20 +1,15 @@
 """Values code learns from tool output, the only values turns mode keeps (VALUE-7, TAKEOVER-28).
 
-In turns mode the model names no values, so a value a later turn may need (a port, a timing, a total) is kept
-only when code finds it. Our rule, built on the value definition of FACTS-3
-(:func:`~longhaul_daemon.passes.answers.values.value_tokens`): a token is learned when it first appears in the
-span in a tool's output (a tool result, or what a user ``!command`` printed) and the conversation then uses it
-again, in a later user or assistant message of the span, not flanked by a letter or digit (VALUE-4). A value
-the agent or the user repeated mattered to the work; one only printed did not. The value is named by the words
-just before its first appearance on its output line (up to :data:`NAME_WORDS`, read from at most
-:data:`NAME_WINDOW` characters before it), else by the command or tool that printed it, and credited to the
-turn that printed it (VALUE-3), so it still verifies against that turn (VALUE-2). The newest
-:data:`MAX_LEARNED` of a span are kept. A value that only an earlier summary held is never learned: a summary
-is not tool output.
+In turns mode the model names no values, so one a later turn may need (a port, a timing) is kept only when
+code finds it. Ours, on FACTS-3's value tokens (:func:`~longhaul_daemon.passes.answers.values.value_tokens`):
+a token is learned when it first appears in a tool's output in the span (a tool result or a user
+``!command``'s output) and a later user or assistant message uses it again, unflanked (VALUE-4): a repeated
+value mattered, one only printed did not. It is named by up to :data:`NAME_WORDS` words before it on its line
+(within :data:`NAME_WINDOW` characters), else by its command or tool, and credited to the turn that printed
+it, so it verifies (VALUE-2, VALUE-3). The newest :data:`MAX_LEARNED` are kept; a summary is not tool output.
 
-Every message is read once, start to end, and tool output only for the tokens the user or the assistant
-wrote: the cost grows with the span's length, not with the number of tokens times the length of an output
-(a 16,000-line log holds some 60,000 tokens). Pure; nothing raises.
+Each message is read once, and tool output only for tokens the user or assistant wrote, so the cost grows
+with the span's length, not with tokens times output length. Pure; nothing raises.
 """
 
 from __future__ import annotations

@@ -1,27 +1,18 @@
 """One continuing conversation with the model (TURNS-2): its messages, its room, and one turn with ``show``.
 
-A turn is one user message and what follows until the model answers: the model may call ``show`` first, each
-call is answered with a tool result in the next user turn (TURNS-7, TURNS-8), and the model is asked again.
-Once the turn has used its :data:`~longhaul_daemon.passes.turns.show.SHOW_CAP` calls the tool stays declared
-but the model is asked to answer (``tool_choice`` ``none``); a model that still calls it gets error results,
-and after :data:`MAX_CALLS_A_TURN` calls the turn ends without an answer (a tool loop). An answer is kept in
-the conversation as the assistant's text, whatever form it arrived in (a tool's input, for Anthropic and
-Gemini), so no provider ever sees a call without its result; a reply with no answer is kept only as its first
-600 characters, since every later turn resends it (a small model's loop would otherwise grow each call by its
-whole output budget). Every call of a turn shares the turn's budget (TURNS-15: 2 minutes, never past the
-pass's own deadline).
+A turn is one user message and what follows until the model answers: each ``show`` call is answered in the
+next user turn (TURNS-7, TURNS-8). After :data:`~longhaul_daemon.passes.turns.show.SHOW_CAP` calls the model
+is asked to answer (``tool_choice`` ``none``); later calls get error results, and after
+:data:`MAX_CALLS_A_TURN` the turn ends as a tool loop. Every call of a turn shares its budget (TURNS-15).
 
-What the model wrote is kept in a bounded form, since every later turn resends it: a reply's calls are kept
-up to :data:`CALLS_KEPT` (the rest are dropped and the next turn says how many), each under an id the
-daemon gives it (``show_1``, ``show_2``, …; a model-made id is never sent back), with its tool's name only
-when it is ``show`` (:data:`UNKNOWN_TOOL` otherwise) and its arguments cut to ``{"ref": …}`` of at most
-:data:`~longhaul_daemon.passes.turns.show.MAX_REF` characters. One bad reply (a 5 MB argument, 300 calls) thus
-costs the conversation a few hundred characters, not its room.
+Every later turn resends what the model wrote, so it is kept bounded (ours): an answer as the assistant's
+text whatever form it came in, so no provider sees a call without its result; a reply with no answer as its
+first 600 characters; at most :data:`CALLS_KEPT` calls (the next turn says how many were dropped), each
+under a daemon-given id (``show_1``, …), named ``show`` or :data:`UNKNOWN_TOOL`, its arguments cut to
+``{"ref": …}`` of at most :data:`~longhaul_daemon.passes.turns.show.MAX_REF` characters.
 
-The conversation has a room: what the model's context window takes with an answer's output budget kept free
-(:class:`TurnsModel`), counted in characters of the request as it goes on the wire (its JSON body: framing,
-escapes, the tool and the schema included). A turn that would not fit is not sent (:class:`ContextFull`),
-and ``show`` results are cut to the room left.
+The room is the context window less an answer's output budget (:class:`TurnsModel`), in characters of the
+JSON request body: a turn that would not fit is not sent (:class:`ContextFull`), ``show`` results are cut.
 """
 
 from __future__ import annotations
