@@ -109,7 +109,7 @@ _CLEAN_WHOLE = 4  # an item up to this many times the limit is cleaned whole bef
 
 
 def _shown(text: str, limit: int) -> str:
-    """``text`` cleaned and cut to ``limit``; a long one (a 430 KB log) is cleaned at its edges only, since
+    """``text`` cleaned and cut to ``limit``; a long one (a big log) is cleaned at its edges only, since
     cleaning never lengthens text, so showing it costs what its edges cost, not what the whole costs."""
     if len(text) <= _CLEAN_WHOLE * limit:
         return _cut(clean(text), limit)
