@@ -229,6 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"time budget of one pass; past it the shim falls back (default {DEFAULT_PASS_BUDGET_S:g})",
     )
     serve.add_argument(
+        "--turn-budget",
+        type=_positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="time budget of one turns-mode turn (default two fifths of the pass budget)",
+    )
+    serve.add_argument(
         "--grace",
         type=_non_negative_seconds,
         default=DEFAULT_GRACE_S,
@@ -293,6 +300,7 @@ def _serve(args: argparse.Namespace) -> int:
         socket_path=resolve_socket_path(args.socket, os.environ, os.getuid()),
         may_narrow_dir=not explicit,
         pass_budget_s=args.pass_budget,
+        turn_budget_s=args.turn_budget,
         grace_s=args.grace,
         max_frame=args.max_frame,
         max_connections=args.max_connections,

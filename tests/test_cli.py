@@ -195,7 +195,13 @@ def test_serve_refuses_an_overlong_socket_path() -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [["serve", "--pass-budget", "0"], ["serve", "--grace", "-1"], ["serve", "--max-frame", "big"], []],
+    [
+        ["serve", "--pass-budget", "0"],
+        ["serve", "--turn-budget", "-2"],
+        ["serve", "--grace", "-1"],
+        ["serve", "--max-frame", "big"],
+        [],
+    ],
 )
 def test_bad_arguments_are_usage_errors(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:

@@ -214,15 +214,16 @@ async def run_pass(
     """One pass over ``params``; never raises for transcript content, only on bugs or cancellation.
 
     ``branch`` is the branch read from the session file (:mod:`longhaul_daemon.sessionfile`); without it the
-    pass reads the entries the request carried inline. ``turn_budget_s``: turns mode's budget for one turn,
-    two fifths of ``pass_budget_s`` unless given (TURNS-15). ``progress`` learns the span number once the Fold
-    has run, so a pass cut off later still falls back under the number it would have had (PASS-16).
-    ``users``: the ``u<n>`` ids of ``branch``'s user messages, when its reader counted them already (the
-    session file's index does, so a pass does not go over a long branch for them). ``settings``: this pass's
-    ``longhaul.json`` when the caller read it already; read here otherwise. ``peer``: the shim of the
-    connection the request came on, for model calls through pi (none without a connection). ``redactor``:
-    the pass's credentials, taken out of every model call; made from ``params`` when not given.
-    ``narrative_choices``: the daemon's book of which stage ``"narrativeMode": "auto"`` runs per route.
+    pass reads the entries the request carried inline. ``turn_budget_s``: turns mode's budget for one turn
+    (``serve --turn-budget``), two fifths of ``pass_budget_s`` unless given (TURNS-15). ``progress`` learns
+    the span number once the Fold has run, so a pass cut off later still falls back under the number it would
+    have had (PASS-16). ``users``: the ``u<n>`` ids of ``branch``'s user messages, when its reader counted
+    them already (the session file's index does, so a pass does not go over a long branch for them).
+    ``settings``: this pass's ``longhaul.json`` when the caller read it already; read here otherwise.
+    ``peer``: the shim of the connection the request came on, for model calls through pi (none without a
+    connection). ``redactor``: the pass's credentials, taken out of every model call; made from ``params``
+    when not given. ``narrative_choices``: the daemon's book of which stage ``"narrativeMode": "auto"`` runs
+    per route.
     """
     entries = list(branch) if branch is not None else list(params.branchEntries or [])
     if settings is None:

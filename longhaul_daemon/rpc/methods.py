@@ -169,6 +169,7 @@ async def _run_busy_compact(services: Services, params: CompactParams, call: _Pa
                 branch_stats=branch_stats,
                 access=services.model_access(),
                 pass_budget_s=left_s,
+                turn_budget_s=services.turn_budget_s,
                 progress=progress,
                 users=users,
                 settings=settings,

@@ -60,11 +60,13 @@ class RunPass(Protocol):
 
     ``branch``: the branch read from the session file, None when the request carried it inline;
     ``branch_stats``: where it came from and what reading it cost; ``access``: the daemon's shared model
-    access; ``pass_budget_s``: what is left of the budget once the file was read; ``progress``: learns the
-    span number once the Fold ran; ``users``: the ``u<n>`` ids the session file's index counted; ``settings``:
-    the pass's ``longhaul.json``, read once by the method; ``peer``: the shim of the connection the request
-    came on (calls through pi), None without one; ``redactor``: the pass's credentials;
-    ``narrative_choices``: which stage ``"narrativeMode": "auto"`` runs per route, for the daemon's life.
+    access; ``pass_budget_s``: what is left of the budget once the file was read; ``turn_budget_s``: one
+    turns-mode turn's budget (``serve --turn-budget``), None for two fifths of ``pass_budget_s``;
+    ``progress``: learns the span number once the Fold ran; ``users``: the ``u<n>`` ids the session file's
+    index counted; ``settings``: the pass's ``longhaul.json``, read once by the method; ``peer``: the shim of
+    the connection the request came on (calls through pi), None without one; ``redactor``: the pass's
+    credentials; ``narrative_choices``: which stage ``"narrativeMode": "auto"`` runs per route, for the
+    daemon's life.
     """
 
     async def __call__(
@@ -77,6 +79,7 @@ class RunPass(Protocol):
         branch_stats: Mapping[str, Any] | None,
         access: ModelAccess | None,
         pass_budget_s: float,
+        turn_budget_s: float | None,
         progress: PassProgress | None,
         users: Mapping[str, str] | None,
         settings: Settings | None,
@@ -94,6 +97,7 @@ async def real_pass(
     branch_stats: Mapping[str, Any] | None,
     access: ModelAccess | None,
     pass_budget_s: float,
+    turn_budget_s: float | None,
     progress: PassProgress | None,
     users: Mapping[str, str] | None,
     settings: Settings | None,
@@ -111,6 +115,7 @@ async def real_pass(
         branch_stats=branch_stats,
         access=access,
         pass_budget_s=pass_budget_s,
+        turn_budget_s=turn_budget_s,
         progress=progress,
         users=users,
         settings=settings,
@@ -155,6 +160,7 @@ class Services:
     socket_path: str
     socket_activated: bool = False
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S
+    turn_budget_s: float | None = None  # serve --turn-budget; None: two fifths of what the pass has left
     run_pass: RunPass = real_pass
     started_at: float = field(default_factory=time.monotonic)
     pass_counts: PassCounts = field(default_factory=PassCounts)

@@ -88,6 +88,7 @@ class ServeOptions:
     socket_path: Path
     may_narrow_dir: bool = False
     pass_budget_s: float = DEFAULT_PASS_BUDGET_S
+    turn_budget_s: float | None = None  # one turns-mode turn; None: two fifths of the pass budget (TURNS-15)
     grace_s: float = DEFAULT_GRACE_S
     max_frame: int = DEFAULT_MAX_FRAME
     max_in_flight_per_connection: int = MAX_IN_FLIGHT_PER_CONNECTION
@@ -129,6 +130,7 @@ async def run_daemon(
             socket_path=str(opened.path),
             socket_activated=opened.activated,
             pass_budget_s=options.pass_budget_s,
+            turn_budget_s=options.turn_budget_s,
             via_pi_apis=options.via_pi_apis,
             provider_limits=ProviderLimits(per_provider=options.concurrency),
             run_pass=options.run_pass,

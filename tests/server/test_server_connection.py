@@ -377,3 +377,29 @@ async def test_pipelined_replies_can_overtake_slow_ones(short_tmp: Path) -> None
         quick = await connection.request("status", {})
         assert (await connection.receive())["id"] == quick
         assert slow != quick
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("turn_budget_s", [None, 7.5])
+async def test_turns15_serve_turn_budget_reaches_every_pass(
+    short_tmp: Path, turn_budget_s: float | None
+) -> None:
+    """``serve --turn-budget`` is the daemon's setting of one turns-mode turn's budget; without it the pass
+    takes two fifths of what it has left (TURNS-15), so the pass gets None."""
+    seen: list[object] = []
+    ran = anyio.Event()
+
+    async def watching(params: CompactParams, *, pass_id: str, **options: object) -> CompactResult:
+        seen.append(options["turn_budget_s"])
+        ran.set()
+        return whole_result(pass_id)
+
+    async with (
+        running_daemon(short_tmp / "d.sock", run_pass=watching, turn_budget_s=turn_budget_s) as handle,
+        connect(handle.socket_path) as connection,
+    ):
+        reply = await connection.call("compact", compact_params("t1"))
+        assert "result" in reply
+        with anyio.fail_after(10):
+            await ran.wait()
+    assert seen == [turn_budget_s]
