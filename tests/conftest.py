@@ -21,6 +21,22 @@ from longhaul_daemon.server.lifecycle import configure_operational_log
 pytest_plugins = ("home_guard",)
 
 
+# The longest tests first: with two workers, a test of minutes that starts last keeps one worker busy alone at
+# the end of the run. Started first, it runs while the other worker takes the many short ones.
+_FIRST = ("tests/e2e/test_e2e_real_model.py", "tests/reliability/", "tests/e2e/")
+
+
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid.replace("\\", "/")
+    path = path if path.startswith("tests/") else "tests/" + path
+    return next((at for at, prefix in enumerate(_FIRST) if path.startswith(prefix)), len(_FIRST))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the real-model tests, then the reliability and the other e2e tests, then the rest (stable)."""
+    items.sort(key=_rank)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
