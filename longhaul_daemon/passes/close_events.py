@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from longhaul_daemon.passes.answers.events import ChunkEvents, LiftEvent, NewRule, PossibleWithdrawal
+from longhaul_daemon.passes.answers.events import ChunkEvents, LiftEvent, PossibleWithdrawal
 from longhaul_daemon.passes.answers.schema import BOUNDS
 from longhaul_daemon.passes.answers.values import merge_values
 from longhaul_daemon.state.clean import clean_item, clean_line, prose
@@ -37,8 +37,10 @@ def _find(rules: Sequence[Rule], target: str) -> Rule | None:
     return next((r for r in rules if r.message == target), None)
 
 
-def _held(rules: Sequence[Rule], rule: NewRule) -> bool:
-    return any(r.message == rule.message and r.words == rule.words for r in rules)
+def _held(rules: Sequence[Rule]) -> set[tuple[str, str]]:
+    """The rules already held, by message and words: a new rule that repeats one adds nothing, and a set
+    keeps a span of many rules from costing rules times rules."""
+    return {(r.message, r.words) for r in rules}
 
 
 def _lift(rules: Sequence[Rule], lift: LiftEvent, *, seq: int | None, replaced_by: str | None) -> bool:
@@ -69,9 +71,11 @@ def pending_rules(rules: Sequence[Rule], chunks: Sequence[ChunkEvents]) -> tuple
     ``span`` are 0, for nothing from the pass has a number before Close (PASS-5). ``rules`` is not changed.
     """
     out = [rule.model_copy(deep=True) for rule in rules]
+    held = _held(out)
     for chunk in chunks:
         for label in chunk.labels:
-            if label.rule is not None and not _held(out, label.rule):
+            if label.rule is not None and (label.rule.message, label.rule.words) not in held:
+                held.add((label.rule.message, label.rule.words))
                 out.append(
                     Rule(
                         id=label.rule.message,
@@ -135,10 +139,12 @@ def apply_events(state: State, chunks: Sequence[ChunkEvents], *, span: int) -> S
     )
     seq = new.seq
     made: dict[str, str] = {}  # message -> the R<n> its first new rule got in this Close
+    held = _held(new.rules)
     for chunk in chunks:
         for label in chunk.labels:
             rule = label.rule
-            if rule is not None and not _held(new.rules, rule):
+            if rule is not None and (rule.message, rule.words) not in held:
+                held.add((rule.message, rule.words))
                 seq += 1
                 rule_id = f"R{new.nextRule}"
                 new.nextRule += 1

@@ -18,7 +18,7 @@ so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second l
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from longhaul_daemon.passes.answers.events import NewRule, PossibleWithdrawal, Question
@@ -199,6 +199,24 @@ def _plain(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+class _HeldWords:
+    """Rule words already held, asked whether any stands in a text: indexed by their first two words, so a
+    span of many messages costs what its messages cost, not messages times rules."""
+
+    def __init__(self, words: Iterable[str] = ()) -> None:
+        self._by_start: dict[tuple[str, ...], list[str]] = {}
+        for plain in words:
+            self.add(plain)
+
+    def add(self, plain: str) -> None:
+        self._by_start.setdefault(tuple(plain.split(" ", 2)[:2]), []).append(plain)
+
+    def any_in(self, plain_text: str) -> bool:
+        tokens = plain_text.split(" ")
+        starts = {tuple(tokens[at : at + 2]) for at in range(len(tokens))} | {(token,) for token in tokens}
+        return any(words in plain_text for start in starts for words in self._by_start.get(start, ()))
+
+
 def rule_doubts(
     labels: Sequence[tuple[str, Label]],
     offered: Mapping[str, OfferedMessage],
@@ -211,7 +229,7 @@ def rule_doubts(
     marker (its recorded rule, ``reads-as-request``). ``excluded``: messages the model decides alone.
     ``held_words``: the words of the rules in force; a ``not a rule`` message that holds one of them (the
     rule bound to a newer message holding the same words, QUOTE-7) loses nothing, so it is not doubted."""
-    held = [_plain(words) for words in held_words if words.strip()]
+    held = _HeldWords(_plain(words) for words in held_words if words.strip())
     out: list[tuple[str, NewRule]] = []
     for msg, label in labels:
         message = offered.get(msg)
@@ -219,11 +237,11 @@ def rule_doubts(
             continue
         if label.kind == "not-a-rule":
             found = doubted_reading(message.text)
-            if found is None or any(words in _plain(message.text) for words in held):
+            if found is None or held.any_in(_plain(message.text)):
                 continue
             start, end = found
             words = clean_span(quotable_text(message.text), start, end)
-            held.append(_plain(words))
+            held.add(_plain(words))
             out.append((msg, NewRule(msg, words, start, end, doubt="model-read-one-off")))
         elif label.kind == "rule":
             own = recorded.get(msg)
@@ -241,8 +259,12 @@ def flag_carried_withdrawals(rules: Sequence[Rule], carried: Mapping[str, str]) 
     """The rules with each rule in force that a carried message (``u<n>`` -> its text) may withdraw flagged
     (not lifted: only a verified label lifts); ``rules`` are not changed, a flagged rule is a copy."""
     offered = [OfferedMessage(uid, text) for uid, text in carried.items()]
+    replaced: dict[str, list[str]] = {}
+    for lifted in rules:
+        if lifted.liftedBy is not None:
+            replaced.setdefault(lifted.liftedBy, []).append(lifted.words)
     standing = [
-        StandingRule(r.id, r.message, r.words, tuple(x.words for x in rules if x.liftedBy == r.message))
+        StandingRule(r.id, r.message, r.words, tuple(replaced.get(r.message, ())))
         for r in rules
         if not r.lifted and r.possiblyWithdrawnBy is None
     ]
