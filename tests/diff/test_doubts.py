@@ -52,6 +52,8 @@ def _candidates(text: str, uid: str = "u9") -> list[tuple[str, str, bool]]:
         "The DRY: prefix rule does not apply now.",
         "Commit messages: the DRY prefix is withdrawn.",
         "Start commit messages with FIX: instead of the DRY: prefix.",
+        "No need to start commit messages with DRY: any longer.",
+        "You don't have to put the DRY prefix on commits anymore.",
     ],
 )
 def test_lift_2_a_withdrawal_phrased_many_ways_is_a_candidate_that_passes_the_lift_check(text: str) -> None:
@@ -83,11 +85,13 @@ def test_takeover_11_a_forget_marker_or_the_rule_id_flags_but_cannot_pass_the_li
         "You may skip the DRY: prefix on merge commits.",
         "Don't forget the DRY prefix.",
         "The lint rule no longer applies.",
+        "Don't start commit messages with DRY: anymore.",
     ],
 )
 def test_quote_12_14_lift_6_relayed_text_a_permission_or_another_rule_raise_nothing(text: str) -> None:
     """QUOTE-12..QUOTE-14: quoted, blockquoted and fenced words withdraw nothing; LIFT-6: a permission holds
-    no withdrawal expression; LIFT-4: a withdrawal of a rule sharing no word is no candidate for this one."""
+    no withdrawal expression; LIFT-4: a withdrawal of a rule sharing no word is no candidate for this one;
+    LIFT-2: a negated order with "anymore" orders, it releases nothing."""
     assert _candidates(text) == []
 
 

@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longhaul_daemon.passes.answers.lifts import (
+    FROM_NOW_ON,
     INSTEAD_OF,
+    NEGATED_OBLIGATIONS,
     STOP_WORDS,
     WITHDRAWAL_EXPRESSIONS,
     check_lift,
@@ -64,6 +66,45 @@ def test_lift_2_case_whitespace_and_curly_apostrophe(text: str) -> None:
 )
 def test_lift_2_nothing_else_withdraws(text: str) -> None:
     assert passes_lift_check(text, PUSH).reason == "no-withdrawal"
+
+
+@pytest.mark.parametrize("obligation", NEGATED_OBLIGATIONS)
+@pytest.mark.parametrize("later", FROM_NOW_ON)
+def test_lift_2_a_released_obligation_withdraws(obligation: str, later: str) -> None:
+    """LIFT-2 (ours): a negated obligation, then "any longer"/"anymore"/"any more" in the same sentence."""
+    verdict = passes_lift_check(f"You {obligation} to push to main {later}.", PUSH)
+    assert verdict.passed and verdict.expressions == (f"{obligation} … {later}",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "No need to check with me about deletions any longer.",
+        "You don’t need to RUN the tests   anymore, CI does it.",
+        "Honestly, the tests are not required before a commit any more.",
+    ],
+)
+def test_lift_2_released_obligation_as_users_write_it(text: str) -> None:
+    rules = ("Check with me before deleting any file.", "Run the tests before every commit.")
+    assert any(passes_lift_check(text, rule).passed for rule in rules)
+    assert may_withdraw(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Don't push to main anymore.",  # a negated order is a rule, not a withdrawal
+        "Never push to main any more.",
+        "No more pushes to main.",
+        "Do you need any more pushes to main?",  # no negated obligation
+        "No need to push to main. Any longer and we miss the release.",  # another sentence
+        "Push to main any longer and there is no need to.",  # the wrong order
+        "No need to push to main\nany more",  # a line break ends a sentence (LIFT-3)
+    ],
+)
+def test_lift_2_a_negated_order_or_a_split_obligation_withdraws_nothing(text: str) -> None:
+    assert passes_lift_check(text, PUSH).reason == "no-withdrawal"
+    assert not may_withdraw(text)
 
 
 def test_lift_3_instead_of_needs_a_word_of_the_rule_in_the_same_sentence() -> None:

@@ -200,10 +200,17 @@ def test_takeover_10_for_now_marker_excludes(text: str) -> None:
         "always lint doesn’t apply here",
         "Never squash is withdrawn",
         "always rebase not anymore",
+        "You don't need to lint the code any longer.",
+        "No need to always rebase anymore",
     ],
 )
 def test_takeover_11_withdrawal_excludes(text: str) -> None:
     assert not picked(text)
+
+
+def test_takeover_11_a_negated_order_with_anymore_is_still_a_rule() -> None:
+    assert picked("Don't use print anymore.")
+    assert picked("Never squash commits any more.")
 
 
 @pytest.mark.parametrize("expression", WITHDRAWAL_EXPRESSIONS)

@@ -6,7 +6,10 @@ the rules X replaced lack (LIFT-8). A permission holds none, so it lifts nothing
 raises. Decisions (the proposals unless said otherwise):
 
 - LIFT-2: :data:`WITHDRAWAL_EXPRESSIONS` as whole words, any case, any whitespace between words, ' and ’
-  alike; "forget it", "lifts", "you may" do not count.
+  alike; "forget it", "lifts", "you may" do not count. Ours besides: a released obligation, one of
+  :data:`NEGATED_OBLIGATIONS` followed later in its sentence by one of :data:`FROM_NOW_ON` ("no need to
+  ask me about deletions any longer"). A negated order with the same words ("don't use print anymore")
+  orders something, so it withdraws nothing.
 - LIFT-3: "instead of" counts when a significant word of X follows it in the same sentence.
 - LIFT-4: QUOTE-6 words, casefolded, no stemming; words under 3 characters and :data:`STOP_WORDS` are
   ignored. Ours: the stop words add conjunctions, "not", the withdrawal expressions' own words and
@@ -25,7 +28,9 @@ from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.quotes import cut_at, is_word_char_at
 
 __all__ = [
+    "FROM_NOW_ON",
     "INSTEAD_OF",
+    "NEGATED_OBLIGATIONS",
     "STOP_WORDS",
     "WITHDRAWAL_EXPRESSIONS",
     "LiftVerdict",
@@ -33,6 +38,7 @@ __all__ = [
     "may_withdraw",
     "passes_lift_check",
     "passes_question_check",
+    "released_obligations_in",
     "significant_words",
     "withdrawal_expressions_in",
     "words_of",
@@ -49,6 +55,24 @@ WITHDRAWAL_EXPRESSIONS: tuple[str, ...] = (
     "not anymore",
 )
 INSTEAD_OF = "instead of"
+# LIFT-2, ours: the user releases an obligation from now on; both parts in one sentence, in this order
+NEGATED_OBLIGATIONS: tuple[str, ...] = (
+    "no need",
+    "don't need",
+    "doesn't need",
+    "do not need",
+    "does not need",
+    "needn't",
+    "need not",
+    "don't have to",
+    "doesn't have to",
+    "do not have to",
+    "does not have to",
+    "not necessary",
+    "not needed",
+    "not required",
+)
+FROM_NOW_ON: tuple[str, ...] = ("any longer", "anymore", "any more")
 MIN_WORD = 3  # LIFT-4: shorter words are never shared words
 
 # LIFT-4: articles; pronouns; auxiliaries and modals with their contractions; prepositions; and (extension,
@@ -68,6 +92,7 @@ over past per since than through throughout till to toward towards under underne
 with within without
 and but or nor not yet so if then because while
 lift lifted longer apply applies withdrawn anymore instead rule rules
+need needed necessary required any more
 """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
@@ -118,6 +143,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (expression, _expression_pattern(expression)) for expression in WITHDRAWAL_EXPRESSIONS
 )
 _INSTEAD_OF = _expression_pattern(INSTEAD_OF)
+_OBLIGATIONS = tuple(_expression_pattern(expression) for expression in NEGATED_OBLIGATIONS)
+_FROM_NOW_ON = tuple(_expression_pattern(expression) for expression in FROM_NOW_ON)
 
 
 def _whole_word_matches(pattern: re.Pattern[str], text: str) -> Iterable[re.Match[str]]:
@@ -131,19 +158,40 @@ def _sentence_rest(text: str, at: int) -> str:
     return text[at : end.start() if end else len(text)]
 
 
+def released_obligations_in(text: str) -> tuple[str, ...]:
+    """LIFT-2, ours: each obligation ``text`` releases from now on, as "<obligation> … <from now on>"."""
+    found: list[str] = []
+    for expression, pattern in zip(NEGATED_OBLIGATIONS, _OBLIGATIONS, strict=True):
+        for match in _whole_word_matches(pattern, text):
+            rest = _sentence_rest(text, match.end())
+            later = next(
+                (
+                    w
+                    for w, p in zip(FROM_NOW_ON, _FROM_NOW_ON, strict=True)
+                    if any(_whole_word_matches(p, rest))
+                ),
+                None,
+            )
+            if later is not None:
+                found.append(f"{expression} … {later}")
+                break
+    return tuple(found)
+
+
 def may_withdraw(judged: str) -> bool:
     """Whether ``judged`` holds any withdrawal expression, "instead of" included, whatever the rule: when it
     holds none, :func:`withdrawal_expressions_in` finds none against any rule, so no rule need be tried."""
     text = judged.replace("\u2019", "'")
-    return any(
-        any(_whole_word_matches(pattern, text)) for _, pattern in (*_PATTERNS, (INSTEAD_OF, _INSTEAD_OF))
-    )
+    if any(any(_whole_word_matches(pattern, text)) for _, pattern in (*_PATTERNS, (INSTEAD_OF, _INSTEAD_OF))):
+        return True
+    return bool(released_obligations_in(text))
 
 
 def withdrawal_expressions_in(judged: str, rule_words: str) -> tuple[str, ...]:
     """LIFT-2, LIFT-3: the withdrawal expressions ``judged`` holds against the rule ``rule_words``."""
     text = judged.replace("\u2019", "'")
     found = [expr for expr, pattern in _PATTERNS if any(_whole_word_matches(pattern, text))]
+    found += released_obligations_in(text)
     own: frozenset[str] | None = None  # the rule's words, read only when an "instead of" needs them
     for match in _whole_word_matches(_INSTEAD_OF, text):
         own = significant_words(rule_words) if own is None else own
