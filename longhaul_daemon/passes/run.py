@@ -141,6 +141,7 @@ def _turns_stage(
 async def _model_stage(
     prepared: _Prepared,
     params: CompactParams,
+    plan: RoutePlan,
     settings: Settings,
     access: ModelAccess,
     budget: Budget,
@@ -149,8 +150,8 @@ async def _model_stage(
     turns: TurnsStage | None = None,
 ) -> StageOutcome:
     """The model stage over the routed model (DIFF-20), under the pass's budget: ``turns`` when given and it
-    can run for this span, else the Diff; both are a :class:`ModelStage`."""
-    plan: RoutePlan = plan_routes(params, settings)
+    can run for this span, else the Diff; both are a :class:`ModelStage`. ``plan``: the pass's routes,
+    planned once."""
     if not prepared.span:
         return StageOutcome(closed_as="empty", reason=None, route=RouteChoice(configured=plan.configured))
     if not plan.candidates:
@@ -232,8 +233,8 @@ async def run_pass(
     # for an inline branch, so it always takes the thread). Turns mode always takes the thread: it does more
     # per byte (the Digest, every tool output read for values), and a hop is nothing beside its five calls.
     offload = Offload.for_read(branch_stats if branch is not None else None)
-    candidates = plan_routes(params, settings).candidates
-    route = candidates[0].spec if candidates else None  # the model "auto" judges: the one tried first
+    plan = plan_routes(params, settings)
+    route = plan.candidates[0].spec if plan.candidates else None  # what "auto" judges: the first tried
     stage = stage_of_pass(settings.narrativeMode, route, narrative_choices)
     if stage == "turns":
         offload = THREADS
@@ -251,7 +252,7 @@ async def run_pass(
             seconds = turn_budget_s if turn_budget_s is not None else pass_budget_s * TURN_SHARE
             turns = _turns_stage(params, prepared, await world_taken(), budget, seconds)
         outcome = await _model_stage(
-            prepared, params, settings, access or ModelAccess(), budget, offload, caller, turns
+            prepared, params, plan, settings, access or ModelAccess(), budget, offload, caller, turns
         )
         return prepared, outcome
 
