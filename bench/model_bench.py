@@ -22,11 +22,14 @@ Then it checks the issue's targets: no more wall time and no more output tokens 
 no rule invented, and every standing rule's words visible after every compaction.
 
 The model is SmolLM2-135M-Instruct behind ``realmodel/server.py`` (``make realmodel`` installs it), decoding
-at temperature 0 from an empty KV cache per request. It never calls a tool, so the sessions' commands run
-through pi's RPC ``bash`` (a user's ``!cmd``): real commands in a scratch git project, some of them failing.
-Each stretch of work ends with ``cat`` of a log longer than pi's ``keepRecentTokens``, so pi keeps that
-and compacts everything before it. Nothing outside a scratch directory is read or written: pi, the daemon and
-git get their own HOME and agent dir (``longhaul_daemon/evaluation/harness/sandbox.py``).
+at temperature 0. Every compaction call, pi's or Longhaul's, starts from an empty KV cache and may answer up
+to 512 tokens; the agent's own turns answer in at most ``AGENT_MAX_TOKENS`` and reuse the previous turn's
+cache (the server's ``--agent-max-tokens``, ``--agent-prefix-reuse``), since the agent's words are not what is
+measured. It never calls a tool, so the sessions' commands run through pi's RPC ``bash`` (a user's ``!cmd``):
+real commands in a scratch git project, some of them failing. Each stretch of work ends with ``cat`` of a log
+longer than pi's ``keepRecentTokens``, so pi keeps that and compacts everything before it. Nothing outside a
+scratch directory is read or written: pi, the daemon and git get their own HOME and agent dir
+(``longhaul_daemon/evaluation/harness/sandbox.py``).
 
 Numbers to compare between changes; they depend on the machine and on the model's words. No test asserts
 them. ``--doc docs/performance.md`` also writes the tables into that file, between its model-bench markers.
@@ -77,6 +80,9 @@ KEEP_RECENT_TOKENS = 300  # the long log ending each stretch (about 600 tokens) 
 PROMPT_TIMEOUT_S = 600.0
 BASH_TIMEOUT_S = 60.0
 COMPACT_TIMEOUT_S = 420.0
+# The agent's own turns (requests carrying tools) answer in at most this many tokens and reuse the previous
+# turn's KV cache; the compaction calls of both compactors keep the full cap and an empty cache.
+AGENT_MAX_TOKENS = 128
 DOC_START = "<!-- model-bench:start -->"
 DOC_END = "<!-- model-bench:end -->"
 
@@ -300,7 +306,9 @@ def main() -> None:
     started = time.monotonic()
     rows: list[Row] = []
     try:
-        with RealModelServer(model, work, threads=args.threads) as server:
+        with RealModelServer(
+            model, work, threads=args.threads, agent_max_tokens=AGENT_MAX_TOKENS, agent_prefix_reuse=True
+        ) as server:
             sys.stderr.write(f"model server {server.base_url}, request log {server.log}\n")
             for session in chosen:
                 for compactor in args.compactors:

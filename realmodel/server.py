@@ -33,6 +33,15 @@ the others wait their turn. A prompt that does not fit the context is refused th
 goes away mid-answer (a reader that stops at the first complete JSON object) ends the generation within a
 token or two, and the next request is served as usual.
 
+Two switches trade that purity for speed in agent turns only, which a request marks by carrying ``tools``
+(pi's summary call and Longhaul's calls carry none): ``--agent-max-tokens N`` caps such a turn's answer below
+``--max-tokens``, and ``--agent-prefix-reuse`` keeps the KV cache from one agent turn to the next, so a turn
+reads only what is new since the previous one. Its wording can then differ from a fresh read's (the sums run
+in another order), but the same turns in the same order answer the same way on every run. A request without
+``tools`` still starts from an empty cache. ``bench/model_bench.py`` turns both on: what it measures is the
+compaction, not the agent's words, and a session of real agent turns otherwise costs most of an hour on two
+busy cores.
+
 ``--log FILE`` appends one JSON line per chat request: the request body, the answer's text, the HTTP
 status, the prompt and completion token counts, the finish reason, the seconds taken and whether the client
 left early. The e2e test and ``bench/model_bench.py`` read it to count calls and tokens.
@@ -195,6 +204,7 @@ class Job:
     seed: int
     frequency_penalty: float
     presence_penalty: float
+    reuse_prefix: bool = False  # an agent turn under --agent-prefix-reuse: keep the previous turn's KV cache
     completion_tokens: int = 0
     finish_reason: str = "length"
     text: list[str] = field(default_factory=list)
@@ -242,7 +252,9 @@ class Engine:
         """Text pieces as they are decoded; ``job`` holds the token count and finish reason at the end.
 
         The caller holds :attr:`lock`. Closing the iterator early stops generating at once."""
-        self.llm.reset()  # an empty KV cache: nothing of the previous request shapes this answer
+        if not job.reuse_prefix:
+            self.llm.reset()  # an empty KV cache: nothing of the previous request shapes this answer
+        # else llama.cpp evaluates only what follows the longest prefix it still holds
         self.llm.set_seed(job.seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         longest_stop = max((len(s) for s in job.stops), default=0)
@@ -307,6 +319,8 @@ class Settings:
     max_tokens: int
     temperature: float
     seed: int
+    agent_max_tokens: int | None = None  # the cap of a request carrying ``tools`` (an agent's turn)
+    agent_prefix_reuse: bool = False
 
 
 class ChatServer(ThreadingHTTPServer):
@@ -427,9 +441,14 @@ class Handler(BaseHTTPRequestHandler):
         seed = request.get("seed", settings.seed)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise RequestError(400, "seed must be an integer", param="seed")
+        agent_turn = bool(request.get("tools"))
+        cap = (
+            min(settings.max_tokens, settings.agent_max_tokens or settings.max_tokens) if agent_turn else None
+        )
         job = Job(
             prompt=prompt,
-            max_tokens=min(asked, settings.max_tokens, room),
+            max_tokens=min(asked, cap or settings.max_tokens, room),
+            reuse_prefix=agent_turn and settings.agent_prefix_reuse,
             stops=stop_strings(request),
             grammar=grammar,
             temperature=number(request, "temperature", settings.temperature),
@@ -526,13 +545,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-tokens", type=int, default=512, help="cap on the completion tokens of a request"
     )
+    parser.add_argument(
+        "--agent-max-tokens", type=int, default=None, help="cap on a request carrying tools (an agent turn)"
+    )
+    parser.add_argument(
+        "--agent-prefix-reuse", action="store_true", help="keep the KV cache from one agent turn to the next"
+    )
     parser.add_argument("--temperature", type=float, default=0.0, help="for requests that send none")
     parser.add_argument("--seed", type=int, default=0, help="for requests that send none")
     parser.add_argument("--log", type=Path, default=None, help="append one JSON line per chat request")
     args = parser.parse_args(argv)
     started = time.monotonic()
     engine = Engine(args.model, ctx=args.ctx, threads=args.threads, alias=args.alias)
-    settings = Settings(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
+    if args.agent_max_tokens is not None and args.agent_max_tokens < 1:
+        parser.error("--agent-max-tokens must be a positive integer")
+    settings = Settings(
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        seed=args.seed,
+        agent_max_tokens=args.agent_max_tokens,
+        agent_prefix_reuse=args.agent_prefix_reuse,
+    )
     server = ChatServer((args.host, args.port), engine, settings, RequestLog(args.log))
     port = server.server_address[1]
     loaded = time.monotonic() - started

@@ -137,6 +137,8 @@ class RealModelServer:
         *,
         threads: int = 1,
         max_tokens: int = 512,
+        agent_max_tokens: int | None = None,
+        agent_prefix_reuse: bool = False,
         temperature: float = 0.0,
         seed: int = 0,
         alias: str = "smollm2",
@@ -148,6 +150,10 @@ class RealModelServer:
             "--alias", alias, "--threads", str(threads), "--max-tokens", str(max_tokens),
             "--temperature", str(temperature), "--seed", str(seed), "--log", str(self.log),
         ]  # fmt: skip
+        if agent_max_tokens is not None:
+            argv += ["--agent-max-tokens", str(agent_max_tokens)]
+        if agent_prefix_reuse:
+            argv.append("--agent-prefix-reuse")
         self._stderr: IO[bytes] = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             argv,

@@ -29,6 +29,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -419,11 +420,12 @@ def _events(server: RealModelServer, body: dict[str, Any], *, stop_after: int | 
     return payloads
 
 
+PI_LIKE_MESSAGES: list[dict[str, Any]] = [
+    {"role": "developer", "content": "You are a terse assistant."},
+    {"role": "user", "content": [{"type": "text", "text": "Name one colour."}]},
+]
 PI_LIKE = {
-    "messages": [
-        {"role": "developer", "content": "You are a terse assistant."},
-        {"role": "user", "content": [{"type": "text", "text": "Name one colour."}]},
-    ],
+    "messages": PI_LIKE_MESSAGES,
     "tools": [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}],
     "max_completion_tokens": 24,
 }
@@ -459,6 +461,46 @@ def test_server_lists_its_model_and_answers_whole_and_streamed_alike(server: Rea
     other = {**PI_LIKE, "messages": [{"role": "user", "content": "Write a haiku about rain."}]}
     assert _post(server, other)[0] == 200
     assert _post(server, PI_LIKE)[1]["choices"][0]["message"]["content"] == text
+
+
+def test_server_agent_switches_touch_agent_turns_only(
+    server: RealModelServer, model: Installed, tmp_path: Path
+) -> None:
+    """The model bench's switches (``--agent-max-tokens``, ``--agent-prefix-reuse``): a request carrying
+    ``tools`` (an agent's turn) answers within the agent cap, and the same turns in the same order answer
+    the same way on every run; a request without ``tools`` (a summarizer's call) keeps the full cap and an
+    empty cache, so it answers word for word as the plain server does, agent turns or not before it."""
+    summary = {
+        "messages": [{"role": "user", "content": "Summarize: we fixed the parser and added two tests."}],
+        "max_tokens": 200,
+    }
+    first = {**PI_LIKE, "max_completion_tokens": 200}
+    status, plain = _post(server, summary)
+    assert status == 200
+
+    def agent_then_summary(work: Path) -> list[str]:
+        work.mkdir()
+        answers: list[str] = []
+        with RealModelServer(
+            model, work, threads=1, max_tokens=512, agent_max_tokens=200, agent_prefix_reuse=True
+        ) as fast:
+            said = _post(fast, first)[1]["choices"][0]["message"]["content"]
+            went_on = [
+                *PI_LIKE_MESSAGES,
+                {"role": "assistant", "content": said},
+                {"role": "user", "content": "Another one."},
+            ]
+            on = _post(fast, {**first, "messages": went_on})[1]["choices"][0]["message"]["content"]
+            answers += [said, on, _post(fast, summary)[1]["choices"][0]["message"]["content"]]
+        return answers
+
+    once, again = agent_then_summary(tmp_path / "once"), agent_then_summary(tmp_path / "again")
+    assert once == again and all(a.strip() for a in once)
+    assert once[-1] == plain["choices"][0]["message"]["content"]
+    (tmp_path / "capped").mkdir()
+    with RealModelServer(model, tmp_path / "capped", threads=1, max_tokens=512, agent_max_tokens=8) as capped:
+        assert _post(capped, first)[1]["usage"]["completion_tokens"] <= 8
+        assert _post(capped, summary)[1]["usage"] == plain["usage"]
 
 
 LABEL_SCHEMA = {
