@@ -3,7 +3,9 @@
 One :class:`Row` per compaction. :func:`checks` reads a summary the way the bench judges it: a standing rule
 counts when its words appear anywhere; a withdrawn rule or a one-off request counts as shown standing when its
 words appear in the summary's "Standing rules" section (Longhaul's rendered state) or, for a summary without
-that structure (pi's own, or a pass that fell back to pi), anywhere. :func:`half_table` turns a half's rows
+that structure (pi's own, or a pass that fell back to pi), anywhere. A withdrawn rule shown with code's
+``possibly withdrawn by`` flag under it is not plainly standing and does not count; a one-off request counts
+even when marked in doubt. :func:`half_table` turns a half's rows
 into the Markdown table of measures, one column per compactor; :func:`table` is the per-compaction table.
 """
 
@@ -78,6 +80,13 @@ def standing_section(summary: str) -> str | None:
     return ""
 
 
+def _unflagged(section: str) -> str:
+    """The standing-rules section without the entries code flagged ``possibly withdrawn by``: a flagged rule
+    is shown with the user's withdrawing words under it, not as plainly standing."""
+    entries = re.split(r"\n(?=- )", section)
+    return "\n".join(e for e in entries if "\n  possibly withdrawn by " not in e)
+
+
 def checks(
     summary: str,
     *,
@@ -91,9 +100,10 @@ def checks(
     shown = normal(summary)
     section = standing_section(summary)
     standing = shown if section is None else normal(section)
+    plainly = standing if section is None else normal(_unflagged(section))
     return (
         [(key, normal(words) in shown) for key, words in in_force],
-        [(key, normal(words) in standing) for key, words in withdrawn],
+        [(key, normal(words) in plainly) for key, words in withdrawn],
         [(words, normal(words) in standing) for words in one_offs],
         [(value, normal(value) in shown) for value in values],
     )

@@ -107,6 +107,13 @@ def test_lift_2_a_negated_order_or_a_split_obligation_withdraws_nothing(text: st
     assert not may_withdraw(text)
 
 
+def test_lift_4_now_ties_no_withdrawal_to_a_from_now_on_rule() -> None:
+    withdrawal = "The no-dependencies rule is withdrawn: we may add packages now."
+    verdict = passes_lift_check(withdrawal, "From now on, run the unit tests after every change you make.")
+    assert verdict.reason == "no-shared-word"
+    assert passes_lift_check(withdrawal, "Do not add any third-party packages.").passed
+
+
 def test_lift_3_instead_of_needs_a_word_of_the_rule_in_the_same_sentence() -> None:
     rule = "indent with tabs"
     assert withdrawal_expressions_in("two spaces instead of tabs", rule) == (INSTEAD_OF,)

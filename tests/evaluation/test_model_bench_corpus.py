@@ -136,6 +136,26 @@ def test_checks_read_the_standing_section_of_a_rendered_state() -> None:
     assert values == [("s3://acme-exports-eu", True), ("8431", False)]
 
 
+def test_checks_a_flagged_withdrawn_rule_is_not_plainly_standing_a_doubted_one_off_is() -> None:
+    summary = (
+        "# Longhaul state after span 2 (pass p)\n\n## Standing rules\n"
+        '- R1 "Do not add any third-party packages" (u3)\n'
+        '  possibly withdrawn by u12: "The no-dependencies rule is withdrawn."\n'
+        '- R2 "Never touch vendor/" (u4)\n'
+        '- R3 "you may edit vendor/table.py directly" (u9)\n'
+        "  in doubt: reads as a one-off request, with no standing marker\n\n## World\nNo git repository.\n"
+    )
+    _, withdrawn, one_offs, _ = checks(
+        summary,
+        in_force=[],
+        withdrawn=[("deps", "third-party packages"), ("vendor", "never touch vendor/")],
+        one_offs=["you may edit vendor/table.py directly"],
+        values=[],
+    )
+    assert withdrawn == [("deps", False), ("vendor", True)]
+    assert one_offs == [("you may edit vendor/table.py directly", True)]
+
+
 def test_checks_count_anything_in_a_summary_without_sections_as_standing() -> None:
     summary = "## Goal\nFlag work.\n\n## Progress\nThe vendor rule was dropped; you may edit vendor/table.py."
     assert standing_section(summary) is None

@@ -12,8 +12,9 @@ raises. Decisions (the proposals unless said otherwise):
   orders something, so it withdraws nothing.
 - LIFT-3: "instead of" counts when a significant word of X follows it in the same sentence.
 - LIFT-4: QUOTE-6 words, casefolded, no stemming; words under 3 characters and :data:`STOP_WORDS` are
-  ignored. Ours: the stop words add conjunctions, "not", the withdrawal expressions' own words and
-  "rule"/"rules", which any withdrawal shares with any rule ("the lint rule doesn't apply" does not lift
+  ignored. Ours: the stop words add conjunctions, "not", the withdrawal expressions' own words, "now"
+  ("we may add packages now" against "from now on, run the tests") and "rule"/"rules", which any
+  withdrawal shares with any rule ("the lint rule doesn't apply" does not lift
   "always apply the formatter").
 """
 
@@ -92,7 +93,7 @@ over past per since than through throughout till to toward towards under underne
 with within without
 and but or nor not yet so if then because while
 lift lifted longer apply applies withdrawn anymore instead rule rules
-need needed necessary required any more
+need needed necessary required any more now
 """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
