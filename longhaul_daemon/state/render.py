@@ -174,7 +174,6 @@ def _quoted(lead: str, words: str, tail: str, *, max_chars: int = _RULE, cut: bo
 _DOUBTS = {
     "model-read-one-off": "  in doubt: the model read this message as a one-off; code reads a standing rule",
     "reads-as-request": "  in doubt: reads as a one-off request, with no standing marker",
-    "unlabeled-read-as-rule": "  in doubt: the model left this message unlabeled; code reads a standing rule",
 }
 
 

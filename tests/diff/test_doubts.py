@@ -168,34 +168,6 @@ def test_a_one_off_request_the_model_called_a_rule_is_recorded_in_doubt() -> Non
     assert label.rule is not None and label.rule.doubt is None
 
 
-def _read_unlabeled(offered: list[OfferedMessage], labels: dict[str, str]) -> Evaluation:
-    context = ChunkContext(offered=tuple(offered), rules=(DRY_RULE,), ledger_ids=frozenset())
-    body = json.dumps({"labels": [{"msg": m, "label": lab} for m, lab in labels.items()], "narrative": "n"})
-    parsed = parse_answer(body, [m.id for m in offered], context.ledger_ids, rules=context.rules)
-    return evaluate(parsed, context, final=True, read_unlabeled=True)
-
-
-def test_fail4_an_unlabeled_standing_rule_is_kept_in_doubt_and_a_request_is_no_rule() -> None:
-    """FAIL-4 (ours): the model's missing labels are supplied by code's reading; a standing rule among them
-    is kept in the user's words, marked ``unlabeled-read-as-rule``; anything else is ``not a rule``."""
-    rule = OfferedMessage("u8", "Never force-push to a shared branch.")
-    ask = OfferedMessage("u9", "Run the build and tell me which port it uses.")
-    out = _read_unlabeled([rule, ask], {})
-    assert out.unlabeled == () and {"u8", "u9"} <= out.events.judged
-    [label] = out.events.labels
-    assert label.rule is not None
-    assert (label.msg, label.rule.words, label.rule.doubt) == ("u8", rule.text, "unlabeled-read-as-rule")
-    assert out.events.dropped["unlabeled"] == 2
-    assert _evaluate([rule, ask], {}).unlabeled == ("u8", "u9")  # only the Diff's settled answer is read
-
-
-def test_fail4_an_unlabeled_withdrawal_is_asked_about_and_flagged_never_lifted_by_code() -> None:
-    out = _read_unlabeled([OfferedMessage("u8", "Ok."), WITHDRAWAL], {"u8": "not a rule"})
-    assert [(q.msg, q.kind, q.target) for q in out.questions] == [("u9", "withdrawal", "R3")]
-    assert [(f.target, f.by) for f in out.events.possibly_withdrawn] == [("R3", "u9")]
-    assert all(not label.lifts for label in out.events.labels)
-
-
 def test_takeover_4_an_earlier_message_of_a_takeover_is_the_models_to_decide() -> None:
     earlier = OfferedMessage("u9", "Never force-push to a shared branch.")
     out = _evaluate([earlier], {"u9": "not a rule"}, unpicked_earlier=frozenset({"u9"}))
@@ -296,28 +268,3 @@ def test_takeover_22_a_long_stretch_the_reading_picks_is_not_recorded_by_code_al
     log = " ".join(f"Step {n}: you must never skip the check." for n in range(40))
     assert len(log) > 600 and doubted_reading(log) is None
     assert doubted_reading(log[:200]) == (0, 200)
-
-
-@pytest.mark.anyio
-async def test_fail4_unlabeled_twice_the_close_is_whole_keeps_the_rule_and_asks_about_the_withdrawal() -> (
-    None
-):
-    """FAIL-4 (ours), through the Diff and Close: the model labels nothing twice; code reads u8 as a standing
-    rule (kept, in doubt) and u9 as a withdrawal of R3 (asked; confirmed, it lifts R3)."""
-    span = [user("u8", "Never force-push to a shared branch."), *SPAN]
-    unlabeled = json.dumps({"labels": [], "narrative": "Worked on the parser."})
-    state, summary, kinds = await _close(span, unlabeled, unlabeled, _reply("lifts R3"))
-    assert kinds == ["first", "retry", "question"]
-    assert "Worked on the parser." in summary  # a whole close: the narrative is kept
-    [r3, r4] = state.rules
-    assert r3.lifted and r3.liftedBy == "u9"
-    assert (r4.words, r4.message, r4.doubt) == (
-        "Never force-push to a shared branch.",
-        "u8",
-        "unlabeled-read-as-rule",
-    )
-    rule_line = '- R4 "Never force-push to a shared branch." (u8)'
-    assert (
-        f"{rule_line}\n  in doubt: the model left this message unlabeled; code reads a standing rule\n"
-        in summary
-    )

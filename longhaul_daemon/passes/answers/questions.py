@@ -147,8 +147,7 @@ def _with_targets(label: LabeledMessage, targets: Sequence[str]) -> LabeledMessa
 def with_additions(parsed: ParsedAnswer, additions: Sequence[tuple[str, str]]) -> ParsedAnswer:
     """LIFT-14: ``parsed`` with each added target joined to its message's label; the words stay as given.
 
-    ``rule`` becomes ``rule and lifts``. A message the answer did not label (one code read, FAIL-4) is
-    labeled ``lifts`` with its added targets, as ``not a rule`` would become. The caller runs
+    ``rule`` becomes ``rule and lifts``; a message the answer did not label is left alone. The caller runs
     :func:`~longhaul_daemon.passes.answers.verify.evaluate` again, so the added lifts meet every store check
     (LIFT-16).
     """
@@ -157,14 +156,8 @@ def with_additions(parsed: ParsedAnswer, additions: Sequence[tuple[str, str]]) -
     wanted: dict[str, list[str]] = {}
     for msg, target in additions:
         wanted.setdefault(msg, []).append(target)
-    labels = [
+    labels = tuple(
         _with_targets(label, wanted[label.msg]) if label.msg in wanted else label
         for label in parsed.answer.labels
-    ]
-    labeled = {label.msg for label in labels}
-    labels += [
-        _with_targets(LabeledMessage(msg, Label("not-a-rule"), None), targets)
-        for msg, targets in wanted.items()
-        if msg not in labeled
-    ]
-    return replace(parsed, answer=replace(parsed.answer, labels=tuple(labels)))
+    )
+    return replace(parsed, answer=replace(parsed.answer, labels=labels))

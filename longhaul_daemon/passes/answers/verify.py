@@ -9,8 +9,7 @@ retry, the questions for the one extra call, and the messages still unlabeled. P
 - A lift is judged on the whole message, or on the recorded range for ``rule and lifts`` when the rule stayed
   with that message (QUOTE-15); a target lifted earlier in the answer is dropped, or raises a LIFT-7 question
   when that lift was a replacement; a LIFT-10 question is raised only for a new rule on its own message.
-- Code's second look (:mod:`~longhaul_daemon.passes.answers.doubts`) runs around the lifts, and reads the
-  messages the Diff's settled answer left unlabeled (FAIL-4, ours).
+- Code's second look (:mod:`~longhaul_daemon.passes.answers.doubts`) runs around the lifts.
 - Only the final answer counts every accepted label as judged (QUOTE-4); ``fixed`` claims go to
   :mod:`~longhaul_daemon.passes.answers.fixes`; rule words are cleaned where cut (``clean_span``), so they
   stay verbatim in the cleaned message.
@@ -20,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from longhaul_daemon.passes.answers.defects import lift_defect, quote_defect
@@ -312,16 +311,11 @@ def _candidates(
     return labels, answer.decisions, answer.deadEnds, values, prose, Counter(dropped)
 
 
-def evaluate(
-    parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool, read_unlabeled: bool = False
-) -> Evaluation:
+def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluation:
     """Verify one parsed answer against the chunk (QUOTE-*, LABEL-*, LIFT-*, VALUE-2..4, DIFF-13).
 
     ``final`` says this is the chunk's settled answer: nothing can be sent back, so defective items are
-    dropped and counted instead of becoming defects. ``read_unlabeled`` (the Diff's settled answer, FAIL-4):
-    a message the answer left unlabeled is read by code instead of failing the chunk; it is ``not a rule``
-    unless code's reading finds a standing rule in it, which is then kept marked in doubt, and code's look
-    for withdrawals covers it like any other message.
+    dropped and counted instead of becoming defects.
     """
     labels, decisions, dead_ends, candidates, prose, dropped = _candidates(parsed, final)
     run = _Run(parsed, ctx, final)
@@ -330,17 +324,6 @@ def evaluate(
         (label for label in labels if label.msg in run.offered), key=lambda label: run.order[label.msg]
     )
     labeled = {label.msg for label in ordered}
-    read_by_code: frozenset[str] = frozenset()
-    if final and read_unlabeled:
-        optional = ctx.label_optional | ctx.unpicked_earlier | frozenset(ctx.picked)
-        read_by_code = frozenset(m.id for m in ctx.offered if m.id not in labeled and m.id not in optional)
-        run.dropped["unlabeled"] += len(read_by_code)  # labels the answer lacked, read by code
-        not_a_rule = Label("not-a-rule")
-        ordered = sorted(
-            [*ordered, *(LabeledMessage(msg, not_a_rule, None) for msg in read_by_code)],
-            key=lambda label: run.order[label.msg],
-        )
-        labeled |= read_by_code
     unlabeled_picks = [
         LabeledMessage(msg, Label("rule", ()), None)
         for msg in ctx.picked
@@ -356,7 +339,7 @@ def evaluate(
     in_force = [r.words for r in ctx.rules if not r.lifted] + [r.words for r in run.held]
     label_pairs = [(x.msg, x.label) for x in ordered]
     for msg, rule in rule_doubts(label_pairs, run.offered, run.rules, decided_alone, in_force):
-        run.keep_doubted(msg, replace(rule, doubt="unlabeled-read-as-rule") if msg in read_by_code else rule)
+        run.keep_doubted(msg, rule)
     ordered = sorted([*ordered, *unlabeled_picks], key=lambda label: run.order[label.msg])
     for label in ordered:
         for name in label.label.targets:

@@ -194,9 +194,7 @@ class _Chunk:
                 settled = await self._choose(parsed, first, retried)
         if not settled.parsed:
             return _ChunkRun(failure="unparsable-answer")
-        final = await self._offload.run(
-            partial(evaluate, settled, self._ctx, final=True, read_unlabeled=True)
-        )
+        final = await self._offload.run(partial(evaluate, settled, self._ctx, final=True))
         if final.unlabeled:
             return _ChunkRun(failure="unlabeled-messages")  # FAIL-4
         if final.questions and not threw:
@@ -233,9 +231,7 @@ class _Chunk:
         if not additions:
             return final
         answered = with_additions(settled, additions)
-        return await self._offload.run(
-            partial(evaluate, answered, self._ctx, final=True, read_unlabeled=True)
-        )
+        return await self._offload.run(partial(evaluate, answered, self._ctx, final=True))
 
 
 def _narrative(chunks: Sequence[ChunkEvents]) -> str | None:
