@@ -64,6 +64,7 @@ from model_bench_report import (  # noqa: E402
     Row,
     checks,
     half_table,
+    rows_from_table,
     table,
     targets,
     write_doc,
@@ -239,7 +240,7 @@ def play(
     return rows
 
 
-def _block(rows: list[Row], args: argparse.Namespace, chosen: list[Session], minutes: float) -> list[str]:
+def _block(rows: list[Row], args: argparse.Namespace, chosen: list[Session], took: str) -> list[str]:
     lines: list[str] = []
     for half in HALVES:
         mine = [r for r in rows if r.half == half]
@@ -263,7 +264,7 @@ def _block(rows: list[Row], args: argparse.Namespace, chosen: list[Session], min
     lines.append(f"Rules and the words checked: {words}")
     lines.append(
         f"Run: halves {args.half}, seed {args.seed}, compactors {','.join(args.compactors)}, model threads "
-        f"{args.threads}, {minutes:.0f} min in all."
+        f"{args.threads}, {took}."
     )
     return lines
 
@@ -277,6 +278,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="model server threads (1 suits a busy box)")
     parser.add_argument("--doc", type=Path, help="also write the tables into this file, between its markers")
     parser.add_argument("--keep", action="store_true", help="keep the sandboxes and the server's request log")
+    parser.add_argument(
+        "--from-rows",
+        type=Path,
+        help="run nothing: tabulate the per-compaction rows a run logged (its stderr), e.g. one cut short",
+    )
     parser.add_argument(
         "--compactors",
         default="longhaul,turns,pi",
@@ -301,6 +307,16 @@ def main() -> None:
         return
     if not chosen:
         parser.error(f"no session of --half {args.half} is named {args.only}")
+    if args.from_rows is not None:
+        if args.half == "both":
+            parser.error("--from-rows reads one half's rows: give --half tuning or --half held-out")
+        logged = rows_from_table(args.from_rows.read_text(encoding="utf-8").splitlines(), args.half)
+        played = {r.session for r in logged}
+        block = _block(
+            logged, args, [s for s in chosen if s.name in played], f"rows read from {args.from_rows}"
+        )
+        sys.stdout.write("\n".join(block) + "\n")
+        return
     work = Path(tempfile.mkdtemp(prefix="lh-model-bench-"))
     model = installed()
     started = time.monotonic()
@@ -317,7 +333,7 @@ def main() -> None:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    block = _block(rows, args, chosen, (time.monotonic() - started) / 60)
+    block = _block(rows, args, chosen, f"{(time.monotonic() - started) / 60:.0f} min in all")
     sys.stdout.write("\n".join(block) + "\n")
     if args.doc:
         write_doc(args.doc, block, DOC_START, DOC_END)

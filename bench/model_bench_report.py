@@ -216,6 +216,50 @@ def table(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+_ITEM = re.compile(r"(.+?) (\*\*yes\*\*|\*\*NO\*\*|yes|no)(?:, |$)")
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))  # as the table writes it: "1,234"
+
+
+def _seen_from(cell: str) -> Seen:
+    if cell == "none":
+        return []
+    return [(what, hit.strip("*").lower() == "yes") for what, hit in _ITEM.findall(cell)]
+
+
+def rows_from_table(lines: Sequence[str], half: str) -> list[Row]:
+    """The rows :func:`table` wrote (one per compaction, as the bench logs them while it runs), read back,
+    so a run cut short still gets its tables. Lines that are not such a row are skipped."""
+    out: list[Row] = []
+    for line in lines:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 14 or not cells[1].isdigit() or cells[2] not in COMPACTORS:
+            continue
+        out.append(
+            Row(
+                session=cells[0],
+                half=half,
+                chain=cells[0].endswith("-chain"),
+                nth=int(cells[1]),
+                compactor=cells[2],  # checked against COMPACTORS above
+                wall_s=float(cells[3].removesuffix(" s")),
+                calls=_number(cells[4]),
+                input_tokens=_number(cells[5]),
+                output_tokens=_number(cells[6]),
+                closed=cells[7],
+                rules=_seen_from(cells[8]),
+                withdrawn=_seen_from(cells[9]),
+                one_offs=_seen_from(cells[10]),
+                values=_seen_from(cells[11]),
+                invented=None if cells[12] == "–" else int(cells[12]),
+                summary_chars=_number(cells[13]),
+            )
+        )
+    return out
+
+
 def targets(rows: Sequence[Row], mode: Compactor = "longhaul") -> list[str]:
     """The issue's targets for one of Longhaul's modes against pi, each met or not, with the numbers."""
     pairs = _paired(rows, mode)

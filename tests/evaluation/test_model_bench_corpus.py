@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,16 @@ from bench_corpus import (
     project_files,
 )
 from bench_transcripts import write_transcript
-from model_bench_report import Row, checks, half_table, measures, standing_section, targets
+from model_bench_report import (
+    Row,
+    checks,
+    half_table,
+    measures,
+    rows_from_table,
+    standing_section,
+    table,
+    targets,
+)
 
 from longhaul_daemon.evaluation.common import key_path
 from longhaul_daemon.evaluation.key import load_key
@@ -265,6 +275,18 @@ def test_transcripts_replay_their_cuts_and_key_what_the_script_holds(
     ]
 
 
+def test_rows_logged_while_running_read_back_as_the_rows_that_wrote_them() -> None:
+    """``--from-rows``: a run cut short is tabulated from the per-compaction rows it logged."""
+    rows = [r for r in ROWS if r.half == "held-out"]
+    logged = ["model server http://127.0.0.1:1/v1", *table(rows)[2:], "  kept /tmp/sandbox"]
+    assert rows_from_table(logged, "held-out") == [
+        replace(r, chain=r.session.endswith("-chain")) for r in rows
+    ]
+    odd = _row("pi", "c", 2, chain=False, wall=1.25, out=1234, values=[("a, b", True), ("1,2", False)])
+    [back] = rows_from_table(table([odd]), "held-out")
+    assert (back.values, back.output_tokens, back.wall_s) == (odd.values, 1234, 1.2)
+
+
 def test_the_printed_block_has_a_table_per_half_that_ran_then_every_compaction() -> None:
     import model_bench  # imports the e2e helpers it runs with; nothing starts
 
@@ -272,7 +294,7 @@ def test_the_printed_block_has_a_table_per_half_that_ran_then_every_compaction()
     tuned.half = "tuning"
     rows = [*ROWS, tuned]
     args = argparse.Namespace(half="both", seed=0, compactors=["longhaul", "pi"], threads=1)
-    block = model_bench._block(rows, args, ALL, 2.0)
+    block = model_bench._block(rows, args, ALL, "2 min in all")
     tuning_at, held_out_at = (
         block.index("**tuning** (6 sessions, 20 compactions per compactor):"),
         block.index("**held-out** (6 sessions, 20 compactions per compactor):"),
