@@ -61,6 +61,11 @@ class Row:
     def closed_whole(self) -> bool:
         return self.closed.startswith("whole")
 
+    @property
+    def closed_partial(self) -> bool:
+        """The answer verified but left messages unlabeled; those were carried (FAIL-4, ours)."""
+        return self.closed.startswith("partial")
+
 
 def normal(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
@@ -155,8 +160,12 @@ def measures(rows: Sequence[Row], compactor: Compactor) -> dict[str, str]:
     if not mine:
         return {}
     whole = sum(1 for r in mine if r.closed_whole)
+    partial = sum(1 for r in mine if r.closed_partial)
     return {
         "passes closed whole": "–" if compactor == "pi" else _share(whole, len(mine)),
+        "passes closed partial (answer kept, unlabeled messages carried)": (
+            "–" if compactor == "pi" else _share(partial, len(mine))
+        ),
         "standing rules' words in the summary, single": _share(
             *_count([r for r in mine if not r.chain], "rules", True)
         ),

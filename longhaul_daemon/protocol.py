@@ -346,6 +346,7 @@ class PassCounts(_Result):
     """Passes since the daemon started, by how each ended: a close kind, a fallback or an abort."""
 
     whole: int = 0
+    partial: int = 0
     narrativeLess: int = 0
     chunkMissing: int = 0
     empty: int = 0

@@ -140,7 +140,7 @@ def format_status(status: StatusResult) -> str:
         ("socket", f"{_printable(status.socket)}{socket_note}"),
         (
             "passes",
-            f"whole {passes.whole}, narrative-less {passes.narrativeLess}, "
+            f"whole {passes.whole}, partial {passes.partial}, narrative-less {passes.narrativeLess}, "
             f"chunk missing {passes.chunkMissing}, empty {passes.empty}, "
             f"fallback {passes.fallback}, aborted {passes.aborted}",
         ),

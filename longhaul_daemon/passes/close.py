@@ -3,7 +3,7 @@
 Close runs only after Ledger, World, Fold (and later the Diff) have finished (PASS-2). It numbers the span
 along the branch (PASS-16), hands out sequence numbers to what the pass accepted (PASS-5), appends exactly one
 work-log line (PASS-6), takes in the ledger, the World and the file lists (LEDGER-9, LEDGER-11), and decides
-which user messages the next pass must be offered again (FAIL-10, FAIL-11, FAIL-12, PASS-17).
+which user messages the next pass must be offered again (FAIL-4, FAIL-10, FAIL-11, FAIL-12, PASS-17).
 
 Two decisions live here. The carried messages' words are kept in the State
 (``carriedMessages``, each cleaned and cut at :data:`MAX_CARRIED_CHARS`, at most :data:`MAX_CARRIED` of them),
@@ -142,6 +142,8 @@ def _line_text(
             f"{_plural(carried, 'user message')} carried to the next pass."
         )
     text = sanitize(narrative or "") or "(the narrative held no printable text)"
+    if closed_as == "partial":
+        text = f"{text} ({_plural(carried, 'user message')} got no label; carried to the next pass)"
     if closed_as == "chunk-missing":
         text = f"{text} (a chunk never verified; {_plural(carried, 'user message')} carried to the next pass)"
     return text.strip()
@@ -162,6 +164,7 @@ def close_span(
     narrative: str | None = None,
     events: Sequence[ChunkEvents] = (),
     texts: Mapping[str, str] | None = None,
+    held: Sequence[str] = (),
 ) -> State:
     """The State after this span closed; ``state`` (the folded one) is left untouched.
 
@@ -171,11 +174,15 @@ def close_span(
     ``events`` are the verified chunks' accepted events (:mod:`longhaul_daemon.passes.close_events`), numbered
     after the remembered notes; a narrative-less or empty close takes none, since no chunk verified (FAIL-10).
     ``texts`` maps ``u<n>`` to the message's text (:func:`user_texts`), for the carried messages' words.
+    ``held``: a ``partial`` close's messages that no verified answer labeled (FAIL-4, ours), the only ones it
+    carries: every other message up to here was judged.
     """
-    if closed_as in ("whole", "chunk-missing") and not narrative:
+    if closed_as in ("whole", "partial", "chunk-missing") and not narrative:
         raise ValueError(f"a {closed_as} close needs a narrative line")
     if closed_as == "narrative-less" and not reason:
         raise ValueError("a narrative-less close needs a reason code")
+    if (closed_as == "partial") != bool(held):
+        raise ValueError("a partial close, and only a partial one, holds back unlabeled messages")
     if closed_as in ("narrative-less", "empty") and events:
         raise ValueError(f"a {closed_as} close takes no Diff events")
     # A shallow copy: every list below is replaced, never changed in place, and the models in it are shared,
@@ -202,12 +209,14 @@ def close_span(
     if closed_as == "whole":
         new.carried = []  # every message up to here was judged (FAIL-11: no further back than a whole span)
         new.lastWholeSpan = new.span
+    elif closed_as == "partial":
+        new.carried = _carry((), held)  # FAIL-4, ours: a carried message labeled now is judged and leaves
     elif closed_as in ("narrative-less", "chunk-missing"):
         new.carried = _carry(state.carried, user_ids)  # FAIL-11, FAIL-12
     # an empty span has no messages to carry and judged nothing: carried stays as it was (PASS-17)
     labeled = frozenset(uid for chunk in events for uid in chunk.judged)
     new.carriedMessages = _carried_messages(state.carriedMessages, new.carried, texts or {}, labeled)
-    if closed_as in ("narrative-less", "chunk-missing"):  # no question was asked about a carried message
+    if closed_as in ("partial", "narrative-less", "chunk-missing"):  # no question asked about a carried one
         unjudged = {
             uid: (texts or {})[uid] for uid in new.carried if uid in (texts or {}) and uid not in labeled
         }

@@ -305,11 +305,12 @@ class _Close:
             narrative=outcome.narrative,
             events=outcome.events,
             texts=user_texts(prepared.span, prepared.carried),  # the words a narrative-less summary shows
+            held=outcome.held,
         )
         # PASS-7: the summary is the rendered state and nothing else; the pass id makes it unique (PASS-9).
         summary = render_summary(after, pass_id=pass_id)
         stats = dict(outcome.stats)
-        if outcome.closed_as in ("narrative-less", "chunk-missing"):
+        if outcome.closed_as in ("narrative-less", "chunk-missing"):  # a partial close carries only its held
             # FAIL-11: past 30 carried messages the oldest are left out; the log says how many.
             wanted = set(before.carried) | set(prepared.user_ids)
             stats["carriedLeftOut"] = len(wanted - set(after.carried))

@@ -38,6 +38,7 @@ def span_record(
         "closedAs": outcome.closed_as,
         "reason": outcome.reason,
         "messages": list(user_ids),
+        "held": list(outcome.held),  # a partial close's unlabeled messages, carried (FAIL-4, ours)
         "events": list(range(before.seq + 1, after.seq + 1)),  # PASS-5: the numbers this Close handed out
         "commands": [clean_command(c).model_dump(mode="json") for c in ledger.new_commands],
         "errors": [clean_error(e).model_dump(mode="json") for e in ledger.new_errors],

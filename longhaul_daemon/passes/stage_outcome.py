@@ -42,6 +42,7 @@ class StageOutcome:
     excused: tuple[tuple[str, str], ...] = ()  # TURNS-13: (check, reason)
     unmet: tuple[str, ...] = ()  # TURNS-14
     turns_unavailable: str | None = None
+    held: tuple[str, ...] = ()  # a partial close's unlabeled messages (FAIL-4, ours)
 
 
 class TurnsUnavailable(Exception):
@@ -64,6 +65,11 @@ def _close_sentence(span_no: int, outcome: StageOutcome, carried: int) -> str | 
         )
     if outcome.closed_as == "empty":
         return f"Longhaul closed span {span_no}, which held no messages: ledger and World updated."
+    if outcome.closed_as == "partial":
+        return (
+            f"Longhaul closed span {span_no}, but the model gave no label to "
+            f"{_plural(len(outcome.held), 'user message')}: carried, with their words, to the next pass."
+        )
     if outcome.closed_as == "chunk-missing":
         return (
             f"Longhaul closed span {span_no} with a chunk missing ({outcome.reason}): "

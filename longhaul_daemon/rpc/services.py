@@ -253,13 +253,16 @@ class Services:
             reasons[reason] = reasons.get(reason, 0) + 1
 
     def count_result(self, result: CompactResult) -> None:
-        """Count a finished pass by its close (whole, narrative-less, chunk missing, empty) or fallback, and
-        the reason of a close that was not whole."""
+        """Count a finished pass by its close (whole, partial, narrative-less, chunk missing, empty) or
+        fallback, and the reason of a close that was not whole."""
         record = result.after.spanRecord if result.after is not None else {}
         closed_as = record.get("closedAs")
         if result.fallback is not None or result.compaction is None:
             self.pass_counts.fallback += 1
             self.count_reason(result.fallback)
+        elif closed_as == "partial":
+            self.pass_counts.partial += 1
+            self.count_reason(record.get("reason"))
         elif closed_as == "narrative-less":
             self.pass_counts.narrativeLess += 1
             self.count_reason(record.get("reason"))

@@ -32,7 +32,8 @@ STATE_FORMAT = 1
 NOTE_KINDS = ("decision", "dead-end", "value", "note")  # TOOLS-1; "note" when the agent names none
 
 ExitCode = int | Literal["cancelled", "no result", "unknown"]
-ClosedAs = Literal["whole", "narrative-less", "chunk-missing", "empty"]
+# partial (ours, FAIL-4): every chunk verified, but some offered messages got no label; only those are carried
+ClosedAs = Literal["whole", "partial", "narrative-less", "chunk-missing", "empty"]
 
 
 class _Model(BaseModel):

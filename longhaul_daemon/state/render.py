@@ -218,7 +218,7 @@ def _carried(carried: Sequence[CarriedMessage]) -> list[str]:
         tail = f" (the first {len(msg.text):,} of {msg.chars:,} characters; {recall})" if cut else ""
         shown[at] = _quoted(uid, msg.text, tail, max_chars=len(msg.text) + 1, cut=cut)
     intro = (
-        "The user's own words, verbatim, from spans that closed without a verified answer; they stay here"
+        "The user's own words, verbatim, from messages no verified answer has labeled yet; they stay here"
         " until a pass labels them:"
     )
     return [intro, *(shown[at] for at in range(len(messages)))]

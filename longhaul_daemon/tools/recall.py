@@ -79,9 +79,11 @@ def _labels(span: _Span) -> list[str]:
     """The label each of the span's messages got, as far as the stored state says (LABEL-1 words)."""
     messages = _list(span.record, "messages") if span.record is not None else []
     rules = span.state.rules if span.state is not None else []
-    whole = span.info.closed_as == "whole"
+    judged = span.info.closed_as in ("whole", "partial")
+    held = set(_list(span.record, "held")) if span.record is not None else set()  # partial: carried
     out: list[str] = []
     for uid in (m for m in messages if isinstance(m, str)):
+        whole = judged and uid not in held
         made = [r.id for r in rules if r.message == uid and r.span == span.info.span]
         lifted = [r.id for r in rules if r.liftedBy == uid]
         parts = [f"rule {', '.join(made)}"] if made else []

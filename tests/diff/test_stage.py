@@ -25,7 +25,7 @@ from longhaul_daemon.models.call_errors import BudgetExceeded, RetryableError
 from longhaul_daemon.passes.diff import diff_stage as stage
 from longhaul_daemon.passes.diff.diff_stage import run_diff
 from longhaul_daemon.passes.model_calls import raised_budget
-from longhaul_daemon.passes.prompting.instructions import QUESTION_SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.instructions import LABEL_SYSTEM_PROMPT, QUESTION_SYSTEM_PROMPT
 from longhaul_daemon.passes.prompting.prompt import EarlierMessage, OfferedMessage
 from longhaul_daemon.passes.prompting.takeover import Takeover
 from longhaul_daemon.state.model import Rule, State
@@ -49,8 +49,60 @@ async def test_diff1_a_good_answer_is_one_call_and_closes_whole() -> None:
     assert [(r.message, r.words) for r in rules] == [("u1", "Never add new dependencies.")]
 
 
-async def test_fail1_missing_label_costs_one_retry_with_a_note() -> None:
-    model = ScriptedModel(answer({"u1": "rule"}), answer({"u1": "rule", "u2": "not a rule"}))
+def _labels(*pairs: tuple[str, str]) -> str:
+    """A label call's reply: only labels."""
+    return json.dumps({"labels": [{"msg": msg, "label": label} for msg, label in pairs]})
+
+
+async def test_fail1_ours_missing_labels_alone_are_asked_in_a_short_label_call() -> None:
+    """FAIL-1, ours: an answer whose only defect is an unlabeled message gets its one retry as a label call
+    showing that message alone, under the label instructions, with a schema asking for that label only."""
+    model = ScriptedModel(answer({"u1": "rule"}), _labels(("u2", "not a rule")))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "label-retry"]
+    call = model.calls[1]
+    assert call.system == LABEL_SYSTEM_PROMPT
+    assert [m.role for m in call.messages] == ["user"]  # not the chunk's conversation again
+    assert "Fix the bug." in call.last_user and "Never add new dependencies." not in call.last_user
+    assert call.schema is not None and call.schema.name == "diff_label_reply"
+    assert call.schema.schema["properties"]["labels"]["items"]["properties"]["msg"]["enum"] == ["u2"]
+    assert result.closed_as == "whole" and result.held == ()
+    [chunk] = result.chunks
+    assert chunk.judged == {"u1", "u2"}
+    assert [(label.msg, label.rule.words) for label in chunk.labels if label.rule] == [
+        ("u1", "Never add new dependencies.")
+    ]
+
+
+async def test_fail1_ours_the_label_call_shows_the_rules_in_force_and_its_lift_is_checked() -> None:
+    """A label call may lift a rule in force; the lift meets every store check (LIFT-1, LIFT-16)."""
+    state = State(rules=[Rule(id="R1", words="Never add new dependencies.", message="u0", seq=1, span=1)])
+    span = [
+        user("u1", "Fix the bug."),
+        assistant("Done."),
+        user("u2", "The dependencies rule no longer applies."),
+    ]
+    model = ScriptedModel(answer({"u1": "not a rule"}), _labels(("u2", "lifts R1")))
+    result = await run(span, model, state=state)
+    assert "R1: Never add new dependencies." in model.calls[1].last_user
+    assert result.closed_as == "whole"
+    [chunk] = result.chunks
+    assert [(label.msg, [lift.target for lift in label.lifts]) for label in chunk.labels] == [("u2", ["R1"])]
+
+
+async def test_fail1_ours_a_label_call_cannot_relabel_what_the_answer_labeled() -> None:
+    """Only the asked messages take a label from the call: u1 keeps the first answer's `rule`."""
+    model = ScriptedModel(answer({"u1": "rule"}), _labels(("u1", "not a rule"), ("u2", "not a rule")))
+    result = await run(SPAN, model)
+    [chunk] = result.chunks
+    assert [label.msg for label in chunk.labels if label.rule] == ["u1"]
+    assert result.closed_as == "whole"
+
+
+async def test_fail1_a_missing_label_beside_another_defect_still_costs_the_whole_retry() -> None:
+    """With any other defect the retry is FAIL-1's: the whole answer again, the flawed reply shown back."""
+    flawed = answer({"u1": "lifts R9"})
+    model = ScriptedModel(flawed, answer({"u1": "rule", "u2": "not a rule"}))
     result = await run(SPAN, model)
     assert [c.kind for c in model.calls] == ["first", "retry"]
     note = model.calls[1].last_user
@@ -59,13 +111,23 @@ async def test_fail1_missing_label_costs_one_retry_with_a_note() -> None:
     assert result.closed_as == "whole"
 
 
-async def test_fail1_never_a_second_retry_and_fail4_unlabeled_chunk_never_verifies() -> None:
-    model = ScriptedModel(answer({"u1": "rule"}), answer({"u1": "rule"}))
+async def test_fail4_ours_a_message_still_unlabeled_is_held_and_the_span_closes_partial() -> None:
+    """FAIL-1: never a second retry. FAIL-4, ours: the rest of the answer counts; u2 is held back."""
+    model = ScriptedModel(answer({"u1": "rule"}), _labels())
     result = await run(SPAN, model)
-    assert [c.kind for c in model.calls] == ["first", "retry"]
-    assert result.closed_as == "narrative-less"
-    assert result.reason == "unlabeled-messages"
-    assert result.chunks == ()
+    assert [c.kind for c in model.calls] == ["first", "label-retry"]
+    assert (result.closed_as, result.reason, result.held) == ("partial", "unlabeled-messages", ("u2",))
+    assert result.narrative == "Worked on the span."
+    [chunk] = result.chunks
+    assert chunk.judged == {"u1"}
+    assert [label.msg for label in chunk.labels if label.rule] == ["u1"]
+
+
+async def test_fail4_ours_a_label_call_that_throws_leaves_the_answer_and_holds_the_message() -> None:
+    model = ScriptedModel(answer({"u1": "rule"}), RetryableError(status=500))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "label-retry"]
+    assert (result.closed_as, result.held) == ("partial", ("u2",))
 
 
 def _takeover() -> Takeover:
@@ -89,7 +151,7 @@ async def test_fail4_an_unpicked_earlier_message_left_unlabeled_reads_as_not_a_r
     leaves_u3 = answer({"u2": "not a rule", "u4": "not a rule"})
     model = ScriptedModel(leaves_u3, leaves_u3)
     result = await run(TAKEOVER_SPAN, model, takeover=_takeover())
-    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert [c.kind for c in model.calls] == ["first", "label-retry"]
     assert "u3" in model.calls[1].last_user  # asked for once, like any unlabeled message
     assert result.closed_as == "whole" and result.reason is None
     [chunk] = result.chunks
@@ -98,12 +160,12 @@ async def test_fail4_an_unpicked_earlier_message_left_unlabeled_reads_as_not_a_r
     assert "u3" not in chunk.judged
 
 
-async def test_fail4_an_unlabeled_span_message_still_fails_the_chunk_on_takeover() -> None:
-    """FAIL-4: the excuse covers only earlier messages of the takeover, never the span's own."""
+async def test_fail4_an_unlabeled_span_message_is_still_held_on_takeover() -> None:
+    """FAIL-4: the excuse covers only earlier messages of the takeover, never the span's own: u4 is held."""
     leaves_u4 = answer({"u2": "not a rule", "u3": "rule"})
     model = ScriptedModel(leaves_u4, leaves_u4)
     result = await run(TAKEOVER_SPAN, model, takeover=_takeover())
-    assert result.closed_as == "narrative-less" and result.reason == "unlabeled-messages"
+    assert (result.closed_as, result.reason, result.held) == ("partial", "unlabeled-messages", ("u4",))
 
 
 async def test_fail2_a_retry_that_throws_leaves_the_kept_answer() -> None:
@@ -158,7 +220,7 @@ async def test_fail7_no_raised_retry_when_the_budget_is_already_max_tokens() -> 
 async def test_fail8_a_complete_answer_with_defects_still_gets_its_format_retry_at_max_tokens() -> None:
     model = ScriptedModel(answer({"u1": "rule"}), answer({"u1": "rule", "u2": "not a rule"}), max_tokens=2000)
     result = await run(SPAN, model)
-    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000), ("retry", 2000)]
+    assert [(c.kind, c.budget) for c in model.calls] == [("first", 2000), ("label-retry", 2000)]
     assert result.closed_as == "whole"
 
 

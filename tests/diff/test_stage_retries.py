@@ -79,7 +79,7 @@ async def test_a_route_that_failed_before_gets_one_retry_a_chunk_not_two() -> No
     assert result.reason == "unparsable-answer"
     fresh = ScriptedModel(cut, answer({"u1": "rule"}), GOOD)  # the raised reply is whole but misses u2
     assert (await run(SPAN, fresh)).closed_as == "whole"
-    assert [c.kind for c in fresh.calls] == ["first", "raised-budget", "retry"]  # FAIL-8: one of each
+    assert [c.kind for c in fresh.calls] == ["first", "raised-budget", "label-retry"]  # FAIL-8: one of each
     still_cut = ScriptedModel(cut, ('{"labels": [', "length"))
     assert (await run(SPAN, still_cut)).reason == "unparsable-answer"
     assert [c.kind for c in still_cut.calls] == ["first", "raised-budget"]  # cut again: no note at the limit
@@ -88,7 +88,7 @@ async def test_a_route_that_failed_before_gets_one_retry_a_chunk_not_two() -> No
 async def test_a_route_that_failed_before_still_gets_one_format_retry() -> None:
     model = ScriptedModel(answer({"u1": "rule"}), GOOD, failed_before=True)
     result = await run(SPAN, model)
-    assert [c.kind for c in model.calls] == ["first", "retry"]
+    assert [c.kind for c in model.calls] == ["first", "label-retry"]
     assert result.closed_as == "whole"
 
 
@@ -144,11 +144,20 @@ async def test_diff19_the_first_budget_is_the_chunks_need_capped_at_max_tokens()
 async def test_issue_11_each_call_holds_labels_to_the_messages_asked_about() -> None:
     """A constrained small model repeated label items until its output limit: the schema of a chunk's calls
     allows exactly one label per offered message, each naming one of them; other lists keep their bounds."""
-    model = ScriptedModel(answer({"u1": "rule"}), GOOD)
+    model = ScriptedModel(answer({"u1": "lifts R9"}), GOOD)  # a defect beside the missing label: full retry
     await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "retry"]
     for call in model.calls:  # the first call and its retry
         assert call.schema is not None
         labels = call.schema.schema["properties"]["labels"]
         assert (labels["minItems"], labels["maxItems"]) == (2, 2)
         assert labels["items"]["properties"]["msg"] == {"type": "string", "enum": ["u1", "u2"]}
         assert call.schema.schema["properties"]["decisions"]["maxItems"] == 8
+    asked = ScriptedModel(answer({"u1": "rule"}), GOOD)  # only u2 unlabeled: the label call asks for u2
+    await run(SPAN, asked)
+    label_schema = asked.calls[1].schema
+    assert label_schema is not None and asked.calls[1].kind == "label-retry"
+    labels = label_schema.schema["properties"]["labels"]
+    assert (labels["minItems"], labels["maxItems"]) == (1, 1)
+    assert labels["items"]["properties"]["msg"] == {"type": "string", "enum": ["u2"]}
+    assert set(label_schema.schema["properties"]) == {"labels"}

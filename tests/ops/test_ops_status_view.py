@@ -59,7 +59,7 @@ def test_the_table_shows_every_field() -> None:
         "  pid        4242",
         "  uptime     1h 02m 05s",
         "  socket     /run/user/1000/longhaul/daemon.sock (socket-activated)",
-        "  passes     whole 7, narrative-less 2, chunk missing 0, empty 0, fallback 1, aborted 3",
+        "  passes     whole 7, partial 0, narrative-less 2, chunk missing 0, empty 0, fallback 1, aborted 3",
         "  in flight  1",
         "  sessions   5",
         "  routes",

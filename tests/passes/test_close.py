@@ -326,3 +326,53 @@ def test_ledger12_the_state_carries_a_bounded_ledger_and_every_open_error_with_i
     assert ids[-MAX_STATE_COMMANDS:] == [c.id for c in commands[-MAX_STATE_COMMANDS:]]
     assert set(ids) == {c.id for c in commands[-MAX_STATE_COMMANDS:]} | named  # an error's command stays
     assert after.nextCommand == count + 1 and after.nextError == len(errors) + 1
+
+
+def test_fail4_ours_a_partial_close_carries_only_its_held_messages_with_their_words() -> None:
+    """FAIL-4, ours: the verified answer labeled u7 (carried in) and u8; u9 got no label. Only u9 is
+    carried, with its words; the work-log line says so; the span is not a whole one."""
+    before = _before()
+    before.carriedMessages = [CarriedMessage(id="u7", text="Held words.", chars=11)]
+    texts = {"u7": "Held words.", "u8": "Fix the bug.", "u9": "Keep commit subjects under fifty characters."}
+    after = close_span(
+        before,
+        ledger=_ledger(before),
+        world=_WORLD,
+        user_ids=["u8", "u9"],
+        read_files=[],
+        modified_files=[],
+        closed_as="partial",
+        reason="unlabeled-messages",
+        pass_id="p3",
+        narrative="Fixed the bug.",
+        events=[ChunkEvents(judged=frozenset({"u7", "u8"}))],
+        texts=texts,
+        held=["u9"],
+    )
+    assert after.carried == ["u9"]
+    assert [(m.id, m.labeled, m.text) for m in after.carriedMessages] == [
+        ("u9", False, "Keep commit subjects under fifty characters.")
+    ]
+    assert after.lastWholeSpan == 2
+    line = after.workLog[-1]
+    assert (line.closedAs, line.reason) == ("partial", "unlabeled-messages")
+    assert line.text == "Fixed the bug. (1 user message got no label; carried to the next pass)"
+
+
+def test_fail4_ours_close_refuses_a_partial_close_without_held_messages_and_held_ones_elsewhere() -> None:
+    with pytest.raises(ValueError, match="partial"):
+        _close(_before(), closed_as="partial", reason="unlabeled-messages", narrative="x")
+    with pytest.raises(ValueError, match="partial"):
+        close_span(
+            _before(),
+            ledger=_ledger(_before()),
+            world=_WORLD,
+            user_ids=["u8"],
+            read_files=[],
+            modified_files=[],
+            closed_as="whole",
+            reason=None,
+            pass_id="p3",
+            narrative="x",
+            held=["u8"],
+        )

@@ -67,10 +67,12 @@ def test_two_answer_failures_in_a_row_move_the_route_to_turns_mode_for_good() ->
     )
 
 
-def test_a_whole_diff_close_starts_the_count_again() -> None:
+@pytest.mark.parametrize(("closed_as", "reason"), [("whole", None), ("partial", "unlabeled-messages")])
+def test_a_whole_or_partial_diff_close_starts_the_count_again(closed_as: str, reason: str | None) -> None:
+    """A partial close's answer verified (FAIL-4, ours): it is no answer failure."""
     choices = NarrativeChoices()
     choices.record(ROUTE, stage="diff", closed_as="narrative-less", reason="unparsable-answer")
-    choices.record(ROUTE, stage="diff", closed_as="whole", reason=None)
+    choices.record(ROUTE, stage="diff", closed_as=closed_as, reason=reason)
     choices.record(ROUTE, stage="diff", closed_as="narrative-less", reason="unparsable-answer")
     assert choices.stage_for(ROUTE) == "diff"
     assert choices.snapshot()[0].diffFailuresInRow == 1

@@ -127,6 +127,36 @@ async def test_fail10_fail11_a_failing_model_closes_narrative_less_then_the_next
     assert compaction_fields(with_model(session.params(keep), server), first, 5)["carried"] == 0
 
 
+async def test_fail4_ours_an_unlabeled_message_is_carried_visibly_and_the_rest_of_the_answer_counts(
+    session: Session, server: ScriptedServer
+) -> None:
+    """The model labels u2 but never u1, not in its answer and not in the label call: the pass still keeps
+    the narrative and Now, closes partial, shows u1's words verbatim and tells the user; the next pass
+    offers u1 again, and once it is labeled nothing stays carried."""
+    server.script.extend([answer_reply({"u2": "not a rule"}), answer_reply({})])
+    keep = len(session.entries) - 1
+    first = await run_pass(with_model(session.params(keep), server), pass_id="p1")
+    assert [r.body.get("response_format", {}).get("json_schema", {}).get("name") for r in server.requests][
+        1
+    ] == "diff_label_reply"
+    state = state_of(first)
+    assert (state.workLog[-1].closedAs, state.workLog[-1].reason) == ("partial", "unlabeled-messages")
+    assert state.now == "Write the header row next." and state.carried == ["u1"]
+    assert first.compaction is not None
+    summary = first.compaction.summary
+    assert "Never add new dependencies without asking me first." in summary
+    assert "Set up the export." in summary
+    assert first.notice is not None and "gave no label to 1 user message" in first.notice
+    assert first.after is not None and first.after.spanRecord["held"] == ["u1"]
+    session.store(first, keep)
+    session.user("Now add the header row.")
+    server.script.append(answer_reply({"u1": "rule", "u3": "not a rule"}))
+    second = await run_pass(with_model(session.params(len(session.entries) - 1), server), pass_id="p2")
+    state = state_of(second)
+    assert [(r.id, r.message, r.span) for r in state.rules] == [("R1", "u1", 2)]
+    assert state.carried == [] and state.workLog[-1].closedAs == "whole"
+
+
 async def test_fail10_a_model_slower_than_the_budget_is_cancelled_and_the_span_closes_narrative_less(
     session: Session, server: ScriptedServer
 ) -> None:

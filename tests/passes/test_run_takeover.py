@@ -101,7 +101,9 @@ async def test_ex4_takeover18_an_earlier_message_without_a_label_costs_a_retry(
     server.script.extend([reply({"u3": "not a rule"}), reply({"u2": "not a rule", "u3": "not a rule"})])
     result = await run_pass(with_model(params, server), pass_id="p1")
     assert len(server.requests) == 2
-    assert "u2 has no label" in prompt_of(server, 1)
+    asked = prompt_of(server, 1)  # FAIL-1, ours: the retry is the label call, asking for u2 alone
+    assert "Your answer gave no label to the user messages below" in asked
+    assert "don't deploy yet, the tests are red" in asked and "never deploy on a Friday" not in asked
     assert in_force(state_of(result)) == [("R1", "u1", "never deploy on a Friday, not even this time")]
 
 

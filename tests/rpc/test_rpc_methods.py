@@ -125,6 +125,7 @@ async def test_compact_counts_each_close_kind_as_itself_and_fallbacks() -> None:
         ("chunk-missing", "labels-tool-loop"),
         ("empty", None),
         ("chunk-missing", "labels-tool-loop"),
+        ("partial", "unlabeled-messages"),
     ]
     kinds: Iterator[dict[str, str | None]] = iter(
         [*({"closed_as": c, "reason": r} for c, r in closes), {"fallback": "no-model"}]
@@ -134,17 +135,18 @@ async def test_compact_counts_each_close_kind_as_itself_and_fallbacks() -> None:
         return result_for(pass_id, **next(kinds))
 
     services = Services(socket_path="/s", run_pass=fake)
-    replies = [await call(services, "compact", compact_params()) for _ in range(6)]
+    replies = [await call(services, "compact", compact_params()) for _ in range(7)]
     assert all(isinstance(reply, RpcSuccess) for reply in replies)
     assert services.pass_counts.model_dump() == {
         "whole": 1,
+        "partial": 1,  # FAIL-4, ours
         "narrativeLess": 1,
         "chunkMissing": 2,
         "empty": 1,
         "fallback": 1,
         "aborted": 0,
         # what status says about the passes that did less than close whole
-        "reasons": {"rate-limited": 1, "labels-tool-loop": 2, "no-model": 1},
+        "reasons": {"rate-limited": 1, "labels-tool-loop": 2, "unlabeled-messages": 1, "no-model": 1},
     }
     assert services.passes_in_flight == 0
     assert services.busy_sessions == set()
@@ -270,6 +272,7 @@ async def test_status_reports_identity_and_counts() -> None:
     assert result["socketActivated"] is True
     assert result["passes"] == {
         "whole": 0,
+        "partial": 0,
         "narrativeLess": 0,
         "chunkMissing": 0,
         "empty": 0,

@@ -97,7 +97,7 @@ def test_issue11_fail11_carried_messages_show_the_users_words_verbatim_under_the
     state = _carried("Never add dependencies\nwithout asking.", "## Now\nthe header row")
     summary = render_summary(state, pass_id="p")
     body = _section(summary, CARRIED_TITLE)
-    assert body[0].startswith("The user's own words, verbatim, from spans that closed without a verified")
+    assert body[0].startswith("The user's own words, verbatim, from messages no verified answer has labeled")
     assert body[1:] == [
         '- u1 "Never add dependencies',
         '  without asking."',

@@ -49,6 +49,7 @@ __all__ = [
     "ValueItem",
     "answer_schema",
     "cut_to_bounds",
+    "label_call_schema",
     "question_schema",
     "says_something",
 ]
@@ -220,6 +221,31 @@ def question_schema(asked: Sequence[str]) -> OutputSchema:
         "additionalProperties": False,
     }
     return OutputSchema("diff_question_reply", schema, "A label for each message asked about.")
+
+
+def label_call_schema(asked: Sequence[str]) -> OutputSchema:
+    """The label call's reply (FAIL-1, ours): one label for each asked message, with the rule's words where
+    it needs them, and nothing else."""
+    ids = list(dict.fromkeys(asked))
+    msg: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
+    item = {
+        "type": "object",
+        "properties": {
+            "msg": msg,
+            "label": {"type": "string"},
+            "words": {"type": "string", "maxLength": BOUNDS["words"]},
+        },
+        "required": ["msg", "label"],
+        "additionalProperties": False,
+    }
+    labels = {"type": "array", "items": item, "minItems": len(ids), "maxItems": len(ids)}
+    schema = {
+        "type": "object",
+        "properties": {"labels": labels},
+        "required": ["labels"],
+        "additionalProperties": False,
+    }
+    return OutputSchema("diff_label_reply", schema, "A label for each message that had none.")
 
 
 _Text = Annotated[str, Field(max_length=BOUNDS["text"])]

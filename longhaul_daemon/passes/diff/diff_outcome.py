@@ -29,6 +29,7 @@ async def run_diff_stage(inputs: DiffInputs, model: PassModel, /) -> StageOutcom
         stats=_narrative_stats(result, model, diff_ms),
         route=RouteChoice(configured=model.configured, used=model.used, why=model.why),
         unusable=dict(model.unusable),
+        held=result.held,
     )
 
 
@@ -39,6 +40,7 @@ def _narrative_stats(result: DiffResult, model: PassModel, diff_ms: int) -> dict
         "reason": result.reason,
         "chunks": result.chunk_count,
         "accepted": len(result.chunks),
+        "held": len(result.held),
         "dropped": sum(result.dropped.values()),
         "droppedBy": dict(result.dropped),
         **model.call_stats(diff_ms),

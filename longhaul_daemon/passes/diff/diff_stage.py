@@ -8,11 +8,14 @@ an answer raises go out in one extra call (LIFT-10..18, FAIL-5, FAIL-6), never a
 closes the chunk ``unparsable-answer`` without a retry, as asking again did not help; and once the model in
 use has given no usable answer in this session, a chunk gets at most one retry of either kind.
 
-A chunk that never parsed or leaves a message unlabeled (FAIL-4) adds nothing to the State (DIFF-13) and its
-user messages are carried (FAIL-12); when no chunk verifies the span closes narrative-less (FAIL-10,
-FAIL-19). Model errors end a chunk, never the pass: only a bug or cancellation escapes, and the RPC layer
-turns it into pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`; planning,
-prompts and verification run in a worker thread so the event loop keeps serving (PASS-21).
+When every defect of the first answer is a missing label, the retry is the short label call of
+:mod:`~longhaul_daemon.passes.diff.label_call` instead. A chunk that never parsed adds nothing to the State
+(DIFF-13) and its user messages are carried (FAIL-12); when no chunk verifies the span closes narrative-less
+(FAIL-10, FAIL-19). Ours for FAIL-4: messages a verified answer still leaves unlabeled are held back, the rest
+of the answer counts, and the span closes ``partial``, carrying only those messages, with their words.
+Model errors end a chunk, never the pass: only a bug or cancellation escapes, and the RPC layer turns it into
+pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`; planning, prompts and
+verification run in a worker thread so the event loop keeps serving (PASS-21).
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from longhaul_daemon.offload import Offload
 from longhaul_daemon.passes.answers.events import ChunkContext, ChunkEvents, Evaluation
 from longhaul_daemon.passes.answers.extract import ParsedAnswer, parse_answer
 from longhaul_daemon.passes.answers.questions import question_block, read_question_reply, with_additions
-from longhaul_daemon.passes.answers.schema import answer_schema, question_schema
+from longhaul_daemon.passes.answers.schema import answer_schema, label_call_schema, question_schema
 from longhaul_daemon.passes.answers.verify import evaluate
+from longhaul_daemon.passes.diff.label_call import label_call_prompt, missing_labels_only, with_labels
 from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN
-from longhaul_daemon.passes.prompting.instructions import QUESTION_SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.instructions import LABEL_SYSTEM_PROMPT, QUESTION_SYSTEM_PROMPT
 from longhaul_daemon.passes.prompting.planning import (
     DiffInputs,
     chunk_tokens,
@@ -45,8 +49,9 @@ from longhaul_daemon.passes.prompting.planning import (
 from longhaul_daemon.passes.prompting.prompt import Prompt, question_prompt, retry_note
 from longhaul_daemon.state.model import ClosedAs
 
-__all__ = ["DiffInputs", "DiffModel", "DiffResult", "run_diff"]
+__all__ = ["UNLABELED", "DiffInputs", "DiffModel", "DiffResult", "run_diff"]
 
+UNLABELED = "unlabeled-messages"  # the reason of a partial close (FAIL-4, ours)
 _REPLY_SHOWN = 8000  # how much of a flawed reply the retry shows back to the model, in characters
 
 
@@ -97,6 +102,7 @@ class DiffResult:
     chunks: tuple[ChunkEvents, ...] = ()
     chunk_count: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
+    held: tuple[str, ...] = ()  # messages verified chunks left unlabeled, carried with their words
 
 
 @dataclass
@@ -105,6 +111,7 @@ class _ChunkRun:
 
     events: ChunkEvents | None = None
     failure: str | None = None
+    held: tuple[str, ...] = ()  # offered messages the verified answer left unlabeled (FAIL-4, ours)
 
 
 def _failure_code(error: ModelCallError) -> str:
@@ -179,7 +186,11 @@ class _Chunk:
         # A begun answer cut at the output limit is retried with more room (FAIL-7, in _ask) or not at all:
         # a format note at the same limit, on a longer prompt, is cut again.
         fixable = bool(first.defects) if parsed.parsed else parsed.form == "begun" and not reply.cut_off
-        if fixable and self._may_retry():
+        unlabeled = missing_labels_only(first.defects) if parsed.parsed else ()
+        if unlabeled and self._may_retry():
+            self._retries += 1  # FAIL-1, ours: the one retry asks for the missing labels alone
+            settled, threw = await self._label_call(parsed, unlabeled)
+        elif fixable and self._may_retry():
             self._retries += 1
             note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
             shown = reply.text[:_REPLY_SHOWN] or "(empty reply)"
@@ -195,11 +206,26 @@ class _Chunk:
         if not settled.parsed:
             return _ChunkRun(failure="unparsable-answer")
         final = await self._offload.run(partial(evaluate, settled, self._ctx, final=True))
-        if final.unlabeled:
-            return _ChunkRun(failure="unlabeled-messages")  # FAIL-4
         if final.questions and not threw:
             final = await self._question_round(settled, final)
-        return _ChunkRun(events=final.events)
+        # FAIL-4, ours: messages still unlabeled are held back and carried with their words; the rest of the
+        # answer verified and counts
+        return _ChunkRun(events=final.events, held=final.unlabeled)
+
+    async def _label_call(self, first: ParsedAnswer, asked: Sequence[str]) -> tuple[ParsedAnswer, bool]:
+        """The retry of an answer whose only defects are missing labels (``label_call``): the first answer
+        with the labels the call gave joined to it, and whether the call threw."""
+        try:
+            result = await self._model.call(
+                LABEL_SYSTEM_PROMPT,
+                (Message("user", label_call_prompt(asked, self._ctx)),),
+                kind="label-retry",
+                max_output_tokens=self._budget,
+                schema=label_call_schema(asked),
+            )
+        except ModelCallError:
+            return first, True  # the first answer stands, its unlabeled messages held back
+        return with_labels(first, result.text, asked, self._ctx), False
 
     async def _choose(self, kept: ParsedAnswer, kept_eval: Evaluation, retried: ParsedAnswer) -> ParsedAnswer:
         """FAIL-2: the parsed answer with fewer defects; the retry wins a tie; an unparsed retry loses."""
@@ -252,6 +278,7 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
     plan = await inputs.offload.run(partial(plan_diff, inputs, budget_chars))
     accepted: list[ChunkEvents] = []
     failures: list[str] = []
+    held: list[str] = []
     for index, chunk in enumerate(plan.chunks):
         prepare = partial(
             prepare_chunk,
@@ -268,6 +295,7 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
             failures.append(outcome.failure or "unverified")
         else:
             accepted.append(outcome.events)
+            held.extend(outcome.held)
     dropped: Counter[str] = Counter()
     for events in accepted:
         dropped.update(events.dropped)
@@ -279,12 +307,14 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
             dropped=dict(dropped),
         )
     narrative = _narrative(accepted) or "The span closed without a narrative line from the model."
-    closed_as: ClosedAs = "whole" if not failures else "chunk-missing"
+    closed_as: ClosedAs = "chunk-missing" if failures else "partial" if held else "whole"
+    reason = f"chunk-{failures[0]}" if failures else UNLABELED if held else None
     return DiffResult(
         closed_as=closed_as,
-        reason=None if not failures else f"chunk-{failures[0]}",
+        reason=reason,
         narrative=narrative,
         chunks=tuple(accepted),
         chunk_count=len(plan.chunks),
         dropped=dict(dropped),
+        held=tuple(dict.fromkeys(held)),
     )

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from longhaul_daemon.passes.answers.schema import BOUNDS
 
-__all__ = ["INSTRUCTIONS", "LONG_MESSAGE", "QUESTION_SYSTEM_PROMPT", "SCHEMA", "SYSTEM_PROMPT"]
+__all__ = [
+    "INSTRUCTIONS",
+    "LABEL_SYSTEM_PROMPT",
+    "LONG_MESSAGE",
+    "QUESTION_SYSTEM_PROMPT",
+    "SCHEMA",
+    "SYSTEM_PROMPT",
+]
 
 LONG_MESSAGE = 600  # QUOTE-4: over this many characters a rule needs its exact words
 
@@ -125,4 +132,20 @@ _QUESTION_IDS = ("DIFF-9", "LABEL-1", "LABEL-6", "LABEL-10", "LABEL-13", "DIFF-1
 QUESTION_SYSTEM_PROMPT = (
     "You check labels given to user messages of a coding session that is being compacted.\n\n"
     + "\n".join(f"- {text}" for rid, text in INSTRUCTIONS if rid in _QUESTION_IDS)
+)
+
+# The label call (FAIL-1, ours: the retry of an answer whose only defects are missing labels) asks for labels
+# alone: the label grammar, what a rule is, and the lifting and quoting rules; nothing about the rest of it.
+_LABEL_IDS = (
+    "DIFF-9",
+    "LABEL-1",
+    "LABEL-11",
+    "LABEL-12",
+    "LABEL-13",
+    "LABEL-6",
+    "DIFF-11-user-words",
+    "QUOTE-4",
+)
+LABEL_SYSTEM_PROMPT = "You label user messages of a coding session that is being compacted.\n\n" + "\n".join(
+    f"- {text}" for rid, text in INSTRUCTIONS if rid in _LABEL_IDS
 )

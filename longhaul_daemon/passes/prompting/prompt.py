@@ -45,6 +45,7 @@ __all__ = [
     "clean",
     "data_block",
     "excerpt",
+    "label_prompt",
     "question_prompt",
     "retry_note",
     "state_lines",
@@ -259,6 +260,45 @@ def question_prompt(asked: Sequence[tuple[str, str]], block: str) -> str:
     return "\n\n".join(
         ["The user messages asked about, shown whole:", data_block("messages", tag, body), block]
     )
+
+
+LABEL_CALL_HEADER = (
+    "Your answer gave no label to the user messages below. Label each of them once: `rule` when the user "
+    "asks for something to hold for later work, `not a rule` for a request about this moment, a question or "
+    "anything else, `lifts T` when the user withdraws a rule in force."
+)
+LABEL_CALL_FOOTER = (
+    'Reply with one JSON object {"labels":[{"msg":"u<n>","label":"...","words":"..."}]} holding one label '
+    "for each message above; `words` only for a rule in a message marked as needing exact words."
+)
+
+
+def label_prompt(asked: Sequence[tuple[str, str]], rules: Sequence[tuple[str, str]]) -> str:
+    """The user text of the label call: the rules in force a label may lift (id, words) and each unlabeled
+    message (``u<n>``, text) whole, each list in a data block, then what to send.
+
+    Only these messages are sent, not the chunk's conversation again: that is what made the full retry cost
+    as much as the first call, and a weak model labels a short list it can see whole more reliably.
+    """
+    digest = hashlib.sha256()
+    for _, text in (*rules, *asked):
+        digest.update(clean(text).encode("utf-8", "replace"))
+    tag = digest.hexdigest()[:TAG_CHARS]
+    ruled = "\n".join(f"{rid}: {sanitize(words)}" for rid, words in rules) or _NO_RULES
+    body = "\n".join(f"{message_header(tag, uid, len(text))}\n{clean(text)}" for uid, text in asked)
+    return "\n\n".join(
+        [
+            LABEL_CALL_HEADER,
+            "Rules in force:",
+            data_block("rules", tag, ruled),
+            "The user messages to label, shown whole:",
+            data_block("messages", tag, body),
+            LABEL_CALL_FOOTER,
+        ]
+    )
+
+
+_NO_RULES = "(none)"
 
 
 RETRY_HEADER = "Your previous answer had these problems. Send the whole JSON answer again with them fixed:"
