@@ -57,7 +57,7 @@ def test_fail1_ours_the_reply_adds_labels_only_for_asked_messages_in_offered_ord
         {
             "labels": [
                 {"msg": "u6", "label": "rule"},
-                {"msg": "u4", "label": "rule"},  # already labeled by the answer: not taken
+                {"msg": "u4", "label": "rule"},  # labeled by the answer, not asked: not taken
                 {"msg": "u9", "label": "rule"},  # never offered: dropped and counted
                 {"msg": "u5", "label": "lifts R7"},  # names no rule: the target goes, as in an answer
             ]
@@ -69,6 +69,6 @@ def test_fail1_ours_the_reply_adds_labels_only_for_asked_messages_in_offered_ord
         ("u5", "not-a-rule"),
         ("u6", "rule"),
     ]
-    assert merged.dropped.get("labels-not-offered") == 1
+    assert merged.dropped.get("labels-not-offered") == 2  # u4 and u9: neither was asked about
     assert merged.answer.narrative == "n"  # nothing else of the answer changes
     assert with_labels(first, "no json at all", ["u5", "u6"], CTX) is first
