@@ -54,6 +54,10 @@ def _candidates(text: str, uid: str = "u9") -> list[tuple[str, str, bool]]:
         "Start commit messages with FIX: instead of the DRY: prefix.",
         "No need to start commit messages with DRY: any longer.",
         "You don't have to put the DRY prefix on commits anymore.",
+        "Forget the DRY prefix rule.",
+        "The DRY: prefix requirement is cancelled.",
+        "Never mind the DRY prefix any more.",
+        "Forget what I said about the DRY: prefix.",
     ],
 )
 def test_lift_2_a_withdrawal_phrased_many_ways_is_a_candidate_that_passes_the_lift_check(text: str) -> None:
@@ -64,7 +68,7 @@ def test_lift_2_a_withdrawal_phrased_many_ways_is_a_candidate_that_passes_the_li
 @pytest.mark.parametrize(
     "text",
     [
-        "Forget the DRY prefix rule.",
+        "Forget the DRY prefix.",
         "Please disregard the DRY prefix.",
         "R3 no longer applies.",
         "The rule from u2 is withdrawn.",
@@ -86,12 +90,15 @@ def test_takeover_11_a_forget_marker_or_the_rule_id_flags_but_cannot_pass_the_li
         "Don't forget the DRY prefix.",
         "The lint rule no longer applies.",
         "Don't start commit messages with DRY: anymore.",
+        "Don't drop the DRY prefix rule.",
+        "Don't forget the DRY prefix rule.",
     ],
 )
 def test_quote_12_14_lift_6_relayed_text_a_permission_or_another_rule_raise_nothing(text: str) -> None:
     """QUOTE-12..QUOTE-14: quoted, blockquoted and fenced words withdraw nothing; LIFT-6: a permission holds
     no withdrawal expression; LIFT-4: a withdrawal of a rule sharing no word is no candidate for this one;
-    LIFT-2: a negated order with "anymore" orders, it releases nothing."""
+    LIFT-2: a negated order with "anymore", or an order not to drop or forget the rule, orders, it releases
+    nothing."""
     assert _candidates(text) == []
 
 
@@ -172,6 +179,26 @@ def test_takeover_4_an_earlier_message_of_a_takeover_is_the_models_to_decide() -
     earlier = OfferedMessage("u9", "Never force-push to a shared branch.")
     out = _evaluate([earlier], {"u9": "not a rule"}, unpicked_earlier=frozenset({"u9"}))
     assert out.events.labels == ()
+
+
+LOGGING_WORDS = "Diagnostics go through the logging module only, not print."
+LOGGING_RULE = Rule(id="R3", words=LOGGING_WORDS, message="u2", seq=3, span=1)
+SCRAP = OfferedMessage("u9", "Scrap the logging-only rule, print is fine now.")
+
+
+def test_lift_2_ours_a_scrapped_rule_labeled_not_a_rule_is_a_candidate_not_a_rule_in_doubt() -> None:
+    """LIFT-2 (ours) through code's second look: "scrap the … rule" is a withdrawal the lift check passes,
+    and its "only" no longer makes the reading (TAKEOVER-11) record it as a rule the model read as a
+    one-off."""
+    found = withdrawal_candidates((SCRAP,), (StandingRule("R3", "u2", LOGGING_WORDS),))
+    assert [(c.msg, c.rule.name, c.passes, c.words) for c in found] == [("u9", "R3", True, SCRAP.text)]
+    assert doubted_reading(SCRAP.text) is None
+    context = ChunkContext(offered=(SCRAP,), rules=(LOGGING_RULE,), ledger_ids=frozenset())
+    body = json.dumps({"labels": [{"msg": "u9", "label": "not a rule"}], "narrative": "n"})
+    out = evaluate(parse_answer(body, ["u9"], context.ledger_ids, rules=context.rules), context, final=True)
+    assert [(q.msg, q.target, q.answer_label) for q in out.questions] == [("u9", "R3", "lifts R3")]
+    assert [(f.target, f.by) for f in out.events.possibly_withdrawn] == [("R3", "u9")]
+    assert all(label.rule is None for label in out.events.labels)
 
 
 PASS_ID = "p"

@@ -7,15 +7,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longhaul_daemon.passes.answers.lifts import (
+    DROPPING_VERBS,
+    ENDED_STATES,
+    FORGET_WHAT_I_SAID,
     FROM_NOW_ON,
     INSTEAD_OF,
     NEGATED_OBLIGATIONS,
+    RULE_NOUNS,
     STOP_WORDS,
     WITHDRAWAL_EXPRESSIONS,
     check_lift,
     may_withdraw,
     passes_lift_check,
     passes_question_check,
+    rule_withdrawals_in,
     significant_words,
     withdrawal_expressions_in,
 )
@@ -60,8 +65,8 @@ def test_lift_2_case_whitespace_and_curly_apostrophe(text: str) -> None:
         "Someone shoplifted the main push.",
         "The push rule is withdrawing.",
         "The push rule no-longer matters.",
-        "Never mind the push rule.",
-        "The push rule is gone.",
+        "Never mind, push to main.",
+        "The push is gone.",
     ],
 )
 def test_lift_2_nothing_else_withdraws(text: str) -> None:
@@ -105,6 +110,172 @@ def test_lift_2_released_obligation_as_users_write_it(text: str) -> None:
 def test_lift_2_a_negated_order_or_a_split_obligation_withdraws_nothing(text: str) -> None:
     assert passes_lift_check(text, PUSH).reason == "no-withdrawal"
     assert not may_withdraw(text)
+
+
+INDENTATION = "Use four spaces for indentation, never tabs."
+COMMIT_LENGTH = "Keep every commit message under fifty characters."
+NO_PRINT = "Never use print for diagnostics, write them to stderr with logging."
+LOGGING_ONLY = "Diagnostics go through the logging module only, not print."
+NO_DEPENDENCIES = "Never add new dependencies to this project: the standard library has to do."
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "expression"),
+    [
+        ("Drop the indentation rule, the formatter decides that now.", INDENTATION, "drop … rule"),
+        ("The commit message length rule is cancelled.", COMMIT_LENGTH, "rule … is cancelled"),
+        (
+            "Never mind the fifty-character limit on commit messages any more.",
+            COMMIT_LENGTH,
+            "never mind … limit",
+        ),
+        (
+            "You can use print again for diagnostics; the logging rule is dropped.",
+            NO_PRINT,
+            "rule … is dropped",
+        ),
+        ("Scrap the logging-only rule, print is fine now.", LOGGING_ONLY, "scrap … rule"),
+        (
+            "Forget what I said about dependencies, third-party packages are fine from here on.",
+            NO_DEPENDENCIES,
+            "forget what I said about",
+        ),
+    ],
+)
+def test_lift_2_ours_the_withdrawals_a_weak_model_missed_pass(text: str, rule: str, expression: str) -> None:
+    """LIFT-1, LIFT-2 (ours), LIFT-4: each measured withdrawal withdraws its rule, named readably."""
+    verdict = passes_lift_check(text, rule)
+    assert (verdict.passed, verdict.expressions) == (True, (expression,))
+    assert may_withdraw(text)
+
+
+@pytest.mark.parametrize("state", ENDED_STATES)
+@pytest.mark.parametrize("auxiliary", ["is", "are", "was", "were", "has been", "have been", "is now"])
+def test_lift_2_ours_a_rule_noun_then_an_ended_state(auxiliary: str, state: str) -> None:
+    verdict = passes_lift_check(f"The push-to-main rule {auxiliary} {state}.", PUSH)
+    assert verdict.passed and verdict.expressions == (f"rule … {auxiliary.removesuffix(' now')} {state}",)
+
+
+@pytest.mark.parametrize("noun", RULE_NOUNS)
+@pytest.mark.parametrize("verb", DROPPING_VERBS)
+def test_lift_2_ours_a_dropping_verb_aimed_at_a_rule_noun(verb: str, noun: str) -> None:
+    verdict = passes_lift_check(f"{verb.capitalize()} that push {noun}.", PUSH)
+    assert verdict.passed and verdict.expressions == (f"{verb} … {noun}",)
+
+
+@pytest.mark.parametrize("expression", FORGET_WHAT_I_SAID)
+def test_lift_2_ours_forget_what_i_said_about(expression: str) -> None:
+    verdict = passes_lift_check(f"{expression.upper()} pushing to main.", PUSH)
+    assert verdict.passed and verdict.expressions == (expression,)
+
+
+@pytest.mark.parametrize(
+    ("text", "expression"),
+    [
+        ("Our main push ban’s   gone now.", "ban's gone"),
+        ("The ban on pushes to main IS\tNOW revoked.", "ban … is revoked"),
+        ("Ignore my old push-to-main restriction.", "ignore … restriction"),
+        ("Drop the 'never push to main' rule.", "drop … rule"),
+        ("Please remove our main/push constraints.", "remove … constraints"),
+        ("Never mind the push rule.", "never mind … rule"),
+        ("Never mind pushing to main anymore.", "never mind … anymore"),
+        ("Forget what I told you about pushing to main.", "forget what I told you about"),
+    ],
+)
+def test_lift_2_ours_matched_as_whole_words_any_case_any_whitespace_either_apostrophe(
+    text: str, expression: str
+) -> None:
+    assert passes_lift_check(text, PUSH).expressions == (expression,)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Don't drop the push rule.",
+        "Don’t ever drop the push rule.",
+        "Never drop the main push rule.",
+        "Do not ignore the push limit.",
+        "You must not remove that push restriction.",
+        "We won't scrap the main push rule.",
+        "Don't forget what I said about pushing to main.",
+        "The push rule never was removed.",
+        "The push rule is not cancelled.",
+        "The push rule isn't gone.",
+        "The push rule hasn't been dropped.",
+    ],
+)
+def test_lift_2_ours_a_negated_order_or_a_negated_state_withdraws_nothing(text: str) -> None:
+    """LIFT-2 (ours): "don't drop the rule" orders the rule kept, as an order-not-to keeps a released
+    obligation a rule."""
+    assert passes_lift_check(text, PUSH).reason == "no-withdrawal"
+    assert not may_withdraw(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Forget it, pushing to main is fine.",  # EX-5: "forget it" names no rule
+        "Drop the main table before you push.",  # no rule noun
+        "Remove the push-rule-based hook on main.",  # "rule" inside a longer word
+        "Drop the old push script and the rules of main.",  # no determiner right after the verb
+        "Drop the first, second, third push rule.",  # naming words cross a comma
+        "Drop the push to main. The rule is clear.",  # another sentence
+        "Drop the push\nrule on main.",  # a line break ends a sentence (LIFT-3)
+        "Drop the one two three four five push rule.",  # more than four naming words
+        "The push rule went through main and the branch is gone.",  # more than four words before "is"
+        "The rule is fine, the main push is gone.",  # another clause without a rule noun
+        "Never mind, push to main.",
+        "Never mind the push to main. The rule any more.",
+        "Forget what I said.",
+        "I never said anything about the push rule; mind the main branch.",
+    ],
+)
+def test_lift_2_ours_other_phrasings_withdraw_nothing(text: str) -> None:
+    assert passes_lift_check(text, PUSH).reason == "no-withdrawal"
+
+
+def test_ex_5_forget_it_is_still_no_withdrawal_expression() -> None:
+    """EX-5: u8's lift of u6 is refused, though "changelog" is shared."""
+    u6 = "Add a changelog entry for every user-facing change. Don't forget it."
+    verdict = passes_lift_check("Forget it, leave the changelog alone.", u6)
+    assert (verdict.passed, verdict.reason) == (False, "no-withdrawal")
+
+
+def test_lift_2_ours_an_ended_state_needs_a_rule_noun_and_a_shared_word() -> None:
+    """LIFT-2 (ours): "the build is gone" reports on the work; "the build rule is gone" withdraws a rule,
+    but not one sharing no word with it (LIFT-4)."""
+    assert passes_lift_check("The build is gone.", PUSH).reason == "no-withdrawal"
+    refused = passes_lift_check("The build rule is gone.", PUSH)
+    assert (refused.reason, refused.expressions) == ("no-shared-word", ("rule … is gone",))
+    assert passes_lift_check("The build rule is gone.", "Always run the build before a commit.").passed
+
+
+def test_lift_6_ours_a_permission_still_lifts_nothing() -> None:
+    assert passes_lift_check("You may use print for diagnostics.", NO_PRINT).reason == "no-withdrawal"
+    assert passes_lift_check("Print is fine for diagnostics now.", LOGGING_ONLY).reason == "no-withdrawal"
+
+
+def test_lift_4_ours_the_new_expressions_own_words_are_never_shared() -> None:
+    """LIFT-4 (ours): a rule noun, an ended state, a dropping verb, "mind", "said" and the "never" of "never
+    mind" tie a withdrawal to no rule; "never" elsewhere is a word of the rule."""
+    for word in (*RULE_NOUNS, *ENDED_STATES, *DROPPING_VERBS, "mind", "said", "told"):
+        assert word in STOP_WORDS
+    rate = "Respect the API rate limit."
+    assert passes_lift_check("Drop the line-length limit.", rate).reason == "no-shared-word"
+    assert passes_lift_check("Drop the rate limit.", rate).shared == ("rate",)
+    drop_tables = "Never drop database tables."
+    assert passes_lift_check("Drop the indentation rule.", drop_tables).reason == "no-shared-word"
+    assert passes_lift_check("Forget what I said about tabs.", "Don't forget the changelog.").reason == (
+        "no-shared-word"
+    )
+    assert passes_lift_check("Never mind the tabs rule any more.", PUSH).reason == "no-shared-word"
+    assert significant_words("Never mind the never-push rule.") == {"never", "push"}
+    assert significant_words("never\tmind never") == {"never"}
+
+
+def test_lift_2_ours_each_way_is_named_once_in_order_of_kind() -> None:
+    text = "Forget what I said about tabs: drop the tabs rule, drop that rule; the rule is gone."
+    assert rule_withdrawals_in(text) == ("rule … is gone", "drop … rule", "forget what I said about")
 
 
 def test_lift_4_now_ties_no_withdrawal_to_a_from_now_on_rule() -> None:
@@ -229,7 +400,27 @@ def test_lift_property_recorded_pass_implies_question_pass(expression: str, fill
     assert passes_question_check(text, PUSH, start=start, end=len(text)).passed
 
 
-_PHRASES = [*WITHDRAWAL_EXPRESSIONS, INSTEAD_OF, "push", "main", "tabs", "instead", "longer", ".", "\n", "’"]
+_PHRASES = [
+    *WITHDRAWAL_EXPRESSIONS,
+    INSTEAD_OF,
+    "push",
+    "main",
+    "tabs",
+    "instead",
+    "longer",
+    ".",
+    "\n",
+    "’",
+    "don't",
+    "the",
+    "rule",
+    "is",
+    "gone",
+    "drop",
+    "never mind",
+    "any more",
+    "forget what I said about",
+]
 
 
 @settings(max_examples=300)

@@ -208,6 +208,36 @@ def test_takeover_11_withdrawal_excludes(text: str) -> None:
     assert not picked(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Drop the indentation rule, the formatter decides that now.",
+        "Drop the always-spaces indentation rule, the formatter decides that now.",
+        "Scrap the logging-only rule, print is fine now.",
+        "The always-rebase rule is cancelled.",
+        "the must-review rule’s gone",
+        "Forget what I said about always rebasing.",
+    ],
+)
+def test_takeover_11_ours_the_added_lift_2_expressions_exclude(text: str) -> None:
+    """TAKEOVER-11 with LIFT-2 (ours): a clause that drops a rule names the rule's words; it orders
+    nothing."""
+    assert not picked(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Don't drop the indentation rule.",
+        "Never remove the only-tabs rule.",
+        "Do not forget what I said about rebasing.",
+        "The always-rebase rule never was removed.",
+    ],
+)
+def test_takeover_11_ours_an_order_not_to_drop_a_rule_is_a_rule(text: str) -> None:
+    assert picked(text)
+
+
 def test_takeover_11_a_negated_order_with_anymore_is_still_a_rule() -> None:
     assert picked("Don't use print anymore.")
     assert picked("Never squash commits any more.")

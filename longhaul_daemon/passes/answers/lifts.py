@@ -9,13 +9,20 @@ raises. Decisions (the proposals unless said otherwise):
   alike; "forget it", "lifts", "you may" do not count. Ours besides: a released obligation, one of
   :data:`NEGATED_OBLIGATIONS` followed later in its sentence by one of :data:`FROM_NOW_ON` ("no need to
   ask me about deletions any longer"). A negated order with the same words ("don't use print anymore")
-  orders something, so it withdraws nothing.
+  orders something, so it withdraws nothing. Also ours, as a weak model's users phrase it
+  (:func:`rule_withdrawals_in`, each within one sentence): a :data:`RULE_NOUNS` noun, up to four naming
+  words, is/are/was/were/'s/has been/have been, "now" or not, and one of :data:`ENDED_STATES` ("the logging
+  rule is dropped"); one of :data:`DROPPING_VERBS`, the/that/this/my/our/your, up to four words and a rule
+  noun ("scrap the logging-only rule"), not right after a negation ("don't drop the rule" keeps it); "never
+  mind" with a rule noun or :data:`FROM_NOW_ON` later in its sentence; :data:`FORGET_WHAT_I_SAID`. An ended
+  state needs the rule noun: "the build is gone" reports on the work, it ends no rule.
 - LIFT-3: "instead of" counts when a significant word of X follows it in the same sentence.
 - LIFT-4: QUOTE-6 words, casefolded, no stemming; words under 3 characters and :data:`STOP_WORDS` are
   ignored. Ours: the stop words add conjunctions, "not", the withdrawal expressions' own words, "now"
-  ("we may add packages now" against "from now on, run the tests") and "rule"/"rules", which any
-  withdrawal shares with any rule ("the lint rule doesn't apply" does not lift
-  "always apply the formatter").
+  ("we may add packages now" against "from now on, run the tests") and the rule nouns ("rule", "limit" …),
+  which any withdrawal shares with any rule ("the lint rule doesn't apply" does not lift
+  "always apply the formatter", "drop the line-length limit" does not lift "respect the rate limit"). The
+  "never" of "never mind" is no shared word either; any other "never" is one.
 """
 
 from __future__ import annotations
@@ -29,9 +36,14 @@ from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.quotes import cut_at, is_word_char_at
 
 __all__ = [
+    "DROPPING_VERBS",
+    "ENDED_STATES",
+    "FORGET_WHAT_I_SAID",
     "FROM_NOW_ON",
     "INSTEAD_OF",
     "NEGATED_OBLIGATIONS",
+    "NEVER_MIND",
+    "RULE_NOUNS",
     "STOP_WORDS",
     "WITHDRAWAL_EXPRESSIONS",
     "LiftVerdict",
@@ -40,6 +52,7 @@ __all__ = [
     "passes_lift_check",
     "passes_question_check",
     "released_obligations_in",
+    "rule_withdrawals_in",
     "significant_words",
     "withdrawal_expressions_in",
     "words_of",
@@ -74,10 +87,57 @@ NEGATED_OBLIGATIONS: tuple[str, ...] = (
     "not required",
 )
 FROM_NOW_ON: tuple[str, ...] = ("any longer", "anymore", "any more")
+# LIFT-2, ours: the user ends a rule by calling it one and saying it is over, or by ordering it dropped
+RULE_NOUNS: tuple[str, ...] = (
+    "rule",
+    "rules",
+    "requirement",
+    "requirements",
+    "restriction",
+    "restrictions",
+    "limit",
+    "limits",
+    "ban",
+    "bans",
+    "constraint",
+    "constraints",
+)
+ENDING_AUXILIARIES: tuple[str, ...] = ("is", "are", "was", "were", "has been", "have been")  # and "'s"
+ENDED_STATES: tuple[str, ...] = (
+    "cancelled",
+    "canceled",
+    "dropped",
+    "gone",
+    "removed",
+    "rescinded",
+    "retired",
+    "revoked",
+    "scrapped",
+)
+DROPPING_VERBS: tuple[str, ...] = (
+    "drop",
+    "scrap",
+    "cancel",
+    "ditch",
+    "remove",
+    "retire",
+    "revoke",
+    "forget",
+    "ignore",
+    "abandon",
+)
+RULE_DETERMINERS: tuple[str, ...] = ("the", "that", "this", "my", "our", "your")
+NEVER_MIND = "never mind"
+FORGET_WHAT_I_SAID: tuple[str, ...] = (
+    "forget what I said about",
+    "forget what I told you about",
+    "forget everything I said about",
+)
+MAX_NAMING_WORDS = 4  # LIFT-2, ours: words between a rule noun and what ends or names it ("the X Y rule")
 MIN_WORD = 3  # LIFT-4: shorter words are never shared words
 
 # LIFT-4: articles; pronouns; auxiliaries and modals with their contractions; prepositions; and (extension,
-# see the module docstring) conjunctions, "not", the words of the withdrawal expressions, and "rule".
+# see the module docstring) conjunctions, "not", the words of the withdrawal expressions, the rule nouns.
 _STOP_TEXT = """
 a an the
 i me my mine myself you your yours yourself yourselves he him his himself she her hers herself it its itself
@@ -94,6 +154,9 @@ with within without
 and but or nor not yet so if then because while
 lift lifted longer apply applies withdrawn anymore instead rule rules
 need needed necessary required any more now
+requirement requirements restriction restrictions limit limits ban bans constraint constraints
+cancelled canceled dropped gone removed rescinded retired revoked scrapped
+drop scrap cancel ditch remove retire revoke forget ignore abandon mind said told
 """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
@@ -124,15 +187,25 @@ def words_of(text: str) -> list[tuple[int, int]]:
 
 
 def significant_words(text: str) -> frozenset[str]:
-    """LIFT-4: the case-folded words of ``text`` that can be shared: 3 characters or more, not stop words."""
+    """LIFT-4: the case-folded words of ``text`` that can be shared: 3 characters or more, not stop words,
+    and not the "never" of "never mind" (ours: a withdrawal's own word, unlike the "never" of a rule)."""
     out: set[str] = set()
-    for start, end in words_of(text):
+    ranges = words_of(text)
+    for at, (start, end) in enumerate(ranges):
         if end - start < MIN_WORD:
             continue
         word = _fold(text[start:end])
-        if word not in STOP_WORDS:
-            out.add(word)
+        if word in STOP_WORDS or (word == "never" and _mind_follows(text, ranges, at)):
+            continue
+        out.add(word)
     return frozenset(out)
+
+
+def _mind_follows(text: str, ranges: Sequence[tuple[int, int]], at: int) -> bool:
+    if at + 1 >= len(ranges):
+        return False
+    end, (start, after) = ranges[at][1], ranges[at + 1]
+    return text[end:start].isspace() and _fold(text[start:after]) == "mind"
 
 
 def _expression_pattern(expression: str) -> re.Pattern[str]:
@@ -146,6 +219,37 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _INSTEAD_OF = _expression_pattern(INSTEAD_OF)
 _OBLIGATIONS = tuple(_expression_pattern(expression) for expression in NEGATED_OBLIGATIONS)
 _FROM_NOW_ON = tuple(_expression_pattern(expression) for expression in FROM_NOW_ON)
+
+
+def _one_of(words: Iterable[str]) -> str:
+    return "(?:" + "|".join(r"[^\S\n]+".join(map(re.escape, w.split())) for w in words) + ")"
+
+
+# Within one sentence (LIFT-3: a line break ends one): the gaps are whitespace but a line break, and a naming
+# word is any run of characters but whitespace, a comma, a semicolon, a dash or a sentence-ending mark.
+_GAP = r"[^\S\n]+"
+_NAMING_WORD = r"(?:[^\s,;.!?…\u2014\u2013]|[.!?…](?=\S))+"
+_NAMING = rf"(?:{_NAMING_WORD}{_GAP}){{0,{MAX_NAMING_WORDS}}}"
+_WORD_START = r"(?<![\w'-])"
+_WORD_END = r"(?![\w-]|'\w)"
+_NOUN = rf"(?P<noun>{_one_of(RULE_NOUNS)})"
+_ENDED_RULE = re.compile(
+    rf"{_WORD_START}{_NOUN}(?:(?P<s>'s)|{_GAP}{_NAMING}(?P<aux>{_one_of(ENDING_AUXILIARIES)}))"
+    rf"{_GAP}(?:now{_GAP})?(?P<state>{_one_of(ENDED_STATES)}){_WORD_END}",
+    re.IGNORECASE,
+)
+_DROPPED_RULE = re.compile(
+    rf"{_WORD_START}(?P<verb>{_one_of(DROPPING_VERBS)}){_GAP}{_one_of(RULE_DETERMINERS)}{_GAP}{_NAMING}"
+    rf"{_NOUN}{_WORD_END}",
+    re.IGNORECASE,
+)
+_NEVER_MIND = _expression_pattern(NEVER_MIND)
+_RULE_NOUN = re.compile(rf"{_WORD_START}{_NOUN}{_WORD_END}", re.IGNORECASE)
+_LATER = tuple(zip(FROM_NOW_ON, _FROM_NOW_ON, strict=True))
+_FORGET_WHAT_I_SAID = tuple(_expression_pattern(expression) for expression in FORGET_WHAT_I_SAID)
+# An order not to drop a rule keeps it ("don't drop the indentation rule", "never ignore that limit"), and a
+# rule that "never was removed" stands.
+_ORDER_NOT_TO = re.compile(r"(?:\b\w+n't|\bnot|\bcannot|\bnever)(?:\s+ever)?\s+\Z", re.IGNORECASE)
 
 
 def _whole_word_matches(pattern: re.Pattern[str], text: str) -> Iterable[re.Match[str]]:
@@ -179,13 +283,48 @@ def released_obligations_in(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _ordered_not_to(text: str, match: re.Match[str]) -> bool:
+    return _ORDER_NOT_TO.search(text, 0, match.start()) is not None
+
+
+def rule_withdrawals_in(text: str) -> tuple[str, ...]:
+    """LIFT-2, ours: each way ``text`` ends a rule whatever the rule, named once in order of kind: a rule noun
+    then an ended state ("rule … is cancelled"), a dropping verb aimed at a rule ("drop … rule"), "never mind"
+    then a rule noun or "from now on" later in its sentence ("never mind … any more"), "forget what I said
+    about". A negation right before the verb or the auxiliary ("don't drop the rule", "the rule never was
+    removed") withdraws nothing."""
+    text = text.replace("\u2019", "'")
+    found: list[str] = []
+    for match in _whole_word_matches(_ENDED_RULE, text):
+        if match["aux"] and _ORDER_NOT_TO.search(text, 0, match.start("aux")):
+            continue  # "the rule never was removed"
+        noun, state = match["noun"].casefold(), match["state"].casefold()
+        aux = " ".join(match["aux"].casefold().split()) if match["aux"] else ""
+        found.append(f"{noun} … {aux} {state}" if aux else f"{noun}'s {state}")
+    found.extend(
+        f"{match['verb'].casefold()} … {match['noun'].casefold()}"
+        for match in _whole_word_matches(_DROPPED_RULE, text)
+        if not _ordered_not_to(text, match)
+    )
+    for match in _whole_word_matches(_NEVER_MIND, text):
+        rest = _sentence_rest(text, match.end())
+        named = [m["noun"].casefold() for m in _whole_word_matches(_RULE_NOUN, rest)]
+        named += [w for w, p in _LATER if any(_whole_word_matches(p, rest))]
+        if named:
+            found.append(f"{NEVER_MIND} … {named[0]}")
+    for expression, pattern in zip(FORGET_WHAT_I_SAID, _FORGET_WHAT_I_SAID, strict=True):
+        if any(not _ordered_not_to(text, match) for match in _whole_word_matches(pattern, text)):
+            found.append(expression)
+    return tuple(dict.fromkeys(found))
+
+
 def may_withdraw(judged: str) -> bool:
     """Whether ``judged`` holds any withdrawal expression, "instead of" included, whatever the rule: when it
     holds none, :func:`withdrawal_expressions_in` finds none against any rule, so no rule need be tried."""
     text = judged.replace("\u2019", "'")
     if any(any(_whole_word_matches(pattern, text)) for _, pattern in (*_PATTERNS, (INSTEAD_OF, _INSTEAD_OF))):
         return True
-    return bool(released_obligations_in(text))
+    return bool(released_obligations_in(text) or rule_withdrawals_in(text))
 
 
 def withdrawal_expressions_in(judged: str, rule_words: str) -> tuple[str, ...]:
@@ -193,6 +332,7 @@ def withdrawal_expressions_in(judged: str, rule_words: str) -> tuple[str, ...]:
     text = judged.replace("\u2019", "'")
     found = [expr for expr, pattern in _PATTERNS if any(_whole_word_matches(pattern, text))]
     found += released_obligations_in(text)
+    found += rule_withdrawals_in(text)
     own: frozenset[str] | None = None  # the rule's words, read only when an "instead of" needs them
     for match in _whole_word_matches(_INSTEAD_OF, text):
         own = significant_words(rule_words) if own is None else own

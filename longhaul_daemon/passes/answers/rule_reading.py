@@ -7,9 +7,9 @@ same text always reads the same way (TAKEOVER-15). Decisions (the proposals unle
 
 - Sentences end as in LIFT-3; a question's closing marks hold a ``?``, and a tag ("ok?", "right?" …) after
   a separator or alone after a sentence is ignored (TAKEOVER-7).
-- TAKEOVER-11: the markers are "forget it/that", "scratch that", "ignore that" and the LIFT-2 expressions (a
-  released obligation included), not "instead of" (it needs a target rule; TAKEOVER-20 picks "… instead of
-  tabs from now on").
+- TAKEOVER-11: the markers are "forget it/that", "scratch that", "ignore that" and the LIFT-2 expressions
+  (ours included: a released obligation, "drop the indentation rule", "the logging rule is dropped" …), not
+  "instead of" (it needs a target rule; TAKEOVER-20 picks "… instead of tabs from now on").
 - TAKEOVER-13: judged per rule word; the word before "that"/"which"/"who" is a noun unless it is a function
   word, a verb or adjective taking a that-clause, or ends in "ed".
 - TAKEOVER-14: clauses split at ``,`` ``;`` ``:``, dashes, spaced hyphen runs and "but".
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from longhaul_daemon.passes.answers.lifts import (
     WITHDRAWAL_EXPRESSIONS,
     released_obligations_in,
+    rule_withdrawals_in,
     words_of,
 )
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE
@@ -167,7 +168,8 @@ def _after_an_order_not_to(words: list[_Word], i: int) -> bool:
 
 
 def _withdraws(words: list[_Word]) -> bool:
-    if released_obligations_in(" ".join(word.text for word in words)):
+    text = " ".join(word.text for word in words)
+    if released_obligations_in(text) or rule_withdrawals_in(text):
         return True  # "you don't need to ask any longer": its "don't" releases, it orders nothing
     return any(
         _phrase_at(words, i, marker) and not _after_an_order_not_to(words, i)
