@@ -16,6 +16,7 @@ from longhaul_daemon.models.call_errors import RetryableError
 from longhaul_daemon.passes.answers.doubts import (
     StandingRule,
     doubted_reading,
+    one_off_request,
     reads_as_request,
     withdrawal_candidates,
 )
@@ -173,6 +174,50 @@ def test_a_one_off_request_the_model_called_a_rule_is_recorded_in_doubt() -> Non
     marked = OfferedMessage("u9", "Always run the build before you answer.")
     [label] = _evaluate([marked], {"u9": "rule"}).events.labels
     assert label.rule is not None and label.rule.doubt is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Just this once, skip the tests and commit straight away.",
+        "For this change only, you may edit vendor/table.py directly.",
+        "Only for the next commit, a long message is fine.",
+        "Leave the prefix off this one time.",
+        "Can you run the build? Which port does it use?",
+    ],
+)
+def test_ours_a_one_off_request_the_model_called_a_rule_records_nothing(text: str) -> None:
+    """Issue 23 (c), ours: a `rule` label on a message bounded to this once, or holding only questions,
+    and with no standing marker, records no rule: judged, counted as a refused one-off."""
+    out = _evaluate([OfferedMessage("u9", text)], {"u9": "rule"})
+    assert out.events.labels == () and "u9" in out.events.judged
+    assert out.events.dropped.get("one-off-rules") == 1
+    assert one_off_request(text)
+    agreed = _evaluate([OfferedMessage("u9", text)], {"u9": "not a rule"})  # and code does not doubt it
+    assert agreed.events.labels == () and "u9" in agreed.events.judged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "From now on, and this time too, run the tests before every commit.",
+        "Never push on a Friday, not even this time.",
+        "Should we always run the linter? Always run it from now on.",
+        "Keep every commit message under fifty characters.",
+    ],
+)
+def test_ours_a_standing_marker_or_no_scope_marker_keeps_the_models_rule(text: str) -> None:
+    """A message the reading picks stays a rule whatever else it says; one with no one-off marker and a
+    statement in it stays the model's `rule` (at most in doubt, as before)."""
+    [label] = _evaluate([OfferedMessage("u9", text)], {"u9": "rule"}).events.labels
+    assert label.rule is not None
+    assert not one_off_request(text)
+
+
+def test_ours_takeover_4_a_one_off_earlier_message_labeled_rule_stays_the_models() -> None:
+    text = "Just this once, skip the tests."
+    out = _evaluate([OfferedMessage("u9", text)], {"u9": "rule"}, unpicked_earlier=frozenset({"u9"}))
+    assert [label.msg for label in out.events.labels if label.rule] == ["u9"]
 
 
 def test_takeover_4_an_earlier_message_of_a_takeover_is_the_models_to_decide() -> None:

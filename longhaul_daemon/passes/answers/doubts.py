@@ -12,7 +12,9 @@ so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second l
 - A candidate left unlifted flags its rule *possibly withdrawn* with the message id and sentence, carried
   messages included (FAIL-11, :func:`flag_carried_withdrawals`); a permission raises nothing (LIFT-6).
 - Rule doubts cost no call: ``not a rule`` on a message the standing-rule reading picks records the rule as
-  ``model-read-one-off``; ``rule`` on one it does not pick is marked ``reads-as-request`` (TAKEOVER-4).
+  ``model-read-one-off``; ``rule`` on one it does not pick is marked ``reads-as-request`` (TAKEOVER-4),
+  unless it holds a :data:`ONE_OFF_MARKERS` phrase ("just this once") or only questions: then it is a
+  one-off request the model called a rule, and no rule is recorded.
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = [
     "FORGET_MARKERS",
+    "ONE_OFF_MARKERS",
     "WITHDRAWAL_WORDS_CHARS",
     "StandingRule",
     "WithdrawalCandidate",
     "doubted_reading",
     "flag_carried_withdrawals",
+    "one_off_labels",
+    "one_off_request",
     "reads_as_request",
     "rule_doubts",
     "withdrawal_candidates",
@@ -49,6 +54,23 @@ WITHDRAWAL_WORDS_CHARS = 300  # how much of the user's withdrawing sentence a fl
 
 FORGET_MARKERS: tuple[str, ...] = ("forget", "disregard", "scratch")
 _FORGET = re.compile(r"(?<![\w'’-])(?:" + "|".join(FORGET_MARKERS) + r")(?![\w'’-])", re.IGNORECASE)
+# Ours: words that bound a request to this once. A `rule` label on a message holding one, and no standing
+# marker the reading picks, records nothing: the model called a one-off a rule.
+ONE_OFF_MARKERS: tuple[str, ...] = (
+    "this once",
+    "this one time",
+    "this time",
+    "for now",
+    "for this change",
+    "for this commit",
+    "for this fix",
+    "for the next commit",
+    "this particular",
+)
+_ONE_OFF = re.compile(
+    r"(?<![\w'’-])(?:" + "|".join(m.replace(" ", r"\s+") for m in ONE_OFF_MARKERS) + r")(?![\w'’-])",
+    re.IGNORECASE,
+)
 _ORDER_NOT_TO = re.compile(r"(?:\bdon['’]t|\bdo\s+not|\bnever)\s+$", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?…\n]+(?:[.!?…]+|$)", re.MULTILINE)
 
@@ -159,6 +181,35 @@ def doubted_reading(text: str) -> tuple[int, int] | None:
     return reading.start, reading.end
 
 
+def one_off_request(text: str) -> bool:
+    """A message code reads as a request for this once: its judged text holds no standing marker the
+    reading picks, and either a :data:`ONE_OFF_MARKERS` phrase or nothing but questions."""
+    judged = judged_text(text)
+    if _ONE_OFF.search(judged):
+        # read as TAKEOVER-10 reads "this time": the clause bounded to this once orders nothing standing
+        # ("For this change only, …" has the rule word "only"), every other clause is read as it stands
+        return not read_standing_rule(_ONE_OFF.sub("this time", judged)).picked
+    if read_standing_rule(judged).picked:
+        return False
+    sentences = [m.group().strip() for m in _SENTENCE.finditer(judged) if m.group().strip()]
+    return bool(sentences) and all(s.endswith("?") for s in sentences)
+
+
+def one_off_labels(
+    labels: Sequence[tuple[str, Label]], offered: Mapping[str, OfferedMessage], excluded: Collection[str]
+) -> tuple[str, ...]:
+    """The messages labeled ``rule`` that code reads as one-off requests (:func:`one_off_request`): their
+    rule is not recorded. ``excluded``: messages the model decides alone (TAKEOVER-4)."""
+    return tuple(
+        msg
+        for msg, label in labels
+        if label.kind == "rule"
+        and msg not in excluded
+        and (message := offered.get(msg)) is not None
+        and one_off_request(message.text)
+    )
+
+
 def reads_as_request(text: str) -> bool:
     """A message labeled ``rule`` that code's reading does not pick: no standing marker in its own words."""
     return not _judged_reading_picks(text)
@@ -236,7 +287,7 @@ def rule_doubts(
         if message is None or msg in excluded:
             continue
         if label.kind == "not-a-rule":
-            found = doubted_reading(message.text)
+            found = None if one_off_request(message.text) else doubted_reading(message.text)
             if found is None or held.any_in(_plain(message.text)):
                 continue
             start, end = found

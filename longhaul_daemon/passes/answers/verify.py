@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from longhaul_daemon.passes.answers.defects import lift_defect, quote_defect
-from longhaul_daemon.passes.answers.doubts import StandingRule, rule_doubts, withdrawal_look
+from longhaul_daemon.passes.answers.doubts import (
+    StandingRule,
+    one_off_labels,
+    rule_doubts,
+    withdrawal_look,
+)
 from longhaul_daemon.passes.answers.events import (
     ChunkContext,
     ChunkEvents,
@@ -122,6 +127,15 @@ class _Run:
             return
         self.rules[msg] = rule
         self.held.append(rule)
+
+    def refuse_one_off(self, msg: str) -> None:
+        """``msg`` is labeled ``rule`` but reads as a one-off request (:mod:`.doubts`): no rule recorded."""
+        rule = self.rules.get(msg)
+        if rule is None or rule.message != msg:
+            return
+        del self.rules[msg]
+        self.held = [held for held in self.held if held is not rule]
+        self.dropped["one-off-rules"] += 1
 
     def keep_doubted(self, msg: str, rule: NewRule) -> None:
         """A disputed label's rule (:mod:`.doubts`): the labeled one marked, or new."""
@@ -338,6 +352,8 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
     decided_alone = set(ctx.picked) | ctx.unpicked_earlier  # TAKEOVER-4: the model's word stands there
     in_force = [r.words for r in ctx.rules if not r.lifted] + [r.words for r in run.held]
     label_pairs = [(x.msg, x.label) for x in ordered]
+    for msg in one_off_labels(label_pairs, run.offered, decided_alone):
+        run.refuse_one_off(msg)
     for msg, rule in rule_doubts(label_pairs, run.offered, run.rules, decided_alone, in_force):
         run.keep_doubted(msg, rule)
     ordered = sorted([*ordered, *unlabeled_picks], key=lambda label: run.order[label.msg])
