@@ -1,8 +1,8 @@
 """A clean clone of the repository is something `make` can build on.
 
-A worktree once linked `.venv` to another checkout's venv and the link was committed: on a fresh clone the link
-pointed at itself, `make` could not create the venv, and CI died before running a test. These checks read what
-git tracks, so such a commit fails here first.
+A worktree once linked `.venv` to another checkout's venv and the link was committed: on a fresh clone
+the link pointed at itself, `make` could not create the venv, and CI died before running a test. These
+checks read what git tracks, so such a commit fails here first.
 """
 
 from __future__ import annotations

@@ -68,12 +68,12 @@ class Session:
             }
         )
 
-    def user_bash(self, command: str, code: int = 0) -> None:
+    def user_bash(self, command: str, code: int = 0, output: str = "out\n") -> None:
         self._message(
             {
                 "role": "bashExecution",
                 "command": command,
-                "output": "out\n",
+                "output": output,
                 "exitCode": code,
                 "cancelled": False,
                 "truncated": False,

@@ -157,6 +157,27 @@ async def test_fail4_ours_an_unlabeled_message_is_carried_visibly_and_the_rest_o
     assert state.carried == [] and state.workLog[-1].closedAs == "whole"
 
 
+async def test_values_ours_a_value_the_user_looked_up_is_kept_though_the_model_names_none(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """The user ran a short `!grep` to see a setting; the model's answer names no value. Code keeps the
+    line the command printed, named by the command and credited to its turn; a failed command gives none."""
+    s = Session(tmp_path)
+    s.user("Which port does the service listen on?")
+    s.user_bash("grep -n port settings.ini", output="3:port = 8431\n")
+    s.user_bash("pytest -q", code=1, output="1 failed\n")
+    s.user("Keep going.")
+    server.script.append(answer_reply({"u1": "not a rule"}, values=[]))
+    result = await run_pass(with_model(s.params(len(s.entries) - 1), server), pass_id="p1")
+    state = state_of(result)
+    assert state.workLog[-1].closedAs == "whole"
+    assert [(v.what, v.value, v.turn) for v in state.values] == [
+        ("grep -n port settings.ini", "3:port = 8431", "u1")
+    ]
+    assert result.compaction is not None
+    assert "- grep -n port settings.ini: 3:port = 8431 (turn u1)" in result.compaction.summary
+
+
 async def test_fail10_a_model_slower_than_the_budget_is_cancelled_and_the_span_closes_narrative_less(
     session: Session, server: ScriptedServer
 ) -> None:

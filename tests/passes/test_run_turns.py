@@ -133,6 +133,25 @@ async def test_turns1_without_the_setting_the_single_call_diff_runs(
     assert state_of(result).rules[0].message == "u1"
 
 
+async def test_value7_ours_turns_mode_keeps_a_value_the_user_looked_up_beside_the_learned_ones(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """Turns mode names no values; a short `!command` the user ran to look something up still gives one."""
+    s = Session(tmp_path)
+    s.user("Never add new dependencies without asking me first.")
+    s.user_bash("grep -n timeout_ms settings.ini", output="7:timeout_ms = 2750\n")
+    s.user("Fix the failing test.")
+    s.bash("pytest -q", "1 failed", code=1)
+    s.user("Keep going.")
+    server.script += good_script(OPENAI_COMPLETIONS, LABELS)
+    result = await run_pass(params_for(s, server), pass_id="p1")
+    state = state_of(result)
+    assert state.workLog[-1].closedAs == "whole"
+    assert [(v.what, v.value, v.turn) for v in state.values] == [
+        ("grep -n timeout_ms settings.ini", "7:timeout_ms = 2750", "u1")
+    ]
+
+
 async def test_turns8_a_fifth_show_in_one_turn_is_an_error_result_and_the_model_is_asked_to_answer(
     session: Session, server: ScriptedServer
 ) -> None:

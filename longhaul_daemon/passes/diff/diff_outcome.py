@@ -5,9 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from longhaul_daemon.passes.answers.events import ChunkEvents
+from longhaul_daemon.passes.answers.lookups import lookup_values
+from longhaul_daemon.passes.answers.values import check_values
 from longhaul_daemon.passes.diff.diff_stage import DiffResult, run_diff
 from longhaul_daemon.passes.model_calls import PassModel
 from longhaul_daemon.passes.prompting.planning import DiffInputs
+from longhaul_daemon.passes.prompting.span_turns import span_turns
 from longhaul_daemon.passes.stage_outcome import StageOutcome
 from longhaul_daemon.protocol import RouteChoice
 
@@ -23,7 +27,7 @@ async def run_diff_stage(inputs: DiffInputs, model: PassModel, /) -> StageOutcom
         closed_as=result.closed_as,
         reason=result.reason,
         narrative=result.narrative,
-        events=result.chunks,
+        events=_with_lookups(result.chunks, inputs),
         calls=len(model.traces),
         tokens=model.tokens(),
         stats=_narrative_stats(result, model, diff_ms),
@@ -31,6 +35,19 @@ async def run_diff_stage(inputs: DiffInputs, model: PassModel, /) -> StageOutcom
         unusable=dict(model.unusable),
         held=result.held,
     )
+
+
+def _with_lookups(chunks: tuple[ChunkEvents, ...], inputs: DiffInputs) -> tuple[ChunkEvents, ...]:
+    """The accepted chunks, then the values the user's own short commands printed (ours,
+    :mod:`~longhaul_daemon.passes.answers.lookups`), checked like any value. Only a close that records
+    events gets them: a narrative-less one records none (FAIL-10)."""
+    if not chunks:
+        return chunks
+    found = lookup_values(inputs.span)
+    if not found:
+        return chunks
+    kept = check_values(found, span_turns(inputs.span)).kept
+    return (*chunks, ChunkEvents(values=kept)) if kept else chunks
 
 
 def _narrative_stats(result: DiffResult, model: PassModel, diff_ms: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from longhaul_daemon.passes.answers.events import ChunkEvents
+from longhaul_daemon.passes.answers.lookups import lookup_values
 from longhaul_daemon.passes.answers.values import check_values
 from longhaul_daemon.passes.prompting.span_turns import span_turns
 from longhaul_daemon.passes.turns.gate import Accepted, Verdict
@@ -123,7 +124,7 @@ def close_turns(
             unmet.extend(outcome.verdict.unmet)
     if verified_labels is not None:
         dropped.update(verified_labels.dropped)
-    values = check_values(learned_values(span), span_turns(span))
+    values = check_values((*learned_values(span), *lookup_values(span)), span_turns(span))
     events = ChunkEvents(
         labels=verified_labels.labels if verified_labels is not None else (),
         judged=verified_labels.judged if verified_labels is not None else frozenset(),
