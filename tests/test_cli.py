@@ -43,7 +43,7 @@ async def test_status_prints_a_table_and_exits_0(short_tmp: Path, capsys: pytest
     out = capsys.readouterr().out
     assert f"longhaul-daemon {__version__} (protocol {PROTOCOL_VERSION})" in out
     assert f"pid        {os.getpid()}" in out
-    assert "whole 0, narrative-less 0, chunk missing 0, empty 0, fallback 0, aborted 0" in out
+    assert "whole 0, partial 0, narrative-less 0, chunk missing 0, empty 0, fallback 0, aborted 0" in out
     assert str(handle.socket_path) in out
 
 

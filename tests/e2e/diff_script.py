@@ -14,8 +14,8 @@ budget) and answered by the next scripted responder:
   ``finish_reason: "length"``, :func:`status` an HTTP error, :func:`slow` delays another responder.
 
 A call's kind is ``first`` (also a raised-budget repeat: same messages, bigger ``max_tokens``), ``retry`` (its
-last user message is the retry note) or ``question`` (text after the prompt's "Label exactly these messages"
-line). Every call the daemon makes itself asks for the answer schema as structured output (issue 11):
+last user message is the retry note), ``question`` (text after the prompt's "Label exactly these messages"
+line) or ``label`` (the label call, asking for the ``diff_label_reply`` schema). Every call the daemon makes itself asks for the answer schema as structured output (issue 11):
 :attr:`DiffCall.schema` reads it from ``response_format``, and :meth:`DiffScript.unstructured` lists the calls
 that did not carry it. Matching is on each message's whole text, read from the conversation block, not the
 240-character listing. Tests then read what a user sees (``standing_rules``, ``rule_line``, ``section``) and
@@ -72,13 +72,16 @@ __all__ = [
 
 RETRY_NOTE_MARKER = "Your previous answer had these problems"
 QUESTION_HEADER = "A few labels of your answer need one more look."  # opens the question call's questions
+ANSWER_SCHEMA = "diff_answer"  # the response_format name of the Diff's answer
+LABEL_SCHEMA = "diff_label_reply"  # and of the label call's (FAIL-1, ours)
+QUESTION_SCHEMA = "diff_question_reply"  # and of the question call's (LIFT-14)
 _LABEL_LIST = re.compile(r"^Label exactly these messages: (.*)\.$", re.M)
 _HEADER = re.compile(r"^--- (u\d+) \((\d+) characters[^)\n]*\) [0-9a-f]+ ---$", re.M)
 _USER_BLOCK = re.compile(r"^\[User (u\d+)\]: ", re.M)
 _QUESTION = re.compile(r"^- (u\d+) is labeled `")
 _STATE_RULE = re.compile(r"^- ([Ru]\d+) \(given by (u\d+)\): (.*)$", re.M)  # u<n>: new in an earlier chunk
 
-CallKind = Literal["first", "retry", "question"]
+CallKind = Literal["first", "retry", "question", "label"]
 
 
 class _Null:
@@ -127,12 +130,14 @@ class DiffCall:
 
     @property
     def schema(self) -> dict[str, Any] | None:
-        """The JSON Schema ``response_format`` asks the reply to follow, when it is the Diff's answer's."""
+        """The JSON Schema ``response_format`` asks the reply to follow, when it is one of the Diff's own: the
+        answer's, the label call's or the question call's."""
         form = self.body.get("response_format")
         spec = (
             form.get("json_schema") if isinstance(form, dict) and form.get("type") == "json_schema" else None
         )
-        if not isinstance(spec, dict) or spec.get("name") != "diff_answer" or spec.get("strict") is not True:
+        names = (ANSWER_SCHEMA, LABEL_SCHEMA, QUESTION_SCHEMA)
+        if not isinstance(spec, dict) or spec.get("name") not in names or spec.get("strict") is not True:
             return None
         schema = spec.get("schema")
         return schema if isinstance(schema, dict) else None
@@ -201,6 +206,13 @@ def _offered_in(body: str | None, *, carried: bool, whole: dict[str, str]) -> li
     return found
 
 
+def _schema_name(body: dict[str, Any]) -> str | None:
+    form = body.get("response_format")
+    spec = form.get("json_schema") if isinstance(form, dict) else None
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def parse_call(body: dict[str, Any], n: int) -> DiffCall:
     """Read a Diff request as a model would (the layout of ``longhaul_daemon.passes.prompting.prompt``)."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
@@ -208,7 +220,9 @@ def parse_call(body: dict[str, Any], n: int) -> DiffCall:
     prompt = users[0] if users else ""
     last_user = users[-1] if users else ""
     kind: CallKind = "first"
-    if len(users) > 1 and RETRY_NOTE_MARKER in last_user:
+    if _schema_name(body) == LABEL_SCHEMA:
+        kind = "label"  # FAIL-1, ours: the retry of an answer whose only defects were missing labels
+    elif len(users) > 1 and RETRY_NOTE_MARKER in last_user:
         kind = "retry"
     elif QUESTION_HEADER in prompt:
         kind = "question"  # the question call: the asked messages whole, then the questions

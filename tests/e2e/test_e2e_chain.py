@@ -393,7 +393,7 @@ def test_chain_with_failing_passes_records_carried_rules_and_never_revives_lifte
         ([FORCE, TABS_LIFT], [], status(500, retry_after_ms=1), "narrative-less"),
         ([COMMITS_72], [], good, "whole"),
         ([STAGING], [truncated], good, "whole"),
-        ([STAGING_LIFT], [], answer(default=None), "narrative-less"),
+        ([STAGING_LIFT], [], answer(default=None), "partial"),
         ([TABS_AGAIN], [], good, "whole"),
         ([DRY_MESSAGE], [status(429, retry_after_ms=20)], good, "whole"),
         ([ENGLISH, PORT_A], [cut_at_limit("")], good, "whole"),
@@ -433,7 +433,10 @@ def test_chain_with_failing_passes_records_carried_rules_and_never_revives_lifte
             assert [c.kind for c in script.calls] == ["first", "retry"]
             expected.rules["R5"] = (STAGING, STAGING)
         elif n == 5:
-            assert [c.kind for c in script.calls] == ["first", "retry"], "FAIL-4: one retry, then unverified"
+            # FAIL-1, ours: the retry of an answer missing only labels is the label call; FAIL-4, ours: the
+            # message still unlabeled is held and carried, and the span closes partial. Code reads it as
+            # withdrawing R5 and asks; the reply names no lift, so nothing is lifted yet.
+            assert script.kinds() == ["first", "label", "question"]
             assert message_id(ids, STAGING_LIFT) in comp.state["carried"]
         elif n == 6:
             assert [c.kind for c in script.calls] == ["first"], script.calls[-1].last_user

@@ -119,7 +119,8 @@ def test_invented_rule_words_never_become_a_rule(pi: PiRpc, model_server: ModelS
     retry that repeats them records no rule for that message."""
     invented_reply = "Always squash commits before merging a pull request."
     invented_tool = "never deploy on Fridays"
-    short = "What is the team's habit for merging pull requests?"
+    # an instruction, not a question: a question labeled rule records nothing (code's second look, one-offs)
+    short = "Follow the team's habit for merging pull requests."
     long = padded("Please tidy the export module when you get to it.", 650)
     model_server.enqueue(text(f"The usual habit: {invented_reply}"))
     pi.prompt(short)

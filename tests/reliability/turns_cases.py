@@ -171,7 +171,9 @@ CASES: tuple[Case, ...] = (
     Case("many-calls", "small", many_calls, WHOLE),
     Case("rate-limited", "small", rate_limited, narrative_less("rate-limited")),
     Case("hanging-stream", "small", hangs, narrative_less("turn-timeout")),
-    Case("endless-stream", "small", endless, narrative_less("model-error")),
+    # cut at the output cap (model-error), or, on a loaded machine, by the turn's time before the cap: both
+    # end the pass on time with its record, which is what the fuzz asserts
+    Case("endless-stream", "small", endless, narrative_less("model-error", "turn-timeout")),
     Case("errors", "small", errors, None),
     Case("garbage", "small", garbage, narrative_less("unparsable-answer", "nothing-kept")),
 )
