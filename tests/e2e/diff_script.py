@@ -15,11 +15,12 @@ budget) and answered by the next scripted responder:
 
 A call's kind is ``first`` (also a raised-budget repeat: same messages, bigger ``max_tokens``), ``retry`` (its
 last user message is the retry note), ``question`` (text after the prompt's "Label exactly these messages"
-line) or ``label`` (the label call, asking for the ``diff_label_reply`` schema). Every call the daemon makes itself asks for the answer schema as structured output (issue 11):
-:attr:`DiffCall.schema` reads it from ``response_format``, and :meth:`DiffScript.unstructured` lists the calls
-that did not carry it. Matching is on each message's whole text, read from the conversation block, not the
-240-character listing. Tests then read what a user sees (``standing_rules``, ``rule_line``, ``section``) and
-what the model was sent (``DiffScript.calls``). ``set_model_max_tokens``, ``add_model`` and
+line) or ``label`` (the label call, asking for the ``diff_label_reply`` schema). Every call the daemon makes
+itself asks for its schema as structured output (issue 11): the answer's, the label call's or the question
+call's. :attr:`DiffCall.schema` reads it from ``response_format``, and :meth:`DiffScript.unstructured` lists
+the calls that did not carry one. Matching is on each message's whole text, read from the conversation block,
+not the 240-character listing. Tests then read what a user sees (``standing_rules``, ``rule_line``,
+``section``) and what the model was sent (``DiffScript.calls``). ``set_model_max_tokens``, ``add_model`` and
 ``write_longhaul_settings`` adjust the sandbox before pi starts.
 """
 
