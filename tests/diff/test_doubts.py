@@ -27,6 +27,7 @@ from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.passes.close import close_span, user_texts
 from longhaul_daemon.passes.diff.diff_stage import run_diff
 from longhaul_daemon.passes.ledger import LedgerResult
+from longhaul_daemon.passes.prompting.instructions import LONG_MESSAGE
 from longhaul_daemon.state.model import Rule, State, World
 from longhaul_daemon.state.render import render_summary
 from longhaul_daemon.transcript.messages import SpanMessage
@@ -212,6 +213,37 @@ def test_ours_a_standing_marker_or_no_scope_marker_keeps_the_models_rule(text: s
     [label] = _evaluate([OfferedMessage("u9", text)], {"u9": "rule"}).events.labels
     assert label.rule is not None
     assert not one_off_request(text)
+
+
+LONG_WITH_SCOPE = (
+    "Some background before you start on the parser: for now the fixtures live in a scratch folder, and the "
+    "old importer is parked until the migration lands. "
+    + "The parser reads the CSV files one row at a time and hands each row to the exporter. " * 5
+    + "The exporter needs to keep working on a stock Python with nothing from PyPI. "
+    + "That is all the background; go ahead with the parser when you are ready."
+)
+LONG_RULE_WORDS = "The exporter needs to keep working on a stock Python with nothing from PyPI."
+
+
+def _evaluate_words(text: str, label: str, words: str | None) -> Evaluation:
+    offered = [OfferedMessage("u9", text)]
+    context = ChunkContext(offered=tuple(offered), rules=(DRY_RULE,), ledger_ids=frozenset())
+    item: dict[str, str] = {"msg": "u9", "label": label} | ({"words": words} if words else {})
+    body = json.dumps({"labels": [item], "narrative": "n"})
+    parsed = parse_answer(body, ["u9"], context.ledger_ids, rules=context.rules)
+    return evaluate(parsed, context, final=True)
+
+
+def test_ours_a_this_once_phrase_around_a_long_messages_rule_does_not_make_the_rule_a_one_off() -> None:
+    """Issue 23 (b), ours: a long message whose padding says "for now" still gives the rule its quoted
+    sentence states when the model labels it `rule` with those words, though code reads no standing marker in
+    it: only the words a rule would record are judged for a one-off scope, and those hold none."""
+    assert len(LONG_WITH_SCOPE) > LONG_MESSAGE and one_off_request(LONG_WITH_SCOPE)
+    [label] = _evaluate_words(LONG_WITH_SCOPE, "rule", LONG_RULE_WORDS).events.labels
+    assert label.rule is not None and label.rule.words == LONG_RULE_WORDS
+    scoped = LONG_WITH_SCOPE.replace(LONG_RULE_WORDS, "For this commit only, skip the exporter tests.")
+    out = _evaluate_words(scoped, "rule", "For this commit only, skip the exporter tests.")
+    assert out.events.labels == () and out.events.dropped.get("one-off-rules") == 1
 
 
 def test_ours_takeover_4_a_one_off_earlier_message_labeled_rule_stays_the_models() -> None:

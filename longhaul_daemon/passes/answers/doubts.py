@@ -13,8 +13,10 @@ so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second l
   messages included (FAIL-11, :func:`flag_carried_withdrawals`); a permission raises nothing (LIFT-6).
 - Rule doubts cost no call: ``not a rule`` on a message the standing-rule reading picks records the rule as
   ``model-read-one-off``; ``rule`` on one it does not pick is marked ``reads-as-request`` (TAKEOVER-4),
-  unless it holds a :data:`ONE_OFF_MARKERS` phrase ("just this once") or only questions: then it is a
-  one-off request the model called a rule, and no rule is recorded.
+  unless the words it would record hold a :data:`ONE_OFF_MARKERS` phrase ("just this once") or only
+  questions: then it is a one-off request the model called a rule, and no rule is recorded. Only the words
+  a rule would record are judged (the whole of a short message, the quoted sentence of a long one): a
+  "for now" elsewhere in a long message bounds nothing in the rule.
 """
 
 from __future__ import annotations
@@ -196,17 +198,20 @@ def one_off_request(text: str) -> bool:
 
 
 def one_off_labels(
-    labels: Sequence[tuple[str, Label]], offered: Mapping[str, OfferedMessage], excluded: Collection[str]
+    labels: Sequence[tuple[str, Label]], recorded: Mapping[str, NewRule], excluded: Collection[str]
 ) -> tuple[str, ...]:
-    """The messages labeled ``rule`` that code reads as one-off requests (:func:`one_off_request`): their
-    rule is not recorded. ``excluded``: messages the model decides alone (TAKEOVER-4)."""
+    """The messages labeled ``rule`` whose recorded words code reads as a one-off request
+    (:func:`one_off_request`): their rule is not recorded. The words, not the whole message, are judged:
+    in a long message they are the sentence the model quoted (QUOTE-4), and a "for now" in the text around
+    it scopes nothing in it. ``excluded``: messages the model decides alone (TAKEOVER-4)."""
     return tuple(
         msg
         for msg, label in labels
         if label.kind == "rule"
         and msg not in excluded
-        and (message := offered.get(msg)) is not None
-        and one_off_request(message.text)
+        and (rule := recorded.get(msg)) is not None
+        and rule.message == msg
+        and one_off_request(rule.words)
     )
 
 
@@ -287,11 +292,13 @@ def rule_doubts(
         if message is None or msg in excluded:
             continue
         if label.kind == "not-a-rule":
-            found = None if one_off_request(message.text) else doubted_reading(message.text)
+            found = doubted_reading(message.text)
             if found is None or held.any_in(_plain(message.text)):
                 continue
             start, end = found
             words = clean_span(quotable_text(message.text), start, end)
+            if one_off_request(words):  # the words code would record, not the text around them
+                continue
             held.add(_plain(words))
             out.append((msg, NewRule(msg, words, start, end, doubt="model-read-one-off")))
         elif label.kind == "rule":

@@ -352,7 +352,7 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
     decided_alone = set(ctx.picked) | ctx.unpicked_earlier  # TAKEOVER-4: the model's word stands there
     in_force = [r.words for r in ctx.rules if not r.lifted] + [r.words for r in run.held]
     label_pairs = [(x.msg, x.label) for x in ordered]
-    for msg in one_off_labels(label_pairs, run.offered, decided_alone):
+    for msg in one_off_labels(label_pairs, run.rules, decided_alone):
         run.refuse_one_off(msg)
     for msg, rule in rule_doubts(label_pairs, run.offered, run.rules, decided_alone, in_force):
         run.keep_doubted(msg, rule)
