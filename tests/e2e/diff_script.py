@@ -133,12 +133,11 @@ class DiffCall:
     def schema(self) -> dict[str, Any] | None:
         """The JSON Schema ``response_format`` asks the reply to follow, when it is one of the Diff's own: the
         answer's, the label call's or the question call's."""
-        form = self.body.get("response_format")
-        spec = (
-            form.get("json_schema") if isinstance(form, dict) and form.get("type") == "json_schema" else None
-        )
-        names = (ANSWER_SCHEMA, LABEL_SCHEMA, QUESTION_SCHEMA)
-        if not isinstance(spec, dict) or spec.get("name") not in names or spec.get("strict") is not True:
+        spec = _schema_spec(self.body)
+        if (
+            spec.get("name") not in (ANSWER_SCHEMA, LABEL_SCHEMA, QUESTION_SCHEMA)
+            or spec.get("strict") is not True
+        ):
             return None
         schema = spec.get("schema")
         return schema if isinstance(schema, dict) else None
@@ -207,11 +206,11 @@ def _offered_in(body: str | None, *, carried: bool, whole: dict[str, str]) -> li
     return found
 
 
-def _schema_name(body: dict[str, Any]) -> str | None:
+def _schema_spec(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's ``response_format.json_schema`` ({} when it asks for none)."""
     form = body.get("response_format")
-    spec = form.get("json_schema") if isinstance(form, dict) else None
-    name = spec.get("name") if isinstance(spec, dict) else None
-    return name if isinstance(name, str) else None
+    spec = form.get("json_schema") if isinstance(form, dict) and form.get("type") == "json_schema" else None
+    return spec if isinstance(spec, dict) else {}
 
 
 def parse_call(body: dict[str, Any], n: int) -> DiffCall:
@@ -221,7 +220,7 @@ def parse_call(body: dict[str, Any], n: int) -> DiffCall:
     prompt = users[0] if users else ""
     last_user = users[-1] if users else ""
     kind: CallKind = "first"
-    if _schema_name(body) == LABEL_SCHEMA:
+    if _schema_spec(body).get("name") == LABEL_SCHEMA:
         kind = "label"  # FAIL-1, ours: the retry of an answer whose only defects were missing labels
     elif len(users) > 1 and RETRY_NOTE_MARKER in last_user:
         kind = "retry"

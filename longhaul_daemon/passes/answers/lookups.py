@@ -1,13 +1,14 @@
 """Values the user looked up with a short command of their own, kept by code whatever the model names.
 
-A weak model often names no value at all, and a value the user went to look at (``!grep -n port
-settings.ini`` printing ``3:port = 8431``) is exactly one the agent will need after a compaction. Ours: a
-*lookup* is a user ``!command`` in the context (a ``bashExecution`` not excluded from it) that finished with
-exit status 0, was neither cancelled nor truncated, and printed at most :data:`LOOKUP_LINES` non-blank lines
-of at most :data:`LOOKUP_CHARS` characters in all. Each such line, trimmed, is a value named by the command
-(``name`` for its first line, ``name (line 2)`` for the next), credited to the turn the command ran in, and
-checked like any value (VALUE-2..VALUE-4), so it stands in the State exactly as printed. Longer output is a
-listing or a log, not an answer. Nothing is kept from a command whose text or output names a secret
+A weak model often names no value at all, and a value the user went to look at (``!grep -n port settings.ini``
+printing ``3:port = 8431``) is exactly one the agent will need after a compaction. Ours: a *lookup* is a user
+``!command`` in the context (a ``bashExecution`` not excluded from it) that finished with exit status 0, was
+neither cancelled nor truncated, and printed at most :data:`LOOKUP_LINES` non-blank lines of at most
+:data:`LOOKUP_CHARS` characters in all. Each such line, trimmed, is a value named by the command (``name`` for
+its first line, ``name (line 2)`` for the next), credited to the turn the command ran in, and checked like any
+value, against the output it came from (VALUE-2..VALUE-4, :func:`find_value`), so it stands in the State
+exactly as printed and its turn holds it; no second walk over the span is needed. Longer output is a listing
+or a log, not an answer. Nothing is kept from a command whose text or output names a secret
 (:data:`_SECRET_WORDS`): a user who prints a token to check it does not want it copied into every later
 summary.
 
@@ -21,7 +22,7 @@ import re
 from collections.abc import Sequence
 
 from longhaul_daemon.passes.answers.quotes import normalize_newlines
-from longhaul_daemon.passes.answers.values import ValueCandidate
+from longhaul_daemon.passes.answers.values import ValueCandidate, find_value
 from longhaul_daemon.state.sanitize import sanitize
 from longhaul_daemon.transcript.messages import SpanMessage
 
@@ -48,7 +49,9 @@ def _lines(item: SpanMessage) -> list[str] | None:
     if not output.strip() or len(output.strip()) > LOOKUP_CHARS:
         return None
     lines = [line.strip() for line in output.split("\n") if line.strip()]
-    return lines if len(lines) <= LOOKUP_LINES else None
+    if len(lines) > LOOKUP_LINES:
+        return None
+    return [line for line in lines if find_value(output, line).kept]  # VALUE-2, VALUE-4
 
 
 def _name(command: str) -> str:

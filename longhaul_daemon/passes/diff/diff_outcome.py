@@ -7,11 +7,9 @@ from typing import Any
 
 from longhaul_daemon.passes.answers.events import ChunkEvents
 from longhaul_daemon.passes.answers.lookups import lookup_values
-from longhaul_daemon.passes.answers.values import check_values
 from longhaul_daemon.passes.diff.diff_stage import DiffResult, run_diff
 from longhaul_daemon.passes.model_calls import PassModel
 from longhaul_daemon.passes.prompting.planning import DiffInputs
-from longhaul_daemon.passes.prompting.span_turns import span_turns
 from longhaul_daemon.passes.stage_outcome import StageOutcome
 from longhaul_daemon.protocol import RouteChoice
 
@@ -39,15 +37,10 @@ async def run_diff_stage(inputs: DiffInputs, model: PassModel, /) -> StageOutcom
 
 def _with_lookups(chunks: tuple[ChunkEvents, ...], inputs: DiffInputs) -> tuple[ChunkEvents, ...]:
     """The accepted chunks, then the values the user's own short commands printed (ours,
-    :mod:`~longhaul_daemon.passes.answers.lookups`), checked like any value. Only a close that records
-    events gets them: a narrative-less one records none (FAIL-10)."""
-    if not chunks:
-        return chunks
-    found = lookup_values(inputs.span)
-    if not found:
-        return chunks
-    kept = check_values(found, span_turns(inputs.span)).kept
-    return (*chunks, ChunkEvents(values=kept)) if kept else chunks
+    :mod:`~longhaul_daemon.passes.answers.lookups`, which checks each against its output). Only a close that
+    records events gets them: a narrative-less one records none (FAIL-10)."""
+    found = lookup_values(inputs.span) if chunks else ()
+    return (*chunks, ChunkEvents(values=found)) if found else chunks
 
 
 def _narrative_stats(result: DiffResult, model: PassModel, diff_ms: int) -> dict[str, Any]:
