@@ -3,8 +3,9 @@
 pi 0.73.1 clears and redraws its chat when a compaction ends, so a notice sent from inside the compaction
 hook was drawn and wiped a moment later: RPC mode saw it, a person never did. Here real pi runs in tmux with
 the shim, ``/compact`` is typed, and the screen is read once pi has drawn the compacted chat: the notice must
-be there, below the compaction block. Four kinds of notice: a fallback (no daemon), a narrative-less close,
-a settings problem (``longhaul.json`` that is not JSON) and a refused summarizer (a model pi has no key for).
+be there, below the compaction block. Five kinds of notice: a fallback (no daemon), a narrative-less close,
+a partial close, a settings problem (``longhaul.json`` that is not JSON) and a refused summarizer (a model pi
+has no key for).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from longhaul_daemon.evaluation.harness.daemon_process import Daemon
 from longhaul_daemon.evaluation.harness.model_server import ModelServer
 from longhaul_daemon.evaluation.harness.sandbox import Sandbox
 
-from .diff_script import raw
+from .diff_script import answer, raw
 from .diff_steps import install
 from .session_log import compactions, is_longhaul, read_entries
 from .tui import PiScreen, compact_by_hand, notice_after_compaction
@@ -60,6 +61,23 @@ def test_a_narrative_less_close_is_shown_after_longhauls_compaction(
         "Longhaul closed span 1 without a narrative (unparsable-answer): ledger and World updated, "
         "1 user message carried to the next pass.",
     )
+    assert is_longhaul(only_compaction(sandbox))
+
+
+def test_a_partial_close_is_shown_after_longhauls_compaction(
+    sandbox: Sandbox, daemon: Daemon, model_server: ModelServer, start_screen: Callable[[], PiScreen]
+) -> None:
+    """FAIL-1, FAIL-4 (ours): the answer labels nothing and neither does the label call, so the answer counts,
+    the span closes partial, and the notice says the unlabeled message is carried with its words."""
+    script = install(model_server, then=answer(default=None))
+    screen = start_screen()
+    compact_by_hand(screen, "Always run the formatter before you push.")
+    notice_after_compaction(
+        screen,
+        "Longhaul closed span 1, but the model gave no label to 1 user message: carried, with their words, "
+        "to the next pass.",
+    )
+    assert script.kinds()[:2] == ["first", "label"]
     assert is_longhaul(only_compaction(sandbox))
 
 
