@@ -82,7 +82,7 @@ load-bench: $(PY_STAMP)
 # halves, tuning (bench/bench_bank_tuning.py) and held-out (bench/bench_bank_heldout.py, which prompt and
 # heuristic work never reads); hours: every pi turn is a real completion on the CPU. Prints a table of measures
 # per half and one row per compaction (docs/performance.md, "Against a real small model").
-# MODEL_BENCH_ARGS: --half tuning|held-out|both, --only SESSION, --compactors pi,longhaul,..., --list.
+# MODEL_BENCH_ARGS: --half tuning|held-out|held-out-2|both|all, --only SESSION, --compactors pi,longhaul,..., --list.
 MODEL_BENCH_ARGS ?=
 bench-model: install
 	$(BIN)/python bench/model_bench.py $(MODEL_BENCH_ARGS)
@@ -129,7 +129,7 @@ bench-compare: install
 
 # The side by side that opens docs/performance.md: `score` with the real small model for both compactors on the
 # model bench's corpus, tuning and held-out half apart (hours on two cores); writes its table into the doc.
-# COMPARE_REAL_ARGS: --half tuning|held-out|both, --only SESSION, --threads N.
+# COMPARE_REAL_ARGS: --half tuning|held-out|held-out-2|both|all, --only SESSION, --threads N.
 COMPARE_REAL_ARGS ?=
 bench-compare-real: install
 	$(BIN)/python bench/compare.py --real-model --write $(COMPARE_REAL_ARGS)

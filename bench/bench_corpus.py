@@ -1,11 +1,12 @@
-"""The model bench's corpus: sessions generated from a template bank and a seed, two banks for two halves.
+"""The model bench's corpus: sessions generated from a template bank and a seed, a bank per half.
 
 A session is a script for real pi: ``say`` steps are prompts the real model answers, ``run`` steps are
 commands run through pi's RPC ``bash`` in a scratch git project holding the bank's files. Each stretch of work
 ends in ``cat`` of a long log (what pi keeps) and a compaction. The script knows what a faithful summary holds
 after each compaction: the standing rules' words, the withdrawn rules', the one-off requests', and the values
 shown once in tool output. The tuning half comes from :mod:`bench_bank_tuning`, the held-out half from
-:mod:`bench_bank_heldout`, each with its own wording and seed; ``halves(seed)`` builds both.
+:mod:`bench_bank_heldout` and the second held-out half (written blind to the compactor's heuristics) from
+:mod:`bench_bank_heldout2`, each with its own wording and seed; ``half_sessions`` builds one half.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-Half = Literal["tuning", "held-out"]
-HALVES: tuple[Half, ...] = ("tuning", "held-out")
+Half = Literal["tuning", "held-out", "held-out-2"]
+HALVES: tuple[Half, ...] = ("tuning", "held-out", "held-out-2")
+GROUPS: dict[str, tuple[Half, ...]] = {"both": ("tuning", "held-out"), "all": HALVES}  # --half's groups
 SESSIONS_PER_HALF = 6
 CHAIN_STRETCHES = 5
 SHORT_STRETCHES = 3
@@ -92,7 +94,7 @@ class Session:
 
 @dataclass(frozen=True)
 class Bank:
-    """The templates one half is generated from. No text is shared between the two banks."""
+    """The templates one half is generated from. No text is shared between the banks."""
 
     name: str
     seed: int

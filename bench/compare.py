@@ -2,7 +2,7 @@
 
 Two runs. ``--real-model`` (``make bench-compare-real``, hours on two cores) scores both compactors with the
 real small model (SmolLM2-135M behind ``realmodel/server.py``) on the model bench's corpus, written as
-recorded sessions with answer keys (:mod:`bench_transcripts`), the tuning and the held-out half apart
+recorded sessions with answer keys (:mod:`bench_transcripts`), each half (tuning, held-out, held-out-2) apart
 (``--half``): each compactor reads the transcript with that model's understanding, so the columns compare
 what the two compactors make of the same model. Its table opens docs/performance.md.
 
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_corpus import Half
+from bench_corpus import GROUPS, HALVES, Half
 from bench_transcripts import write_transcript
 from scripted_summarizer import scripted_diff_answer, scripted_pi_summary
 
@@ -58,7 +58,7 @@ REAL_ABOUT = (
     'real small model (SmolLM2-135M-Instruct behind `realmodel/server.py`, see "Against a real '
     "small model\" below) on the model bench's corpus, written as recorded pi sessions with "
     "answer keys (`bench/bench_transcripts.py`: every command run for real in a scratch git "
-    "project), the tuning half and the held-out half in separate tables. Each compactor reads "
+    "project), each half of it (tuning, held-out, held-out-2) in its own table. Each compactor reads "
     "the same transcript with the same model, so the columns compare what the two make of one "
     "model's understanding. The probes are `score`'s: a standing rule's words in the summary, a"
     " withdrawn rule not shown as active, a failing command with its exit code, a value from "
@@ -194,7 +194,7 @@ def _real_model(args: argparse.Namespace, root: Path) -> str:
 
     from realmodel.pi_agent import MODEL_ID, PROVIDER, write_agent_config
 
-    halves: list[Half] = ["tuning", "held-out"] if args.half == "both" else [args.half]
+    halves: list[Half] = list(GROUPS[args.half]) if args.half in GROUPS else [args.half]
     parts: list[str] = []
     with RealModelServer(installed(), root, threads=args.threads) as server:
         agent = root / "agent"
@@ -228,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="replays at once (default 4 scripted, 1 with --real-model)")
     parser.add_argument("--write", action="store_true", help="put the table into docs/performance.md")
     parser.add_argument("--real-model", action="store_true", help="score with the real small model instead")
-    parser.add_argument("--half", choices=("tuning", "held-out", "both"), default="both", help="--real-model")
+    parser.add_argument("--half", choices=(*HALVES, *GROUPS), default="both", help="--real-model")
     parser.add_argument("--only", action="append", help="--real-model: only this session (repeatable)")
     parser.add_argument("--threads", type=int, default=1, help="--real-model: model server threads")
     args = parser.parse_args(argv)

@@ -1,7 +1,8 @@
 """Longhaul and pi's own compaction side by side, through real pi and a real small model.
 
 ``python bench/model_bench.py`` (``make bench-model`` runs it) generates the corpus of :mod:`bench_corpus`
-(12 sessions, a tuning half and a held-out half from separate template banks and seeds; ``--half`` picks),
+(6 sessions per half: a tuning half, a held-out half and a second held-out half written blind to the
+compactor's heuristics, from separate template banks and seeds; ``--half`` picks, ``both`` is the first two),
 plays each session through real pi 0.73.1 (``pi --mode rpc`` with the shim loaded) once per compactor:
 Longhaul with the Diff (``longhaul``), the Diff with every model call made through pi (``longhaul-via-pi``:
 ``serve --via-pi openai-completions``, the shim's ``model.complete``), Longhaul in turns mode (``turns``,
@@ -51,8 +52,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 from bench_bank_heldout import HELD_OUT  # noqa: E402
+from bench_bank_heldout2 import HELD_OUT_2  # noqa: E402
 from bench_bank_tuning import TUNING  # noqa: E402
-from bench_corpus import HALVES, Bank, Half, Session, half_sessions  # noqa: E402
+from bench_corpus import GROUPS, HALVES, Bank, Half, Session, half_sessions  # noqa: E402
 from e2e.diff_script import write_longhaul_settings  # noqa: E402
 from e2e.e2e_sandbox import build_sandbox  # noqa: E402
 from e2e.real_model import Call, RealModelServer, installed  # noqa: E402
@@ -89,9 +91,11 @@ DOC_END = "<!-- model-bench:end -->"
 
 
 def corpus(half: str, seed: int) -> list[Session]:
-    """The sessions of ``half`` (tuning, held-out or both), each half from its own bank and seed."""
-    banks: list[tuple[Bank, Half]] = [(TUNING, "tuning"), (HELD_OUT, "held-out")]
-    return [s for bank, name in banks if half in (name, "both") for s in half_sessions(bank, name, seed)]
+    """The sessions of ``half`` (tuning, held-out, held-out-2, both: the first two, or all), each half from
+    its own bank and seed."""
+    banks: list[tuple[Bank, Half]] = [(TUNING, "tuning"), (HELD_OUT, "held-out"), (HELD_OUT_2, "held-out-2")]
+    picked = GROUPS.get(half, (half,))
+    return [s for bank, name in banks if name in picked for s in half_sessions(bank, name, seed)]
 
 
 # ---- one run -----------------------------------------------------------------------------------------------
@@ -272,7 +276,7 @@ def _block(rows: list[Row], args: argparse.Namespace, chosen: list[Session], too
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="added to each bank's own seed (default 0)")
-    parser.add_argument("--half", choices=("tuning", "held-out", "both"), default="both")
+    parser.add_argument("--half", choices=(*HALVES, *GROUPS), default="both")
     parser.add_argument("--only", action="append", help="run only this session (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the sessions and their checks, run nothing")
     parser.add_argument("--threads", type=int, default=1, help="model server threads (1 suits a busy box)")
@@ -308,8 +312,8 @@ def main() -> None:
     if not chosen:
         parser.error(f"no session of --half {args.half} is named {args.only}")
     if args.from_rows is not None:
-        if args.half == "both":
-            parser.error("--from-rows reads one half's rows: give --half tuning or --half held-out")
+        if args.half in GROUPS:
+            parser.error("--from-rows reads one half's rows: give --half " + " or ".join(HALVES))
         logged = rows_from_table(args.from_rows.read_text(encoding="utf-8").splitlines(), args.half)
         played = {r.session for r in logged}
         block = _block(

@@ -7,6 +7,7 @@ bash in a scratch copy of the bank's files), and the report's measures are compu
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 import subprocess
 from dataclasses import replace
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from bench_bank_heldout import HELD_OUT
+from bench_bank_heldout2 import HELD_OUT_2
 from bench_bank_tuning import TUNING
 from bench_corpus import (
     CHAIN_STRETCHES,
@@ -45,7 +47,12 @@ from longhaul_daemon.inspector.session_file import read_transcript
 
 TUNING_SESSIONS = half_sessions(TUNING, "tuning", 0)
 HELD_OUT_SESSIONS = half_sessions(HELD_OUT, "held-out", 0)
-ALL = TUNING_SESSIONS + HELD_OUT_SESSIONS
+HELD_OUT_2_SESSIONS = half_sessions(HELD_OUT_2, "held-out-2", 0)
+ALL = TUNING_SESSIONS + HELD_OUT_SESSIONS + HELD_OUT_2_SESSIONS
+BANKS = (TUNING, HELD_OUT, HELD_OUT_2)
+HALVES_SESSIONS = (TUNING_SESSIONS, HELD_OUT_SESSIONS, HELD_OUT_2_SESSIONS)
+FAILING = {c for bank in BANKS for c in bank.failing}
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def _sentences(bank: Bank) -> set[str]:
@@ -53,12 +60,14 @@ def _sentences(bank: Bank) -> set[str]:
     texts += [m for wordings in bank.rules.values() for m, _ in wordings]
     texts += [t for lifts in bank.lifts.values() for t in lifts] + [m for m, _ in bank.one_offs]
     texts += [*bank.commands, *bank.failing, *(c for c, _ in bank.value_runs), *bank.rule_like_runs]
+    texts += bank.promises
     return {s.strip().lower() for t in texts for s in re.split(r"(?<=[.:;?!])\s+", t) if s.strip()}
 
 
-def test_twelve_sessions_in_two_halves_one_chain_each() -> None:
-    assert len(ALL) >= 12
-    for half in (TUNING_SESSIONS, HELD_OUT_SESSIONS):
+def test_eighteen_sessions_in_three_halves_one_chain_each() -> None:
+    assert len(ALL) >= 18
+    for half in HALVES_SESSIONS:
+        assert len(half) == 6 and half[0].chain and not any(s.chain for s in half[1:])
         chains = [s for s in half if s.chain]
         assert chains and all(len(s.stretches) == CHAIN_STRETCHES for s in chains)
         chain = chains[0]
@@ -67,12 +76,54 @@ def test_twelve_sessions_in_two_halves_one_chain_each() -> None:
         assert any(step.rule for step in later) and any(step.lifts for step in later)
 
 
-def test_halves_share_no_sentence_and_no_session_name() -> None:
-    assert not _sentences(TUNING) & _sentences(HELD_OUT)
-    tuned = {m.lower() for s in TUNING_SESSIONS for m in s.user_messages()}
-    assert not tuned & {m.lower() for s in HELD_OUT_SESSIONS for m in s.user_messages()}
-    assert not {s.name for s in TUNING_SESSIONS} & {s.name for s in HELD_OUT_SESSIONS}
-    assert TUNING.seed != HELD_OUT.seed
+@pytest.mark.parametrize(
+    ("one", "other"), list(itertools.combinations(range(len(BANKS)), 2)), ids=lambda i: BANKS[i].name
+)
+def test_halves_share_no_sentence_and_no_session_name(one: int, other: int) -> None:
+    assert not _sentences(BANKS[one]) & _sentences(BANKS[other])
+    mine = {m.lower() for s in HALVES_SESSIONS[one] for m in s.user_messages()}
+    assert not mine & {m.lower() for s in HALVES_SESSIONS[other] for m in s.user_messages()}
+    assert not {s.name for s in HALVES_SESSIONS[one]} & {s.name for s in HALVES_SESSIONS[other]}
+    assert BANKS[one].seed != BANKS[other].seed and BANKS[one].name != BANKS[other].name
+    assert BANKS[one].log_name != BANKS[other].log_name
+
+
+@pytest.mark.parametrize("other", ["bench_bank_tuning.py", "bench_bank_heldout.py"])
+def test_the_blind_bank_has_no_sentence_of_the_other_banks_sources(other: str) -> None:
+    """Checked against the other banks' source text, so nothing in them has to be read to write this one."""
+    source = " ".join((BENCH / other).read_text(encoding="utf-8").lower().split())
+    assert not [s for s in _sentences(HELD_OUT_2) if len(s.split()) >= 3 and s in source]
+
+
+_STOP = frozenset(
+    re.findall(
+        r"\w+",
+        "the and for you are all new any not now its one ones gets every each with from that this your they"
+        " exactly only ever time call keep make sure stay change here when see",
+    )
+)
+
+
+def _distinctive(text: str) -> set[str]:
+    """The words that name something, plurals folded: what a withdrawal shares with its rule."""
+    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) >= 3 and w not in _STOP]
+    return {re.sub(r"(es|s)$", "", w) if len(w) > 4 else w for w in words}
+
+
+def test_the_blind_banks_withdrawals_name_their_rule_and_its_phrasings_vary() -> None:
+    bank = HELD_OUT_2
+    assert set(bank.lifts) == set(bank.rules) and len(bank.rules) >= 5
+    for key, ways in bank.lifts.items():
+        assert len(ways) >= 2, key
+        for lift, (_, words) in itertools.product(ways, bank.rules[key]):
+            assert _distinctive(lift) & _distinctive(words), (key, lift)
+    lifts = [lift for ways in bank.lifts.values() for lift in ways]
+    openings = {tuple(lift.lower().split()[:2]) for lift in lifts}
+    assert len(openings) >= 0.75 * len(lifts)
+    messages = [m for wordings in bank.rules.values() for m, _ in wordings]
+    assert not [m for m in messages if m.lower().startswith(("always", "never"))]
+    assert len({m.split()[0].lower() for m in messages}) >= len(messages) // 2
+    assert len({m.split()[0].lower() for m, _ in bank.one_offs}) == len(bank.one_offs)
 
 
 @pytest.mark.parametrize("session", ALL, ids=lambda s: s.name)
@@ -94,10 +145,10 @@ def test_each_session_has_every_trap(session: Session) -> None:
     )
     for stretch in session.stretches:  # tool-heavy, some of it failing
         runs = [s.text for s in stretch if s.kind == "run"]
-        assert len(runs) >= 5 and set(runs) & set(TUNING.failing + HELD_OUT.failing)
+        assert len(runs) >= 5 and set(runs) & FAILING
 
 
-@pytest.mark.parametrize("bank", [TUNING, HELD_OUT], ids=lambda b: b.name)
+@pytest.mark.parametrize("bank", BANKS, ids=lambda b: b.name)
 def test_values_show_in_tool_output_and_failing_commands_fail(bank: Bank, tmp_path: Path) -> None:
     for name, text in project_files(bank, 1).items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -108,12 +159,16 @@ def test_values_show_in_tool_output_and_failing_commands_fail(bank: Bank, tmp_pa
             ["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=False
         )
 
+    git = "-c user.name=Bench -c user.email=bench@example.invalid"
+    assert bash(f"git init -q -b main && git add -A && git {git} commit -qm Start").returncode == 0
     for command, value in bank.value_runs:
         assert value in bash(command).stdout, command
     for command in bank.rule_like_runs:
         assert re.search(r"\b(always|never|must|do not|every)\b", bash(command).stdout, re.I), command
     for command in bank.failing:
         assert bash(command).returncode != 0, command
+    for command in bank.commands:
+        assert bash(command).returncode == 0, command
 
 
 STATE_SUMMARY = """Longhaul summary
@@ -252,7 +307,9 @@ def test_half_table_has_a_column_per_compactor_that_ran_in_the_issues_order() ->
     assert targets(ROWS, "longhaul")[3].endswith("met")
 
 
-@pytest.mark.parametrize("session", [TUNING_SESSIONS[0], HELD_OUT_SESSIONS[1]], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "session", [TUNING_SESSIONS[0], HELD_OUT_SESSIONS[1], HELD_OUT_2_SESSIONS[0]], ids=lambda s: s.name
+)
 def test_transcripts_replay_their_cuts_and_key_what_the_script_holds(
     session: Session, tmp_path: Path
 ) -> None:
@@ -269,7 +326,7 @@ def test_transcripts_replay_their_cuts_and_key_what_the_script_holds(
     assert {r.id for r in last.lifted} == {r.key for r in session.withdrawn(len(session.stretches) - 1)}
     assert last.values == tuple(session.values(len(session.stretches) - 1))
     failing = {c.command for k in key.compactions for c in k.commands}
-    assert failing and failing <= set(TUNING.failing + HELD_OUT.failing)
+    assert failing and failing <= FAILING
     assert all(c.exit != 0 for k in key.compactions for c in k.commands)
     probes = probes_for(branch, load_key(key_path(path)))
     assert [len(p) for p in probes] == [
@@ -307,3 +364,12 @@ def test_the_printed_block_has_a_table_per_half_that_ran_then_every_compaction()
     assert "Targets on tuning (the Diff against pi's own):" not in block
     per_compaction = block[block.index("Per compaction:") + 2 :]
     assert sum(1 for line in per_compaction if line.startswith("| a |") or line.startswith("| b |")) == 4
+
+
+def test_the_half_flag_picks_one_bank_the_first_two_or_all_three() -> None:
+    import model_bench  # imports the e2e helpers it runs with; nothing starts
+
+    assert [s.name for s in model_bench.corpus("held-out-2", 0)] == [s.name for s in HELD_OUT_2_SESSIONS]
+    assert {s.half for s in model_bench.corpus("both", 0)} == {"tuning", "held-out"}
+    assert len(model_bench.corpus("all", 0)) == len(ALL)
+    assert [s.name for s in model_bench.corpus("tuning", 0)] == [s.name for s in TUNING_SESSIONS]
