@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from longhaul_daemon.defaults import MAX_CLOSED_ERRORS, MAX_STATE_COMMANDS
 from longhaul_daemon.passes.answers.doubts import flag_carried_withdrawals
 from longhaul_daemon.passes.answers.events import ChunkEvents
+from longhaul_daemon.passes.answers.values import ValueCandidate
 from longhaul_daemon.passes.close_events import apply_events
 from longhaul_daemon.passes.ledger import LedgerResult
 from longhaul_daemon.passes.prompting.prompt import OfferedMessage
@@ -143,7 +144,7 @@ def _line_text(
         )
     text = sanitize(narrative or "") or "(the narrative held no printable text)"
     if closed_as == "partial":
-        text = f"{text} ({_plural(carried, 'user message')} got no label; carried to the next pass)"
+        text = f"{text} ({_plural(carried, 'user message')} got no usable label; carried to the next pass)"
     if closed_as == "chunk-missing":
         text = f"{text} (a chunk never verified; {_plural(carried, 'user message')} carried to the next pass)"
     return text.strip()
@@ -165,6 +166,7 @@ def close_span(
     events: Sequence[ChunkEvents] = (),
     texts: Mapping[str, str] | None = None,
     held: Sequence[str] = (),
+    lookups: Sequence[ValueCandidate] = (),
 ) -> State:
     """The State after this span closed; ``state`` (the folded one) is left untouched.
 
@@ -176,6 +178,9 @@ def close_span(
     ``texts`` maps ``u<n>`` to the message's text (:func:`user_texts`), for the carried messages' words.
     ``held``: a ``partial`` close's messages that no verified answer labeled (FAIL-4, ours), the only ones it
     carries: every other message up to here was judged.
+    ``lookups``: the values the user's own short commands printed (ours,
+    :mod:`~longhaul_daemon.passes.answers.lookups`), found and checked by code like the ledger, so recorded
+    in every close, a narrative-less one included: no model call stands behind them.
     """
     if closed_as in ("whole", "partial", "chunk-missing") and not narrative:
         raise ValueError(f"a {closed_as} close needs a narrative line")
@@ -204,7 +209,8 @@ def close_span(
     for note in remembered:
         new.seq += 1
         new.notes.append(Note(text=note.text, seq=new.seq, entryId=note.entryId, kind=note.kind))
-    new = apply_events(new, events, span=new.span)
+    found = (ChunkEvents(values=tuple(lookups)),) if lookups else ()
+    new = apply_events(new, (*events, *found), span=new.span)
 
     if closed_as == "whole":
         new.carried = []  # every message up to here was judged (FAIL-11: no further back than a whole span)

@@ -26,6 +26,7 @@ from longhaul_daemon.models.budget import Budget
 from longhaul_daemon.models.routing import RoutePlan, plan_routes
 from longhaul_daemon.models.via_pi import PiPeer
 from longhaul_daemon.offload import THREADS, Offload
+from longhaul_daemon.passes.answers.lookups import lookup_values
 from longhaul_daemon.passes.beside_world import decide_beside_world
 from longhaul_daemon.passes.close import close_span, merge_file_lists, user_texts
 from longhaul_daemon.passes.diff.diff_outcome import run_diff_stage
@@ -306,6 +307,7 @@ class _Close:
             events=outcome.events,
             texts=user_texts(prepared.span, prepared.carried),  # the words a narrative-less summary shows
             held=outcome.held,
+            lookups=lookup_values(prepared.span),  # code found them, as the ledger: in every close
         )
         # PASS-7: the summary is the rendered state and nothing else; the pass id makes it unique (PASS-9).
         summary = render_summary(after, pass_id=pass_id)

@@ -67,7 +67,7 @@ def _close_sentence(span_no: int, outcome: StageOutcome, carried: int) -> str | 
         return f"Longhaul closed span {span_no}, which held no messages: ledger and World updated."
     if outcome.closed_as == "partial":
         return (
-            f"Longhaul closed span {span_no}, but the model gave no label to "
+            f"Longhaul closed span {span_no}, but the model gave no usable label to "
             f"{_plural(len(outcome.held), 'user message')}: carried, with their words, to the next pass."
         )
     if outcome.closed_as == "chunk-missing":

@@ -88,7 +88,6 @@ def test_takeover_11_a_forget_marker_or_the_rule_id_flags_but_cannot_pass_the_li
         'My colleague wrote: "the DRY: prefix rule no longer applies to this repository at all".',
         "The old README said:\n> the DRY: prefix rule no longer applies\nWhat do you make of it?",
         "Here is the log:\n```\nthe DRY prefix rule is lifted\n```",
-        "You may skip the DRY: prefix on merge commits.",
         "Don't forget the DRY prefix.",
         "The lint rule no longer applies.",
         "Don't start commit messages with DRY: anymore.",
@@ -102,6 +101,64 @@ def test_quote_12_14_lift_6_relayed_text_a_permission_or_another_rule_raise_noth
     LIFT-2: a negated order with "anymore", or an order not to drop or forget the rule, orders, it releases
     nothing."""
     assert _candidates(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You may skip the DRY: prefix on merge commits.",
+        "On second thought, commit messages do without the DRY prefix.",
+        "Stop putting DRY: at the start of commit messages.",
+        "Commit messages can go back to the plain style without the DRY prefix.",
+        "The DRY: prefix is optional from here on.",
+    ],
+)
+def test_ours_a_reversal_in_other_words_is_a_candidate_that_can_only_be_flagged(text: str) -> None:
+    """Ours (passes/answers/reversals.py): words no withdrawal expression covers that still reverse the rule
+    (a release, a change of mind, a return) make a candidate the lift check refuses: the rule is flagged
+    with the user's sentence under it, never lifted, and no question is asked about it."""
+    assert _candidates(text) == [("u9", "R3", False)]
+    out = _evaluate([OfferedMessage("u9", text)], {"u9": "not a rule"})
+    assert out.questions == ()
+    assert [(f.target, f.by, f.words) for f in out.events.possibly_withdrawn] == [("R3", "u9", text)]
+    assert all(not label.lifts for label in out.events.labels)  # a standing order in it may still be kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Don't go back to plain commit messages without the DRY prefix.",
+        "Run the DRY prefix check again on the last commits.",
+        "Skip the DRY: prefix for this commit.",
+        "Could you stop and tell me whether the DRY prefix is optional?",
+        "From now on start every commit message with the DRY: prefix. Stop asking.",
+        "Stop the server.",
+    ],
+)
+def test_ours_a_restatement_a_request_a_one_off_or_a_question_reverses_nothing(text: str) -> None:
+    """Ours (reversals.py): a negated return restates the rule; a plain request, a request scoped to this
+    once, a question, a sentence holding the rule's words whole, or a release sharing no word with the
+    rule is no reversal."""
+    assert _candidates(text) == []
+
+
+def test_ours_a_permission_flags_a_rule_that_forbids_and_a_release_one_that_orders() -> None:
+    """A permission reverses a prohibition ("never push to main" -> "you may push to main now": flagged,
+    LIFT-6 still refuses to lift it) but not an order, and a release reverses an order ("stop running
+    black") but restates a prohibition ("no more new dependencies")."""
+    push = StandingRule("R1", "u2", "Never push to main.")
+    black = StandingRule("R2", "u3", "Always run black before every commit.")
+    deps = StandingRule("R3", "u4", "Never add new dependencies without asking me.")
+    rules = (push, black, deps)
+
+    def flagged(text: str) -> list[str]:
+        return [c.rule.name for c in withdrawal_candidates((OfferedMessage("u9", text),), rules)]
+
+    assert flagged("You may push to main now.") == ["R1"]
+    assert flagged("You can't push to main, remember.") == []
+    assert flagged("Stop running black before commits, it is slow.") == ["R2"]
+    assert flagged("No more new dependencies, please.") == []
+    assert flagged("You can commit now.") == []
 
 
 def test_a_message_withdraws_no_rule_it_gave_or_one_given_after_it() -> None:

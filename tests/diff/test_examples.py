@@ -86,6 +86,7 @@ async def close_example(state: State, span: Sequence[SpanMessage], *replies: Rep
         narrative=result.narrative,
         events=result.chunks,
         texts=user_texts(span, ()),
+        held=result.held,
     )
     return Example(result, model.calls, after, render_summary(after, pass_id=PASS_ID))
 
@@ -158,7 +159,8 @@ async def test_ex_2_quote_under_wrong_message_binds_to_newest_holder() -> None:
 
 async def test_ex_2_words_no_message_holds_go_back_for_a_long_message() -> None:
     """EX-2, QUOTE-4: u9 is over 600 characters, so unverifiable words go back in the retry note; a retry that
-    insists spends the one retry, and the rule is dropped and counted."""
+    insists spends the one retry. Ours (QUOTE-4's open choice): the rule is not dropped but u9 is held back,
+    the span closes partial and carries u9 with its words, so the next pass is asked about it again."""
     wrong = _words_answer("run ruff before each commit")
     out = await close_example(State(), _ex_2_span(), wrong, wrong)
     assert out.kinds == ["first", "retry"]
@@ -166,9 +168,11 @@ async def test_ex_2_words_no_message_holds_go_back_for_a_long_message() -> None:
         "u9: no user message holds the given words; copy the rule's words exactly from u9"
     ]
     # the rejected quote is counted too (QUOTE-17), as in EX-1
-    assert out.result.dropped == {"rejected-quotes": 1, "rules": 1}
-    # The model's rule is lost, but the user's own standing sentence is not: code's reading keeps it once (u3,
-    # the first holder), marked in doubt since the model called u3 and u7 one-offs (diff/doubts.py).
+    assert out.result.dropped == {"rejected-quotes": 1, "rules-held-unquoted": 1}
+    assert (out.result.closed_as, out.result.held) == ("partial", ("u9",))
+    assert out.state.carried == ["u9"] and "The user's own words, verbatim" in out.summary
+    # The user's own standing sentence is kept at once too: code's reading keeps it once (u3, the first
+    # holder), marked in doubt since the model called u3 and u7 one-offs (diff/doubts.py).
     assert [(r.words, r.message, r.doubt) for r in out.state.rules] == [
         ("From now on run ruff before every commit.", "u3", "model-read-one-off")
     ]
@@ -254,12 +258,18 @@ async def test_ex_6_long_message_without_words_goes_back_and_exact_words_record(
 @pytest.mark.parametrize(
     "words", ["very dry-run line must start with DRY:", "every dry-run line must start with DRY:"]
 )
-async def test_ex_6_cut_or_miscased_words_in_the_retry_drop_the_rule(words: str) -> None:
-    """EX-6, QUOTE-5, QUOTE-6: the one retry is spent, so the rule is dropped and counted; u12 is judged."""
+async def test_ex_6_cut_or_miscased_words_in_the_retry_hold_the_message_back(words: str) -> None:
+    """EX-6, QUOTE-5, QUOTE-6: the one retry is spent and no rule is recorded from words that do not verify.
+    Ours (QUOTE-4's open choice): u12 is not judged but held back, so the span closes partial and u12 is
+    carried, with its words, to be labeled again; the rule it states is not lost."""
     out = await close_example(State(), [_u12()], answer({"u12": "rule"}), answer({"u12": ("rule", words)}))
     assert out.kinds == ["first", "retry"]
-    assert (out.result.closed_as, out.result.dropped) == ("whole", {"rejected-quotes": 1, "rules": 1})
-    assert out.result.chunks[0].judged == {"u12"} and out.state.rules == []
+    assert (out.result.closed_as, out.result.dropped) == (
+        "partial",
+        {"rejected-quotes": 1, "rules-held-unquoted": 1},
+    )
+    assert out.result.chunks[0].judged == frozenset() and out.state.rules == []
+    assert out.state.carried == ["u12"] and "Every dry-run line must start with DRY:" in out.summary
 
 
 def _tool_turn(uid: str, ask: str, command: str, output: str) -> list[SpanMessage]:

@@ -271,7 +271,9 @@ def test_quote_16_an_excerpt_only_message_needs_words_and_the_note_says_so() -> 
     assert [(d.code, d.msg) for d in out.defects] == [("rule-words", "u3")]
     assert "shown only in part" in out.defects[0].text
     final = _run([u3], [{"msg": "u3", "label": "rule"}], final=True)
-    assert _new_rules(final) == [] and final.events.dropped["rules"] == 1
+    # ours (QUOTE-4): not dropped but held back, so the span carries it to be asked again
+    assert _new_rules(final) == [] and final.events.dropped["rules-held-unquoted"] == 1
+    assert final.unlabeled == ("u3",) and "u3" not in final.events.judged
 
 
 def test_issue12_quote5_rule_words_are_stored_clean_and_still_found_in_the_cleaned_message() -> None:
@@ -292,3 +294,17 @@ def test_issue12_fail18_a_reoffered_message_with_control_characters_gives_no_sec
 def test_issue12_words_with_nothing_printable_give_no_rule() -> None:
     out = _run([OfferedMessage("u1", "\x07\u202e\x1b[0m")], [{"msg": "u1", "label": "rule"}], final=True)
     assert _new_rules(out) == [] and out.events.dropped.get("rules") == 1
+
+
+def test_quote_4_placeholder_words_in_a_draft_are_not_given_and_go_back_as_a_defect() -> None:
+    """QUOTE-4, FAIL-1: a small model copies the prompt's example and writes "..." as the words of a long
+    message. Words that say nothing count as not given in the draft too, as in the final answer: they must
+    not bind to another message that happens to hold "...", which hid the defect and cost the rule (seen on
+    the real model); the long message's missing words go back in the retry note."""
+    long_text = "Some background on the link checker and the way the crawl works. " * 10
+    long_text += "The checker must only use the standard library."
+    offered = [OfferedMessage("u1", "Hmm... carry on."), OfferedMessage("u2", long_text)]
+    labels = [{"msg": "u1", "label": "not a rule"}, {"msg": "u2", "label": "rule", "words": "..."}]
+    draft = _run(offered, labels, final=False)
+    assert [(d.code, d.msg) for d in draft.defects] == [("rule-words", "u2")]
+    assert _new_rules(draft) == []

@@ -74,8 +74,8 @@ def test_a_partial_close_is_shown_after_longhauls_compaction(
     compact_by_hand(screen, "Always run the formatter before you push.")
     notice_after_compaction(
         screen,
-        "Longhaul closed span 1, but the model gave no label to 1 user message: carried, with their words, "
-        "to the next pass.",
+        "Longhaul closed span 1, but the model gave no usable label to 1 user message: carried, with their "
+        "words, to the next pass.",
     )
     assert script.kinds()[:2] == ["first", "label"]
     assert is_longhaul(only_compaction(sandbox))

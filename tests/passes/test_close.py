@@ -356,7 +356,7 @@ def test_fail4_ours_a_partial_close_carries_only_its_held_messages_with_their_wo
     assert after.lastWholeSpan == 2
     line = after.workLog[-1]
     assert (line.closedAs, line.reason) == ("partial", "unlabeled-messages")
-    assert line.text == "Fixed the bug. (1 user message got no label; carried to the next pass)"
+    assert line.text == "Fixed the bug. (1 user message got no usable label; carried to the next pass)"
 
 
 def test_fail4_ours_close_refuses_a_partial_close_without_held_messages_and_held_ones_elsewhere() -> None:

@@ -135,10 +135,14 @@ async def test_pass3_pass16_fail11_three_passes_keep_ids_stable_and_merged(repo:
         "6 user messages carried to the next pass."
     )
 
+    # Ours: the user's own short `!ls src` is a value code found, so even a narrative-less close keeps it
+    # (passes/answers/lookups.py), numbered first (seq 1).
+    assert [(v.what, v.turn, v.seq) for v in s1.values] == [("ls src", "u1", 1)]
     # PASS-5, FOLD-4: the note remembered during span 2 is numbered at span 2's Close, and only there.
-    assert [(n.text, n.seq) for n in s2.notes] == [("the csv module is enough, no pandas", 1)]
-    assert s3.notes == s2.notes and s3.seq == 1
-    assert second.after is not None and second.after.spanRecord["events"] == [1]
+    assert [(n.text, n.seq) for n in s2.notes] == [("the csv module is enough, no pandas", 2)]
+    assert s3.notes == s2.notes and s3.seq == 2
+    assert second.after is not None and second.after.spanRecord["events"] == [2]
+    assert first.after is not None and first.after.spanRecord["events"] == [1]  # the lookup
     assert third.after is not None and third.after.spanRecord["events"] == []
 
     # PASS-9: unique summaries; LEDGER-11: pi-style file blocks, read minus modified, sorted.

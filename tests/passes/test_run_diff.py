@@ -146,7 +146,7 @@ async def test_fail4_ours_an_unlabeled_message_is_carried_visibly_and_the_rest_o
     summary = first.compaction.summary
     assert "Never add new dependencies without asking me first." in summary
     assert "Set up the export." in summary
-    assert first.notice is not None and "gave no label to 1 user message" in first.notice
+    assert first.notice is not None and "gave no usable label to 1 user message" in first.notice
     assert first.after is not None and first.after.spanRecord["held"] == ["u1"]
     session.store(first, keep)
     session.user("Now add the header row.")
@@ -176,6 +176,27 @@ async def test_values_ours_a_value_the_user_looked_up_is_kept_though_the_model_n
     ]
     assert result.compaction is not None
     assert "- grep -n port settings.ini: 3:port = 8431 (turn u1)" in result.compaction.summary
+
+
+async def test_values_ours_a_lookup_is_kept_when_every_model_call_fails(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """FAIL-10 keeps the ledger in a narrative-less close because code found it, not the model; the values
+    the user's own short commands printed are code's too, so a span whose every call failed still keeps
+    them, checked against their output, while rules and decisions stay as they were."""
+    s = Session(tmp_path)
+    s.user("Which replica does the export read from?")
+    s.user_bash("grep replica settings.ini", output="replica = db-replica-07\n")
+    s.user("Keep going.")
+    server.script.extend([failing()] * 4)
+    result = await run_pass(with_model(s.params(len(s.entries) - 1), server), pass_id="p1")
+    state = state_of(result)
+    assert state.workLog[-1].closedAs == "narrative-less" and state.rules == []
+    assert [(v.what, v.value, v.turn) for v in state.values] == [
+        ("grep replica settings.ini", "replica = db-replica-07", "u1")
+    ]
+    assert result.compaction is not None
+    assert "- grep replica settings.ini: replica = db-replica-07 (turn u1)" in result.compaction.summary
 
 
 async def test_fail10_a_model_slower_than_the_budget_is_cancelled_and_the_span_closes_narrative_less(

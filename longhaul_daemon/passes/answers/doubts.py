@@ -10,7 +10,10 @@ so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second l
   :data:`FORGET_MARKERS` word; each becomes one question in the chunk's question call (LIFT-18), and a
   confirmed lift passes every store check again (LIFT-16).
 - A candidate left unlifted flags its rule *possibly withdrawn* with the message id and sentence, carried
-  messages included (FAIL-11, :func:`flag_carried_withdrawals`); a permission raises nothing (LIFT-6).
+  messages included (FAIL-11, :func:`flag_carried_withdrawals`). Ours besides: a sentence that reverses the
+  rule in words no withdrawal expression covers (a permission against a rule that forbids, "go back to",
+  "changed my mind about", "stop …" against a rule that orders; :mod:`.reversals`) is a candidate that can
+  only be flagged, never asked nor lifted (LIFT-6: a permission still lifts nothing).
 - Rule doubts cost no call: ``not a rule`` on a message the standing-rule reading picks records the rule as
   ``model-read-one-off``; ``rule`` on one it does not pick is marked ``reads-as-request`` (TAKEOVER-4),
   unless the words it would record hold a :data:`ONE_OFF_MARKERS` phrase ("just this once") or only
@@ -30,6 +33,7 @@ from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.labels import Label, format_label, id_number
 from longhaul_daemon.passes.answers.lifts import may_withdraw, passes_lift_check, significant_words
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
+from longhaul_daemon.passes.answers.reversals import reversal_in
 from longhaul_daemon.passes.answers.rule_reading import read_standing_rule
 from longhaul_daemon.state.clean import clean_line, clean_span
 from longhaul_daemon.state.model import Rule
@@ -137,19 +141,22 @@ def withdrawal_candidates(
     for message in sorted(offered, key=lambda m: _number(m.id)):
         judged = judged_text(message.text)
         withdraws, forgets = may_withdraw(judged), _forgets(judged)
-        if not withdraws and not forgets:
-            continue  # LIFT-6: a permission, or any text without a marker, raises nothing
         here = _number(message.id)
         own_words = significant_words(judged)
         for rule in rules:
             if rule.message == message.id or _number(rule.message) >= here:
                 continue
-            verdict = passes_lift_check(judged, rule.words, rule.replaced_words)
-            named = withdraws and _names(judged, rule)
-            forgotten = forgets and bool(own_words & significant_words(rule.words))
-            if verdict.passed or named or forgotten:
-                words = _withdrawing_sentence(judged)
-                out.append(WithdrawalCandidate(message.id, rule, verdict.passed, words))
+            if withdraws or forgets:
+                verdict = passes_lift_check(judged, rule.words, rule.replaced_words)
+                named = withdraws and _names(judged, rule)
+                forgotten = forgets and bool(own_words & significant_words(rule.words))
+                if verdict.passed or named or forgotten:
+                    words = _withdrawing_sentence(judged)
+                    out.append(WithdrawalCandidate(message.id, rule, verdict.passed, words))
+                    continue
+            reversing = reversal_in(judged, rule.words)  # ours: flagged only, the lift check never passes
+            if reversing is not None:
+                out.append(WithdrawalCandidate(message.id, rule, False, _cut(" ".join(reversing.split()))))
     return tuple(out)
 
 

@@ -14,8 +14,10 @@ raises. Decisions (the proposals unless said otherwise):
   words, is/are/was/were/'s/has been/have been, "now" or not, and one of :data:`ENDED_STATES` ("the logging
   rule is dropped"); one of :data:`DROPPING_VERBS`, the/that/this/my/our/your, up to four words and a rule
   noun ("scrap the logging-only rule"), not right after a negation ("don't drop the rule" keeps it); "never
-  mind" with a rule noun or :data:`FROM_NOW_ON` later in its sentence; :data:`FORGET_WHAT_I_SAID`. An ended
-  state needs the rule noun: "the build is gone" reports on the work, it ends no rule.
+  mind" with a rule noun or :data:`FROM_NOW_ON` later in its sentence; :data:`FORGET_WHAT_I_SAID` (with
+  "ignore/disregard what I said about" and "changed my mind about"). An ended state needs the rule noun: "the
+  build is gone" reports on the work, it ends no rule, and "the logging policy is off" ends one. The rule
+  nouns take in what users call a rule besides ("instruction", "policy", "guideline", "convention").
 - LIFT-3: "instead of" counts when a significant word of X follows it in the same sentence.
 - LIFT-4: QUOTE-6 words, casefolded, no stemming; words under 3 characters and :data:`STOP_WORDS` are
   ignored. Ours: the stop words add conjunctions, "not", the withdrawal expressions' own words, "now"
@@ -101,6 +103,14 @@ RULE_NOUNS: tuple[str, ...] = (
     "bans",
     "constraint",
     "constraints",
+    "instruction",
+    "instructions",
+    "policy",
+    "policies",
+    "guideline",
+    "guidelines",
+    "convention",
+    "conventions",
 )
 ENDING_AUXILIARIES: tuple[str, ...] = ("is", "are", "was", "were", "has been", "have been")  # and "'s"
 ENDED_STATES: tuple[str, ...] = (
@@ -108,11 +118,17 @@ ENDED_STATES: tuple[str, ...] = (
     "canceled",
     "dropped",
     "gone",
+    "obsolete",
+    "off",
+    "over",
     "removed",
     "rescinded",
     "retired",
     "revoked",
     "scrapped",
+    "suspended",
+    "void",
+    "waived",
 )
 DROPPING_VERBS: tuple[str, ...] = (
     "drop",
@@ -132,6 +148,11 @@ FORGET_WHAT_I_SAID: tuple[str, ...] = (
     "forget what I said about",
     "forget what I told you about",
     "forget everything I said about",
+    "ignore what I said about",
+    "ignore what I told you about",
+    "disregard what I said about",
+    "disregard what I told you about",
+    "changed my mind about",
 )
 MAX_NAMING_WORDS = 4  # LIFT-2, ours: words between a rule noun and what ends or names it ("the X Y rule")
 MIN_WORD = 3  # LIFT-4: shorter words are never shared words
@@ -155,8 +176,9 @@ and but or nor not yet so if then because while
 lift lifted longer apply applies withdrawn anymore instead rule rules
 need needed necessary required any more now
 requirement requirements restriction restrictions limit limits ban bans constraint constraints
-cancelled canceled dropped gone removed rescinded retired revoked scrapped
-drop scrap cancel ditch remove retire revoke forget ignore abandon mind said told
+instruction instructions policy policies guideline guidelines convention conventions
+cancelled canceled dropped gone removed rescinded retired revoked scrapped obsolete void suspended waived
+drop scrap cancel ditch remove retire revoke forget ignore abandon mind said told disregard changed
 """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 

@@ -10,7 +10,9 @@ retry, the questions for the one extra call, and the messages still unlabeled. P
   with that message (QUOTE-15); a target lifted earlier in the answer is dropped, or raises a LIFT-7 question
   when that lift was a replacement; a LIFT-10 question is raised only for a new rule on its own message.
 - Code's second look (:mod:`~longhaul_daemon.passes.answers.doubts`) runs around the lifts.
-- Only the final answer counts every accepted label as judged (QUOTE-4); ``fixed`` claims go to
+- Only the final answer counts every accepted label as judged (QUOTE-4), but for one kind: ours, a long
+  message labeled ``rule`` whose words still do not verify is not judged, so the span closes ``partial`` and
+  carries it with its words (FAIL-4, ours) instead of dropping the rule it states. ``fixed`` claims go to
   :mod:`~longhaul_daemon.passes.answers.fixes`; rule words are cleaned where cut (``clean_span``), so they
   stay verbatim in the cleaned message.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from longhaul_daemon.passes.answers.defects import lift_defect, quote_defect
@@ -55,6 +57,7 @@ from longhaul_daemon.passes.answers.schema import (
     LabeledMessage,
     ParsedAnswer,
     cut_to_bounds,
+    says_something,
 )
 from longhaul_daemon.passes.answers.values import ValueCandidate, check_values
 from longhaul_daemon.state.clean import clean_span, clean_text
@@ -109,6 +112,12 @@ class _Run:
             self.dropped["rejected-quotes"] += 1
             if label.words:
                 self.rejected.append((label.msg, label.words))
+        if verdict.outcome == "dropped" and verdict.reason in _UNQUOTED and verdict.cited == label.msg:
+            # QUOTE-4, ours: a long message labeled `rule` whose words never verified is held back, not
+            # dropped: it is carried with its words and offered again, so the rule it states is not lost
+            self.judged.discard(label.msg)
+            self.dropped["rules-held-unquoted"] += 1
+            return
         if verdict.outcome == "dropped" or verdict.message is None or verdict.text is None:
             self.dropped["rules"] += 1
             return
@@ -310,8 +319,14 @@ def _candidates(
             DeadEnd.model_construct(text=d.text, evidence=tuple(d.evidence)) for d in draft.deadEnds
         )
         values = tuple(ValueCandidate(v.name, v.value, v.turn) for v in draft.values)
+        # words that say nothing ("...") are read as not given here too, as cut_to_bounds reads them in the
+        # final answer: else a draft's "..." binds to a message holding "..." and hides a missing-words defect
+        labels = tuple(
+            label if label.words is None or says_something(label.words) else replace(label, words=None)
+            for label in draft.labels
+        )
         return (
-            draft.labels,
+            labels,
             decisions,
             dead_ends,
             values,
@@ -323,6 +338,9 @@ def _candidates(
     values = tuple(ValueCandidate(v.name, v.value, v.turn) for v in answer.values)
     prose = (answer.narrative, answer.now, answer.objective)
     return labels, answer.decisions, answer.deadEnds, values, prose, Counter(dropped)
+
+
+_UNQUOTED = frozenset({"words-missing", "words-not-found", "starts-inside-word", "ends-inside-word"})
 
 
 def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluation:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from longhaul_daemon.passes.answers.events import ChunkEvents
-from longhaul_daemon.passes.answers.lookups import lookup_values
 from longhaul_daemon.passes.diff.diff_stage import DiffResult, run_diff
 from longhaul_daemon.passes.model_calls import PassModel
 from longhaul_daemon.passes.prompting.planning import DiffInputs
@@ -25,7 +23,7 @@ async def run_diff_stage(inputs: DiffInputs, model: PassModel, /) -> StageOutcom
         closed_as=result.closed_as,
         reason=result.reason,
         narrative=result.narrative,
-        events=_with_lookups(result.chunks, inputs),
+        events=result.chunks,
         calls=len(model.traces),
         tokens=model.tokens(),
         stats=_narrative_stats(result, model, diff_ms),
@@ -33,14 +31,6 @@ async def run_diff_stage(inputs: DiffInputs, model: PassModel, /) -> StageOutcom
         unusable=dict(model.unusable),
         held=result.held,
     )
-
-
-def _with_lookups(chunks: tuple[ChunkEvents, ...], inputs: DiffInputs) -> tuple[ChunkEvents, ...]:
-    """The accepted chunks, then the values the user's own short commands printed (ours,
-    :mod:`~longhaul_daemon.passes.answers.lookups`, which checks each against its output). Only a close that
-    records events gets them: a narrative-less one records none (FAIL-10)."""
-    found = lookup_values(inputs.span) if chunks else ()
-    return (*chunks, ChunkEvents(values=found)) if found else chunks
 
 
 def _narrative_stats(result: DiffResult, model: PassModel, diff_ms: int) -> dict[str, Any]:

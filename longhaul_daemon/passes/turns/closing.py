@@ -12,7 +12,10 @@ Our decisions (TURNS-15, TURNS-16, FAIL-10):
   twice (FAIL-18).
 - When no section was accepted, the span closes **narrative-less** with the first section's failure code.
 - Values are those code learned from tool output (VALUE-7), kept only where they verify (VALUE-2); a
-  narrative-less close takes none, like every other event.
+  narrative-less close takes none, like every other event. (The values of the user's own short commands are
+  code's alone and the pass records them in every close: :mod:`~longhaul_daemon.passes.answers.lookups`.)
+- A long message labeled ``rule`` whose words never verify is left unlabeled by the check (QUOTE-4, ours),
+  so the labels section is unfinished and the span's messages are carried, that one included.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from longhaul_daemon.passes.answers.events import ChunkEvents
-from longhaul_daemon.passes.answers.lookups import lookup_values
 from longhaul_daemon.passes.answers.values import check_values
 from longhaul_daemon.passes.prompting.span_turns import span_turns
 from longhaul_daemon.passes.turns.gate import Accepted, Verdict
@@ -124,7 +126,7 @@ def close_turns(
             unmet.extend(outcome.verdict.unmet)
     if verified_labels is not None:
         dropped.update(verified_labels.dropped)
-    values = check_values((*learned_values(span), *lookup_values(span)), span_turns(span))
+    values = check_values(learned_values(span), span_turns(span))
     events = ChunkEvents(
         labels=verified_labels.labels if verified_labels is not None else (),
         judged=verified_labels.judged if verified_labels is not None else frozenset(),
