@@ -16,8 +16,9 @@ raises. Decisions (the proposals unless said otherwise):
   noun ("scrap the logging-only rule"), not right after a negation ("don't drop the rule" keeps it); "never
   mind" with a rule noun or :data:`FROM_NOW_ON` later in its sentence; :data:`FORGET_WHAT_I_SAID` (with
   "ignore/disregard what I said about" and "changed my mind about"). An ended state needs the rule noun: "the
-  build is gone" reports on the work, it ends no rule, and "the logging policy is off" ends one. The rule
-  nouns take in what users call a rule besides ("instruction", "policy", "guideline", "convention").
+  build is gone" reports on the work, it ends no rule, and "the logging policy is void" ends one; "off" and
+  "over" are no endings ("the limit is off by one", "the limit is over 100"). The rule nouns take in what
+  users call a rule besides ("instruction", "policy", "guideline", "convention").
 - LIFT-3: "instead of" counts when a significant word of X follows it in the same sentence.
 - LIFT-4: QUOTE-6 words, casefolded, no stemming; words under 3 characters and :data:`STOP_WORDS` are
   ignored. Ours: the stop words add conjunctions, "not", the withdrawal expressions' own words, "now"
@@ -119,8 +120,6 @@ ENDED_STATES: tuple[str, ...] = (
     "dropped",
     "gone",
     "obsolete",
-    "off",
-    "over",
     "removed",
     "rescinded",
     "retired",
