@@ -81,8 +81,8 @@ load-bench: $(PY_STAMP)
 # Real pi and the real small model, the compactors side by side on a generated corpus of 18 sessions in three
 # halves of six: tuning (bench/bench_bank_tuning.py), held-out (bench/bench_bank_heldout.py) and held-out-2
 # (bench/bench_bank_heldout2.py, written blind; prompt and heuristic work never reads either held-out bank);
-# hours: every pi turn is a real completion on the CPU (`both`: the first two halves). Prints a table of measures
-# per half and one row per compaction (docs/performance.md, "Against a real small model").
+# hours: every pi turn is a real completion on the CPU (default all three; `both`: the first two). Prints a
+# table of measures per half and one row per compaction (docs/performance.md, "Against a real small model").
 # MODEL_BENCH_ARGS: --half tuning|held-out|held-out-2|both|all, --only SESSION, --compactors pi,longhaul,..., --list.
 MODEL_BENCH_ARGS ?=
 bench-model: install

@@ -276,7 +276,7 @@ def _block(rows: list[Row], args: argparse.Namespace, chosen: list[Session], too
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="added to each bank's own seed (default 0)")
-    parser.add_argument("--half", choices=(*HALVES, *GROUPS), default="both")
+    parser.add_argument("--half", choices=(*HALVES, *GROUPS), default="all")
     parser.add_argument("--only", action="append", help="run only this session (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the sessions and their checks, run nothing")
     parser.add_argument("--threads", type=int, default=1, help="model server threads (1 suits a busy box)")

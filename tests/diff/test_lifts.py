@@ -445,7 +445,9 @@ def test_lift_10_every_expression_may_withdraw_and_plain_words_may_not(expressio
     assert not may_withdraw("Run the tests with pytest -q after each change.")
 
 
-@pytest.mark.parametrize("text", ["The line limit is off by one.", "The length limit is over 100 characters."])
+@pytest.mark.parametrize(
+    "text", ["The line limit is off by one.", "The length limit is over 100 characters."]
+)
 def test_lift_2_ours_off_and_over_end_no_rule(text: str) -> None:
     """LIFT-2 (ours): "off" and "over" after a rule noun describe the limit, they do not end it."""
     assert passes_lift_check(text, "Keep the line length limit at 100 characters.").reason == "no-withdrawal"
