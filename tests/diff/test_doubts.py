@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from longhaul_daemon.models.call_errors import RetryableError
 from longhaul_daemon.passes.answers.doubts import (
@@ -23,6 +25,7 @@ from longhaul_daemon.passes.answers.doubts import (
 from longhaul_daemon.passes.answers.events import ChunkContext, Evaluation
 from longhaul_daemon.passes.answers.extract import parse_answer
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.answers.reversals import reversal_in
 from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.passes.close import close_span, user_texts
 from longhaul_daemon.passes.diff.diff_stage import run_diff
@@ -429,3 +432,10 @@ def test_takeover_22_a_long_stretch_the_reading_picks_is_not_recorded_by_code_al
     log = " ".join(f"Step {n}: you must never skip the check." for n in range(40))
     assert len(log) > 600 and doubted_reading(log) is None
     assert doubted_reading(log[:200]) == (0, 200)
+
+
+@given(st.text(max_size=300), st.text(max_size=120))
+def test_ours_a_reversal_is_always_a_sentence_of_the_users_text(text: str, rule: str) -> None:
+    """reversals.py never raises on any text, and what it flags with is the user's own sentence."""
+    found = reversal_in(text, rule)
+    assert found is None or (found.strip() == found and found in text.replace("\u2019", "'"))

@@ -312,6 +312,8 @@ def test_real_model_session_keeps_the_rule(
 
 DRY_RULE = "From now on start every commit message with the DRY: prefix."
 DRY_WITHDRAWN = "The DRY: prefix rule no longer applies."
+PRINT_RULE = "Never use print statements for logging in this project."
+PRINT_REVERSED = "Print statements for logging are fine now."  # no LIFT-2 expression: reversals.py's reading
 NEW_RULE = "Never force-push to a shared branch."
 
 
@@ -334,10 +336,12 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
     record_property: Any,
 ) -> None:
     """Issue "Fidelity on sessions it was not tuned on" (LIFT-1, LIFT-16, TAKEOVER-6, FAIL-11): the user gives
-    the DRY: rule, compacts, withdraws it and adds a new rule, compacts again. Only the daemon's Diff talks to
-    the real model (the ``summarizer`` route); pi's agent is the scripted server, so the session costs no
-    real-model turn. Whatever the model answers, the withdrawn rule is lifted, flagged under the rule, or
-    only the user's carried words, never a plain standing rule; the new rule's words are in the summary."""
+    the DRY: rule and a print rule, compacts, withdraws the first, reverses the second in words no withdrawal
+    expression covers (passes/answers/reversals.py) and adds a new rule, compacts again. Only the daemon's
+    Diff talks to the real model (the ``summarizer`` route); pi's agent is the scripted server, so the
+    session costs no real-model turn. Whatever the model answers, each withdrawn rule is lifted, flagged
+    under the rule, or only the user's carried words, never a plain standing rule; the new rule's words are
+    in the summary."""
     models_path = sandbox.agent_dir / "models.json"
     config = json.loads(models_path.read_text())
     config["providers"].update(models_json(server.base_url)["providers"])
@@ -347,7 +351,7 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
     pi = start_pi()
     summaries: list[str] = []
     sent: list[str] = []  # every user message, the wrap-ups included: a rule must be words of one of them
-    for nth, messages in ((1, (DRY_RULE,)), (2, (DRY_WITHDRAWN, NEW_RULE))):
+    for nth, messages in ((1, (DRY_RULE, PRINT_RULE)), (2, (DRY_WITHDRAWN, PRINT_REVERSED, NEW_RULE))):
         for message in messages:
             pi.prompt(message)
         wrap_up(pi, f"span {nth}")
@@ -364,8 +368,8 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
     summary = summaries[-1]
     standing = section(summary, RULES_HEADING)
     for block in _rule_blocks(standing):
-        if DRY_RULE in block.splitlines()[0]:
-            assert "possibly withdrawn by" in block, f"the withdrawn rule shown as standing:\n{summary}"
+        if DRY_RULE in block.splitlines()[0] or PRINT_RULE in block.splitlines()[0]:
+            assert "possibly withdrawn by" in block, f"a withdrawn rule shown as standing:\n{summary}"
     kept = standing + section(summary, CARRIED_TITLE)
     assert NEW_RULE in kept, f"the new rule's words are gone:\n{summary}"
     assert daemon.running(), daemon.log_tail()

@@ -33,7 +33,7 @@ from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.labels import Label, format_label, id_number
 from longhaul_daemon.passes.answers.lifts import may_withdraw, passes_lift_check, significant_words
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
-from longhaul_daemon.passes.answers.reversals import reversal_in
+from longhaul_daemon.passes.answers.reversals import RuleShape, cued_sentences, reversal_of, rule_shape
 from longhaul_daemon.passes.answers.rule_reading import read_standing_rule
 from longhaul_daemon.state.clean import clean_line, clean_span
 from longhaul_daemon.state.model import Rule
@@ -138,9 +138,12 @@ def withdrawal_candidates(
     lifted. A message never withdraws a rule it gave, nor one given after it.
     """
     out: list[WithdrawalCandidate] = []
+    shapes: dict[str, RuleShape] = {}  # each rule read once, and only when some message may reverse it
     for message in sorted(offered, key=lambda m: _number(m.id)):
         judged = judged_text(message.text)
-        withdraws, forgets = may_withdraw(judged), _forgets(judged)
+        withdraws, forgets, cued = may_withdraw(judged), _forgets(judged), cued_sentences(judged)
+        if not withdraws and not forgets and not cued:
+            continue  # LIFT-6: text without a marker or a reversal cue raises nothing
         here = _number(message.id)
         own_words = significant_words(judged)
         for rule in rules:
@@ -154,7 +157,10 @@ def withdrawal_candidates(
                     words = _withdrawing_sentence(judged)
                     out.append(WithdrawalCandidate(message.id, rule, verdict.passed, words))
                     continue
-            reversing = reversal_in(judged, rule.words)  # ours: flagged only, the lift check never passes
+            if not cued:
+                continue
+            shape = shapes.get(rule.name) or shapes.setdefault(rule.name, rule_shape(rule.words))
+            reversing = reversal_of(cued, shape)  # ours: flagged only, the lift check never passes
             if reversing is not None:
                 out.append(WithdrawalCandidate(message.id, rule, False, _cut(" ".join(reversing.split()))))
     return tuple(out)

@@ -23,13 +23,16 @@ Ours, in one sentence (a line break or ``. ! ?`` ends one) that is neither a que
   weaker cues, common in plain work requests ("you can run the tests now", "back to the parser bug"),
   need two, or one of :data:`MIN_LONE_STEM_WEAK`.
 
-A sentence holding the rule's recorded words whole restates it, and reverses nothing. Pure; nothing raises.
+A sentence holding the rule's recorded words whole restates it, and reverses nothing. Each message's cued
+sentences and each rule's shape are read once (:func:`cued_sentences`, :func:`rule_shape`), so a span costs
+what its messages cost, and a message with no cue costs no rule anything. Pure; nothing raises.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.lifts import significant_words
 
@@ -42,8 +45,13 @@ __all__ = [
     "PERMISSIONS",
     "RELEASES",
     "RETURNS",
+    "CuedSentence",
+    "RuleShape",
+    "cued_sentences",
     "forbids",
     "reversal_in",
+    "reversal_of",
+    "rule_shape",
     "stems",
 ]
 
@@ -164,44 +172,90 @@ def forbids(rule_words: str) -> bool:
     return _FORBIDDING.search(rule_words.replace("\u2019", "'")) is not None
 
 
-def _tied(sentence: str, rule_stems: frozenset[str], lone: int, *, half: bool = False) -> bool:
-    shared = stems(sentence) & rule_stems
+@dataclass(frozen=True, slots=True)
+class CuedSentence:
+    """A sentence of a message that holds a reversal cue, read once whatever the rules: its ``stems`` and
+    which cues it holds (``change``: a change of mind not ordered away; the others only where the module's
+    reading lets them count)."""
+
+    text: str
+    stems: frozenset[str]
+    plain: str
+    change: bool
+    permission: bool
+    back: bool
+    release: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RuleShape:
+    """What a reversal is read against, read once per rule: its stems, whether it forbids, its words."""
+
+    stems: frozenset[str]
+    forbidding: bool
+    restated: str
+
+
+def rule_shape(rule_words: str) -> RuleShape:
+    return RuleShape(stems(rule_words), forbids(rule_words), _plain(rule_words).rstrip(".!?… "))
+
+
+def cued_sentences(judged: str) -> tuple[CuedSentence, ...]:
+    """The sentences of ``judged`` that may reverse some rule: not a question, not scoped to this once, and
+    holding a cue. A message without one costs no rule anything more."""
+    text = judged.replace("\u2019", "'")
+    out: list[CuedSentence] = []
+    for match in _SENTENCE.finditer(text):
+        sentence = match.group().strip()
+        if not sentence or sentence.endswith("?") or _ONCE.search(sentence):
+            continue
+        change = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
+        negated = _NEGATION.search(sentence) is not None
+        permission = not negated and _PERMISSION.search(sentence) is not None
+        back = not negated and _RETURN.search(sentence) is not None
+        release = _RELEASE.search(sentence) is not None
+        if change or permission or back or release:
+            out.append(
+                CuedSentence(sentence, stems(sentence), _plain(sentence), change, permission, back, release)
+            )
+    return tuple(out)
+
+
+def _tied(shared: frozenset[str], rule_stems: frozenset[str], lone: int, *, half: bool = False) -> bool:
     if half and shared and 2 * len(shared) >= len(rule_stems):
         return True
     return len(shared) >= 2 or any(len(stem) >= lone for stem in shared)
 
 
-def _reverses(sentence: str, rule_stems: frozenset[str], forbidding: bool) -> bool:
-    if any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence)):
-        return _tied(sentence, rule_stems, MIN_LONE_STEM, half=True)
-    negated = _NEGATION.search(sentence) is not None
+def _reverses(sentence: CuedSentence, rule: RuleShape) -> bool:
+    shared = sentence.stems & rule.stems
+    if sentence.change:
+        return _tied(shared, rule.stems, MIN_LONE_STEM, half=True)
     weak = (
-        (forbidding and not negated and _PERMISSION.search(sentence) is not None)
-        or (not negated and _RETURN.search(sentence) is not None)
-        or (not forbidding and _RELEASE.search(sentence) is not None)
+        (rule.forbidding and sentence.permission)
+        or sentence.back
+        or (not rule.forbidding and sentence.release)
     )
-    return weak and _tied(sentence, rule_stems, MIN_LONE_STEM_WEAK)
+    return weak and _tied(shared, rule.stems, MIN_LONE_STEM_WEAK)
 
 
 def _plain(text: str) -> str:
     return " ".join(text.replace("\u2019", "'").casefold().split())
 
 
-def reversal_in(judged: str, rule_words: str) -> str | None:
-    """The first sentence of ``judged`` that reverses the rule recorded as ``rule_words`` (the module's
-    reading), stripped; None when none does."""
-    text = judged.replace("\u2019", "'")
-    rule_stems = stems(rule_words)
-    if not rule_stems:
+def reversal_of(cued: Sequence[CuedSentence], rule: RuleShape) -> str | None:
+    """The first of ``cued`` (:func:`cued_sentences`) that reverses ``rule`` (:func:`rule_shape`), as the
+    module reads it; None when none does."""
+    if not rule.stems:
         return None
-    forbidding = forbids(rule_words)
-    restated = _plain(rule_words).rstrip(".!?… ")
-    for match in _SENTENCE.finditer(text):
-        sentence = match.group().strip()
-        if not sentence or sentence.endswith("?") or _ONCE.search(sentence):
-            continue
-        if restated and restated in _plain(sentence):
-            continue
-        if _reverses(sentence, rule_stems, forbidding):
-            return sentence
+    for sentence in cued:
+        if rule.restated and rule.restated in sentence.plain:
+            continue  # the rule's words whole: a restatement
+        if _reverses(sentence, rule):
+            return sentence.text
     return None
+
+
+def reversal_in(judged: str, rule_words: str) -> str | None:
+    """The first sentence of ``judged`` that reverses the rule recorded as ``rule_words``, stripped."""
+    return reversal_of(cued_sentences(judged), rule_shape(rule_words))
