@@ -62,6 +62,16 @@ def assert_whole(
     assert f"- Span {found.details['span']}: {narrative}" in section(found.summary, "Work log")
 
 
+def assert_held(found: LonghaulCompaction, held: str, words: str) -> None:
+    """FAIL-4 and QUOTE-4, ours: the answer verified but ``held`` got no usable label (none, or rule words
+    that never verified), so the span closed partial, carries ``held`` alone and shows its ``words``."""
+    assert closed(found) == ("partial", "unlabeled-messages"), f"{found.span_record['data']}\n{found.summary}"
+    assert found.span_record["data"]["held"] == [held] and found.state["carried"] == [held]
+    assert words in section(found.summary, "User messages not yet labeled"), found.summary
+    log = section(found.summary, "Work log")
+    assert "(1 user message got no usable label; carried to the next pass)" in log, log
+
+
 def single_rule(found: LonghaulCompaction) -> dict[str, Any]:
     rules = standing_rules(found.state)
     assert len(rules) == 1, f"want one rule in force, got {rules}"

@@ -34,6 +34,7 @@ from .diff_script import (
     status,
 )
 from .diff_steps import (
+    assert_held,
     assert_whole,
     big_message,
     close_span,
@@ -116,7 +117,8 @@ def test_paraphrased_rule_words(pi: PiRpc, model_server: ModelServer) -> None:
 def test_invented_rule_words_never_become_a_rule(pi: PiRpc, model_server: ModelServer) -> None:
     """QUOTE-1, QUOTE-8, QUOTE-4, FAIL-1: words that only the assistant or a tool wrote are rejected. Under a
     short message the user's whole message is what gets recorded; under a long one they are a defect, and a
-    retry that repeats them records no rule for that message."""
+    retry that repeats them records no rule for that message: it is held and carried with its words (QUOTE-4,
+    ours), so the span closes partial."""
     invented_reply = "Always squash commits before merging a pull request."
     invented_tool = "never deploy on Fridays"
     # an instruction, not a question: a question labeled rule records nothing (code's second look, one-offs)
@@ -143,7 +145,7 @@ def test_invented_rule_words_never_become_a_rule(pi: PiRpc, model_server: ModelS
     standing = section(found.summary, "Standing rules")
     assert invented_reply not in standing and invented_tool not in standing
     assert all(invented_tool not in str(r["words"]) for r in rules_by_id(found.state).values())
-    assert_whole(found)
+    assert_held(found, str(script.calls[0].id_of("tidy the export module")), "tidy the export module")
 
 
 def test_quote_under_the_wrong_message_binds_to_the_newest_holder(
@@ -228,12 +230,13 @@ def test_lifts_need_withdrawal_words_and_permissions_lift_nothing(
     ["very dry-run line must start with DRY:", "every dry-run line must start with DRY:"],
     ids=["starts-inside-a-word", "wrong-case"],
 )
-def test_long_rule_without_exact_words_is_dropped_after_the_retry(
+def test_long_rule_without_exact_words_is_held_after_the_retry(
     pi: PiRpc, model_server: ModelServer, retry_words: str
 ) -> None:
     """EX-6, QUOTE-4, QUOTE-5, QUOTE-6, FAIL-1, FAIL-2: a rule label on a 700-character message without
     words goes back in the retry note asking for exact words; a retry whose words start inside a word or
-    differ in case does not verify, so no rule is recorded and the span still closes whole."""
+    differ in case does not verify, so no rule is recorded. Ours (QUOTE-4): the message is held, not
+    dropped: the span closes partial and carries it, the user's sentence shown verbatim, to the next pass."""
     long = padded("Every dry-run line must start with DRY: so I can grep for it later.", 700)
     script = install(
         model_server,
@@ -249,8 +252,7 @@ def test_long_rule_without_exact_words_is_dropped_after_the_retry(
     assert str(u_long) in note and "words" in note, note
     assert found.state["rules"] == [], found.state["rules"]
     assert section(found.summary, "Standing rules") == ""
-    assert retry_words not in found.summary
-    assert_whole(found)
+    assert_held(found, str(u_long), "Every dry-run line must start with DRY: so I can grep for it later.")
 
 
 def test_quote_no_message_holds_under_a_long_message_is_sent_back(
@@ -363,7 +365,8 @@ def test_question_replies_can_only_add_the_asked_lift(
 
 def test_focus_text_of_compact_is_never_quotable(pi: PiRpc, model_server: ModelServer) -> None:
     """DIFF-12, QUOTE-8: the /compact instructions reach the prompt as focus text only; words taken from them
-    for a long message are a defect, and a retry that repeats them records no rule."""
+    for a long message are a defect, and a retry that repeats them records no rule (the message is held and
+    carried, QUOTE-4, ours)."""
     focus = "Always mention the ticket number QZFOCUS-7 in commit messages."
     long = padded("Please tidy the export module when you get to it.", 650)
     labels = [Lab("tidy the export module", "rule", words=focus)]
@@ -379,7 +382,7 @@ def test_focus_text_of_compact_is_never_quotable(pi: PiRpc, model_server: ModelS
     assert script.kinds() == ["first", "retry"]
     assert found.state["rules"] == []
     assert "QZFOCUS-7" not in found.summary and "QZFOCUS-7" not in state_text(found)
-    assert_whole(found)
+    assert_held(found, str(script.calls[0].id_of("tidy the export module")), "tidy the export module")
 
 
 def test_words_cited_under_a_long_message_bind_to_a_short_holder(
