@@ -298,12 +298,38 @@ def test_ours_a_this_once_phrase_around_a_long_messages_rule_does_not_make_the_r
     """Issue 23 (b), ours: a long message whose padding says "for now" still gives the rule its quoted
     sentence states when the model labels it `rule` with those words, though code reads no standing marker in
     it: only the words a rule would record are judged for a one-off scope, and those hold none."""
-    assert len(LONG_WITH_SCOPE) > LONG_MESSAGE and one_off_request(LONG_WITH_SCOPE)
+    assert len(LONG_WITH_SCOPE) > LONG_MESSAGE
     [label] = _evaluate_words(LONG_WITH_SCOPE, "rule", LONG_RULE_WORDS).events.labels
     assert label.rule is not None and label.rule.words == LONG_RULE_WORDS
     scoped = LONG_WITH_SCOPE.replace(LONG_RULE_WORDS, "For this commit only, skip the exporter tests.")
     out = _evaluate_words(scoped, "rule", "For this commit only, skip the exporter tests.")
     assert out.events.labels == () and out.events.dropped.get("one-off-rules") == 1
+
+
+MEDIUM_WITH_SCOPE = (
+    "Right, a longer note before you carry on. The reviewers were unhappy with how slow the importer is on "
+    "the big exports, so expect this module to change a lot over the next days. whatever you add has to run "
+    "on a stock python3 with nothing from PyPI Start by timing one import of the sample folder and tell me "
+    "where it spends its time, even if the numbers are small for now."
+)
+
+
+def test_ours_a_for_now_in_one_sentence_of_a_medium_message_does_not_make_its_rule_a_one_off() -> None:
+    """Ours: a message of 301 to 600 characters is recorded whole (QUOTE-3), so its words are the whole
+    paragraph. A "for now" in its last sentence scoped the whole of it, and the rule it states in a sentence
+    the reading does not pick was refused as a one-off and lost in a whole close (seen with the real small
+    model). Such words are now read sentence by sentence: a one-off only when every sentence is a question
+    or scoped to this once."""
+    assert 300 < len(MEDIUM_WITH_SCOPE) <= LONG_MESSAGE and not one_off_request(MEDIUM_WITH_SCOPE)
+    [label] = _evaluate([OfferedMessage("u9", MEDIUM_WITH_SCOPE)], {"u9": "rule"}).events.labels
+    assert label.rule is not None and label.rule.words == MEDIUM_WITH_SCOPE
+    scoped = (
+        "Just this once, point the importer at the small sample folder instead of the full export. "
+        "For now, skip the slow integration suite as well, the database box is down for maintenance today. "
+        "And could you print the timings at the end? Which of the stages takes longest on the sample folder? "
+        "Is that folder big enough for a fair timing?"
+    )
+    assert len(scoped) > 300 and one_off_request(scoped)  # every sentence scoped or a question
 
 
 def test_ours_takeover_4_a_one_off_earlier_message_labeled_rule_stays_the_models() -> None:

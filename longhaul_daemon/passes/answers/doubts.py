@@ -32,7 +32,7 @@ from longhaul_daemon.passes.answers.events import NewRule, PossibleWithdrawal, Q
 from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.labels import Label, format_label, id_number
 from longhaul_daemon.passes.answers.lifts import may_withdraw, passes_lift_check, significant_words
-from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
+from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, SHORT_MESSAGE, OfferedMessage, quotable_text
 from longhaul_daemon.passes.answers.reversals import RuleShape, cued_sentences, reversal_of, rule_shape
 from longhaul_daemon.passes.answers.rule_reading import read_standing_rule
 from longhaul_daemon.state.clean import clean_line, clean_span
@@ -198,8 +198,19 @@ def doubted_reading(text: str) -> tuple[int, int] | None:
 
 def one_off_request(text: str) -> bool:
     """A message code reads as a request for this once: its judged text holds no standing marker the
-    reading picks, and either a :data:`ONE_OFF_MARKERS` phrase or nothing but questions."""
+    reading picks, and either a :data:`ONE_OFF_MARKERS` phrase or nothing but questions. Words longer than
+    a short message (QUOTE-3's whole message of 301 to 600 characters) are read sentence by sentence: each
+    must be a question or a request scoped to this once, so a "for now" in one sentence of a paragraph does
+    not make a rule the reading misses in another ("whatever you write has to run on a bare python3") a
+    one-off."""
     judged = judged_text(text)
+    if len(judged) > SHORT_MESSAGE:
+        sentences = [m.group().strip() for m in _SENTENCE.finditer(judged) if m.group().strip()]
+        return bool(sentences) and all(_one_off_sentence(sentence) for sentence in sentences)
+    return _one_off_sentence(judged)
+
+
+def _one_off_sentence(judged: str) -> bool:
     if _ONE_OFF.search(judged):
         # read as TAKEOVER-10 reads "this time": the clause bounded to this once orders nothing standing
         # ("For this change only, …" has the rule word "only"), every other clause is read as it stands
