@@ -33,7 +33,14 @@ from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.labels import Label, format_label, id_number
 from longhaul_daemon.passes.answers.lifts import may_withdraw, passes_lift_check, significant_words
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, SHORT_MESSAGE, OfferedMessage, quotable_text
-from longhaul_daemon.passes.answers.reversals import RuleShape, cued_sentences, reversal_of, rule_shape
+from longhaul_daemon.passes.answers.reversals import (
+    SENTENCE,
+    THIS_ONCE,
+    RuleShape,
+    cued_sentences,
+    reversal_of,
+    rule_shape,
+)
 from longhaul_daemon.passes.answers.rule_reading import read_standing_rule
 from longhaul_daemon.state.clean import clean_line, clean_span
 from longhaul_daemon.state.model import Rule
@@ -62,23 +69,12 @@ FORGET_MARKERS: tuple[str, ...] = ("forget", "disregard", "scratch")
 _FORGET = re.compile(r"(?<![\w'’-])(?:" + "|".join(FORGET_MARKERS) + r")(?![\w'’-])", re.IGNORECASE)
 # Ours: words that bound a request to this once. A `rule` label on a message holding one, and no standing
 # marker the reading picks, records nothing: the model called a one-off a rule.
-ONE_OFF_MARKERS: tuple[str, ...] = (
-    "this once",
-    "this one time",
-    "this time",
-    "for now",
-    "for this change",
-    "for this commit",
-    "for this fix",
-    "for the next commit",
-    "this particular",
-)
+ONE_OFF_MARKERS: tuple[str, ...] = (*THIS_ONCE, "this particular")
 _ONE_OFF = re.compile(
     r"(?<![\w'’-])(?:" + "|".join(m.replace(" ", r"\s+") for m in ONE_OFF_MARKERS) + r")(?![\w'’-])",
     re.IGNORECASE,
 )
 _ORDER_NOT_TO = re.compile(r"(?:\bdon['’]t|\bdo\s+not|\bnever)\s+$", re.IGNORECASE)
-_SENTENCE = re.compile(r"[^.!?…\n]+(?:[.!?…]+|$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -114,7 +110,7 @@ def _names(judged: str, rule: StandingRule) -> bool:
 
 def _withdrawing_sentence(judged: str) -> str:
     """The user's own words that withdraw: the first sentence with a marker, else the whole judged text."""
-    for match in _SENTENCE.finditer(judged):
+    for match in SENTENCE.finditer(judged):
         sentence = match.group().strip()
         if sentence and (may_withdraw(sentence) or _forgets(sentence)):
             return _cut(sentence)
@@ -159,7 +155,9 @@ def withdrawal_candidates(
                     continue
             if not cued:
                 continue
-            shape = shapes.get(rule.name) or shapes.setdefault(rule.name, rule_shape(rule.words))
+            if rule.name not in shapes:
+                shapes[rule.name] = rule_shape(rule.words)
+            shape = shapes[rule.name]
             reversing = reversal_of(cued, shape)  # ours: flagged only, the lift check never passes
             if reversing is not None:
                 out.append(WithdrawalCandidate(message.id, rule, False, _cut(" ".join(reversing.split()))))
@@ -205,7 +203,7 @@ def one_off_request(text: str) -> bool:
     one-off."""
     judged = judged_text(text)
     if len(judged) > SHORT_MESSAGE:
-        sentences = [m.group().strip() for m in _SENTENCE.finditer(judged) if m.group().strip()]
+        sentences = [m.group().strip() for m in SENTENCE.finditer(judged) if m.group().strip()]
         return bool(sentences) and all(_one_off_sentence(sentence) for sentence in sentences)
     return _one_off_sentence(judged)
 
@@ -217,7 +215,7 @@ def _one_off_sentence(judged: str) -> bool:
         return not read_standing_rule(_ONE_OFF.sub("this time", judged)).picked
     if read_standing_rule(judged).picked:
         return False
-    sentences = [m.group().strip() for m in _SENTENCE.finditer(judged) if m.group().strip()]
+    sentences = [m.group().strip() for m in SENTENCE.finditer(judged) if m.group().strip()]
     return bool(sentences) and all(s.endswith("?") for s in sentences)
 
 

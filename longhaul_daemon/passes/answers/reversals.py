@@ -45,6 +45,8 @@ __all__ = [
     "PERMISSIONS",
     "RELEASES",
     "RETURNS",
+    "SENTENCE",
+    "THIS_ONCE",
     "CuedSentence",
     "RuleShape",
     "cued_sentences",
@@ -116,27 +118,25 @@ RELEASES: tuple[str, ...] = (
     "needn't",
 )
 NEGATIONS: tuple[str, ...] = ("not", "never", "no", "cannot", "nobody", "nothing", "nowhere")  # and any n't
-ONCE: tuple[str, ...] = (
+# the scope phrases a request for this once holds; doubts.py's one-off reading uses them too
+THIS_ONCE: tuple[str, ...] = (
     "this once",
     "this one time",
     "this time",
     "for now",
-    "for the moment",
-    "right now",
-    "just now",
-    "today only",
     "for this change",
     "for this commit",
     "for this fix",
     "for the next commit",
 )
+ONCE: tuple[str, ...] = (*THIS_ONCE, "for the moment", "right now", "just now", "today only")
 # a rule that forbids: a release cue against it restates it ("no more new dependencies")
 _FORBIDDING = re.compile(
     r"(?<![\w'-])(?:never|don't|do not|doesn't|does not|no|avoid|without|nothing|mustn't|must not|"
     r"shouldn't|should not|cannot|can't|nobody|forbidden)(?![\w'-])",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"[^.!?…\n]+(?:[.!?…]+|$)", re.MULTILINE)
+SENTENCE = re.compile(r"[^.!?…\n]+(?:[.!?…]+|$)", re.MULTILINE)  # a sentence, as LIFT-3 ends one
 _ENDINGS = ("ies", "es", "s", "ed", "ing")
 
 
@@ -205,7 +205,7 @@ def cued_sentences(judged: str) -> tuple[CuedSentence, ...]:
     holding a cue. A message without one costs no rule anything more."""
     text = judged.replace("\u2019", "'")
     out: list[CuedSentence] = []
-    for match in _SENTENCE.finditer(text):
+    for match in SENTENCE.finditer(text):
         sentence = match.group().strip()
         if not sentence or sentence.endswith("?") or _ONCE.search(sentence):
             continue
