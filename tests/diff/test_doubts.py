@@ -164,6 +164,82 @@ def test_ours_a_permission_flags_a_rule_that_forbids_and_a_release_one_that_orde
     assert flagged("You can commit now.") == []
 
 
+@pytest.mark.parametrize(
+    ("rule", "text"),
+    [
+        # a withdrawal expression whose rule shares a word only in another form
+        (
+            "Always run python3 -m unittest before you tell me it works.",
+            "The unit tests rule no longer applies.",
+        ),
+        ("Indent with 4 spaces only; no tabs anywhere.", "Drop the indentation rule, the formatter decides."),
+        (
+            "Every bug you fix gets a regression test.",
+            "I'm dropping the requirement that bug fixes get tests.",
+        ),
+        # an identifier's parts, and a word of the rule with its own ending
+        (
+            "Never edit anything under _generated/ by hand.",
+            "Never mind the generated files, edit them freely.",
+        ),
+        # a release that ends its clause, and "no ... needed"
+        (
+            "Always write a failing test first, then the fix.",
+            "ok the test-first routine can go, just fix things",
+        ),
+        (
+            "Keep the output lines byte-for-byte, a CI script greps them.",
+            "The byte-for-byte output business is over.",
+        ),
+        (
+            "Start each commit subject with the linkcheck prefix.",
+            "Commit subjects: no linkcheck prefix needed.",
+        ),
+        # a permission to change what a rule orders kept, and a permission in a clause of its own
+        (
+            "CI parses the report, so keep its lines exactly as they are.",
+            "CI stopped parsing the report, so feel free to change it.",
+        ),
+        ("Pushing to the remote is my job only.", "Go ahead and push to the remote, no need to wait for me."),
+        (
+            "Commit subjects get the linkcheck prefix, no full stop.",
+            "Commit subjects can say whatever you like, prefix or not.",
+        ),
+    ],
+)
+def test_ours_a_reversal_read_through_word_forms_clauses_and_releases(rule: str, text: str) -> None:
+    """Ours (reversals.py): stems tie across a word's own endings ("indent", "indentation"), an identifier's
+    parts and two words written as one ("unittest"); the cue's own words tie nothing; a release that ends its
+    clause ("can go", "is over") or "no X needed" releases; a permission to change something reverses an
+    order; a permission's negation counts only in its own clause; "only" restricts like "never"."""
+    found = withdrawal_candidates((OfferedMessage("u9", text),), (StandingRule("R1", "u2", rule),))
+    assert [c.rule.name for c in found] == ["R1"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "text"),
+    [
+        ("Add a changelog entry for every release.", "On second thought, change the parser's name."),
+        ("Put every helper in utils.py.", "The new helper can go in utils.py next to the others."),
+        ("Keep the build under 2 minutes.", "The build is over budget again, look at why."),
+        ("Always run the tests before you commit.", "You can run the tests now."),
+        ("Never change the public API.", "You may not change the public API, not even its docs."),
+        (
+            "Every bug you fix gets a regression test.",
+            "You can skip the regression test on this particular fix.",
+        ),
+        ("Use the changelog script for releases.", "I changed my mind about the parser: regexes are fine."),
+    ],
+)
+def test_ours_no_reversal_through_a_compound_a_work_request_or_a_scoped_permission(
+    rule: str, text: str
+) -> None:
+    """Ours (reversals.py): "change" does not tie "changelog" (another word follows, not an ending); "can go
+    in" and "is over budget" say where and how much, not that a rule ends; a permission to do what a rule
+    orders, a negated one, or one scoped to this particular case reverses nothing."""
+    assert withdrawal_candidates((OfferedMessage("u9", text),), (StandingRule("R1", "u2", rule),)) == ()
+
+
 def test_a_message_withdraws_no_rule_it_gave_or_one_given_after_it() -> None:
     assert _candidates("The DRY: prefix rule no longer applies.", uid="u2") == []
     assert _candidates("The DRY: prefix rule no longer applies.", uid="u1") == []

@@ -156,7 +156,7 @@ def withdrawal_candidates(
             if not cued:
                 continue
             if rule.name not in shapes:
-                shapes[rule.name] = rule_shape(rule.words)
+                shapes[rule.name] = rule_shape(rule.words, rule.replaced_words)
             shape = shapes[rule.name]
             reversing = reversal_of(cued, shape)  # ours: flagged only, the lift check never passes
             if reversing is not None:

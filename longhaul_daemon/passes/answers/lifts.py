@@ -129,17 +129,35 @@ ENDED_STATES: tuple[str, ...] = (
     "void",
     "waived",
 )
-DROPPING_VERBS: tuple[str, ...] = (
+DROPPING_VERBS: tuple[str, ...] = (  # and their -s, -ed and -ing forms ("I'm dropping the requirement")
     "drop",
+    "drops",
+    "dropping",
     "scrap",
+    "scraps",
+    "scrapping",
     "cancel",
+    "cancels",
+    "cancelling",
+    "canceling",
     "ditch",
+    "ditches",
+    "ditching",
     "remove",
+    "removes",
+    "removing",
     "retire",
+    "retires",
+    "retiring",
     "revoke",
+    "revokes",
+    "revoking",
     "forget",
+    "forgetting",
     "ignore",
+    "ignoring",
     "abandon",
+    "abandoning",
 )
 RULE_DETERMINERS: tuple[str, ...] = ("the", "that", "this", "my", "our", "your")
 NEVER_MIND = "never mind"
@@ -178,6 +196,8 @@ requirement requirements restriction restrictions limit limits ban bans constrai
 instruction instructions policy policies guideline guidelines convention conventions
 cancelled canceled dropped gone removed rescinded retired revoked scrapped obsolete void suspended waived
 drop scrap cancel ditch remove retire revoke forget ignore abandon mind said told disregard changed
+drops dropping scraps scrapping cancels cancelling canceling ditches ditching removes removing retires retiring
+revokes revoking forgetting ignoring abandoning
 """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
