@@ -41,7 +41,12 @@ class ObjectScanner:
         self._item_start = 0  # where the open item (an object inside the group's object) began, in the group
         # the last item closed: where it starts and ends in the group, its text unspaced, its text
         self._last_item: tuple[int, int, str, str] | None = None
-        self.repeated: str | None = None  # the open group cut after an item the next one copied, closed
+        # the open group cut after an item the next one copied, closed: the latest loop's, so a loop in a list
+        # written before what the caller wants (the labels, before the prose) does not hide a later one
+        self.repeated: str | None = None
+        self._looping: str | None = (
+            None  # the item of the loop ``repeated`` cut; its further copies add nothing
+        )
 
     @property
     def pending(self) -> str | None:
@@ -90,10 +95,11 @@ class ObjectScanner:
         raw = text[start - since :]
         squeezed = "".join(raw.split())
         self._last_item = (start, stop, squeezed, raw)
-        if self.repeated is not None or last is None or last[2] != squeezed:
+        if last is None or last[2] != squeezed or squeezed == self._looping:
             return
         if text[: start - since].strip() == "," and _item_value(last[3]) == _item_value(raw):
             self.repeated = ("".join(self._group) + piece[group_start:end])[: last[1]] + "]}"
+            self._looping = squeezed
 
     def _group_tail(self, since: int, piece: str, group_start: int, end: int) -> str:
         """The open group's text from offset ``since``, ``piece[group_start:end]`` being what the current

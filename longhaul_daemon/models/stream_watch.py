@@ -30,7 +30,8 @@ class StreamWatch:
     ``stop_at`` accepts a complete top-level JSON object; once one has arrived and more than
     :data:`TRAILING_CHARS` of text followed it, the stream should end. ``cut_at`` (optional) accepts the
     object cut after a list item that the model then wrote again word for word: the stream should end
-    there too, and the reply is that cut object (:attr:`cut`).
+    there too, and the reply is that cut object (:attr:`cut`). A loop it refuses (the labels looping before
+    the prose came) leaves the next loop to be looked at.
     """
 
     def __init__(
@@ -43,6 +44,7 @@ class StreamWatch:
         self._scanner = ObjectScanner()
         self._answer_end: int | None = None  # where the wanted object ended, in characters of reply text
         self._seen = 0
+        self._looped: str | None = None  # the last loop cut looked at, so each is decoded once
         self._parts: list[str] = []
         self.cut: str | None = None
         self.ended = False
@@ -62,7 +64,14 @@ class StreamWatch:
             self._answer_end = _accepted(self._scanner.feed(piece), self._stop_at)
         if self._answer_end is not None and self._seen - self._answer_end > TRAILING_CHARS:
             self.ended = True
-        elif self._answer_end is None and self._cut_at is not None:
+        elif (
+            self._answer_end is None
+            and self._cut_at is not None
+            and self._scanner.repeated is not self._looped
+        ):
+            self._looped = (
+                self._scanner.repeated
+            )  # a new loop: an earlier one the caller refused stays refused
             self.cut = _looped(self._scanner, self._cut_at)
             self.ended = self.cut is not None
         return self.ended

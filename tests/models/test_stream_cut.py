@@ -182,6 +182,49 @@ async def test_a_stream_repeating_a_list_item_is_cut_after_the_first_copy(
     assert result.stopped_early and traces[0].stopped_early
 
 
+# labels looped before the prose came (a small model copying the prompt's example label), then a decision loop
+LABELS_LOOPED = (
+    '{"labels":[{"msg":"u14","label":"linkcheck.py"} , {"msg":"u14","label":"linkcheck.py"} ,'
+    ' {"msg":"u14","label":"linkcheck.py"}],"narrative":"n","now":"next",'
+    '"decisions":[{"text":"...","why":"...","evidence":["C1","C2"]}'
+)
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
+async def test_a_loop_refused_before_the_prose_does_not_hide_a_later_one(
+    wire: Wire, client: HttpClient
+) -> None:
+    """The labels looped first, where a cut would lose the prose, so that cut is refused; the decision the
+    model then writes again and again still ends the stream after its first copy, prose and labels kept."""
+    pieces = [LABELS_LOOPED[:40], LABELS_LOOPED[40:120], LABELS_LOOPED[120:]]
+    loop = answer_stream(wire, pieces, repeat=LOOPED_ITEM)
+    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
+        result = await complete(
+            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
+            budget=Budget.after(WAIT_S),
+            client=client,
+        )
+        assert await disconnected(server), "the server never saw the client go"
+    answer = json.loads(result.text)
+    assert (answer["narrative"], answer["now"], len(answer["labels"])) == ("n", "next", 3)
+    assert answer["decisions"] == [{"text": "...", "why": "...", "evidence": ["C1", "C2"]}]
+    assert result.stopped_early
+
+
+def test_scanner_keeps_the_latest_loop_and_reads_each_loop_once() -> None:
+    scanner = ObjectScanner()
+    scanner.feed(LABELS_LOOPED)
+    first = scanner.repeated
+    assert first is not None and json.loads(first)["labels"] == [{"msg": "u14", "label": "linkcheck.py"}]
+    scanner.feed(LOOPED_ITEM)
+    assert scanner.repeated is not None and json.loads(scanner.repeated)["decisions"] == [
+        {"text": "...", "why": "...", "evidence": ["C1", "C2"]}
+    ]
+    later = scanner.repeated
+    scanner.feed(LOOPED_ITEM * 3)  # the same loop going on is not recorded again
+    assert scanner.repeated is later
+
+
 @given(st.lists(st.integers(min_value=0, max_value=len(LOOPING) + 2 * len(LOOPED_ITEM)), max_size=6))
 def test_scanner_sees_a_repeated_item_whatever_the_chunking(cuts: list[int]) -> None:
     text = LOOPING + LOOPED_ITEM * 2

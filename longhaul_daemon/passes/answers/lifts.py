@@ -196,8 +196,8 @@ requirement requirements restriction restrictions limit limits ban bans constrai
 instruction instructions policy policies guideline guidelines convention conventions
 cancelled canceled dropped gone removed rescinded retired revoked scrapped obsolete void suspended waived
 drop scrap cancel ditch remove retire revoke forget ignore abandon mind said told disregard changed
-drops dropping scraps scrapping cancels cancelling canceling ditches ditching removes removing retires retiring
-revokes revoking forgetting ignoring abandoning
+drops dropping scraps scrapping cancels cancelling canceling ditches ditching removes removing retires
+retiring revokes revoking forgetting ignoring abandoning
 """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
