@@ -66,6 +66,7 @@ from model_bench_report import (  # noqa: E402
     Row,
     checks,
     half_table,
+    in_doubt,
     rows_from_table,
     table,
     targets,
@@ -229,6 +230,7 @@ def play(
                     values=values,
                     invented=_invented(entry, session.user_messages()) if compactor != "pi" else None,
                     summary_chars=len(summary),
+                    one_offs_in_doubt=in_doubt(summary, [w for w, shown in one_offs if shown]),
                 )
             )
             sys.stderr.write(table(rows[-1:])[-1] + "\n")  # as it goes: a cut-short run keeps its rows

@@ -5,8 +5,9 @@ counts when its words appear anywhere; a withdrawn rule or a one-off request cou
 words appear in the summary's "Standing rules" section (Longhaul's rendered state) or, for a summary without
 that structure (pi's own, or a pass that fell back to pi), anywhere. A withdrawn rule shown with code's
 ``possibly withdrawn by`` flag under it is not plainly standing and does not count; a one-off request counts
-even when marked in doubt. :func:`half_table` turns a half's rows
-into the Markdown table of measures, one column per compactor; :func:`table` is the per-compaction table.
+even when marked in doubt, and how many of those carry code's ``in doubt`` line is counted beside it
+(:func:`in_doubt`). :func:`half_table` turns a half's rows into the Markdown table of measures, one column
+per compactor; :func:`table` is the per-compaction table.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Row:
     values: Seen  # (the value, in the summary)
     invented: int | None  # Longhaul only: rules in the state that are not the user's words
     summary_chars: int
+    one_offs_in_doubt: tuple[str, ...] = ()  # the one-offs shown standing with code's "in doubt" line
 
     @property
     def closed_whole(self) -> bool:
@@ -85,11 +87,23 @@ def standing_section(summary: str) -> str | None:
     return ""
 
 
+def _entries(section: str) -> list[str]:
+    return re.split(r"\n(?=- )", section)
+
+
+def in_doubt(summary: str, one_offs: Sequence[str]) -> tuple[str, ...]:
+    """The one-offs whose entry in the "Standing rules" section carries code's ``in doubt`` line."""
+    section = standing_section(summary)
+    if not section:
+        return ()
+    doubted = [normal(e) for e in _entries(section) if "\n  in doubt: " in e]
+    return tuple(words for words in one_offs if any(normal(words) in e for e in doubted))
+
+
 def _unflagged(section: str) -> str:
     """The standing-rules section without the entries code flagged ``possibly withdrawn by``: a flagged rule
     is shown with the user's withdrawing words under it, not as plainly standing."""
-    entries = re.split(r"\n(?=- )", section)
-    return "\n".join(e for e in entries if "\n  possibly withdrawn by " not in e)
+    return "\n".join(e for e in _entries(section) if "\n  possibly withdrawn by " not in e)
 
 
 def checks(
@@ -173,13 +187,19 @@ def measures(rows: Sequence[Row], compactor: Compactor) -> dict[str, str]:
             *_count([r for r in mine if r.chain], "rules", True)
         ),
         "withdrawn rules still shown as standing": _share(*_count(mine, "withdrawn", True)),
-        "one-off requests shown as standing rules": _share(*_count(mine, "one_offs", True)),
+        "one-off requests shown as standing rules": _one_offs_cell(mine),
         "values from tool output in the summary": _share(*_count(mine, "values", True)),
         "wall time per compaction, median (range)": _against_pi(rows, compactor, "wall_s", " s", ".1f"),
         "output tokens per compaction, median (range)": _against_pi(
             rows, compactor, "output_tokens", "", ".0f"
         ),
     }
+
+
+def _one_offs_cell(rows: Sequence[Row]) -> str:
+    shown, total = _count(rows, "one_offs", True)
+    doubted = sum(len(r.one_offs_in_doubt) for r in rows)
+    return _share(shown, total) + (f" ({doubted} marked in doubt)" if doubted else "")
 
 
 def half_table(rows: Sequence[Row]) -> list[str]:
@@ -198,11 +218,13 @@ def half_table(rows: Sequence[Row]) -> list[str]:
 # ---- the per-compaction table ------------------------------------------------------------------------------
 
 
-def _seen_cell(seen: Seen, *, good: bool = True) -> str:
+def _seen_cell(seen: Seen, *, good: bool = True, doubted: Sequence[str] = ()) -> str:
     if not seen:
         return "none"
     return ", ".join(
-        f"{what} {'yes' if hit else 'no'}" if hit is good else f"{what} **{'yes' if hit else 'NO'}**"
+        f"{what} {'yes' if hit else 'no'}"
+        if hit is good
+        else f"{what} **{'yes' if hit else 'NO'}{DOUBTED if what in doubted else ''}**"
         for what, hit in seen
     )
 
@@ -219,13 +241,15 @@ def table(rows: Sequence[Row]) -> list[str]:
         lines.append(
             f"| {r.session} | {r.nth} | {r.compactor} | {r.wall_s:.1f} s | {r.calls} | {r.input_tokens:,} "
             f"| {r.output_tokens:,} | {r.closed} | {_seen_cell(r.rules)} "
-            f"| {_seen_cell(r.withdrawn, good=False)} | {_seen_cell(r.one_offs, good=False)} "
+            f"| {_seen_cell(r.withdrawn, good=False)} "
+            f"| {_seen_cell(r.one_offs, good=False, doubted=r.one_offs_in_doubt)} "
             f"| {_seen_cell(r.values)} | {invented} | {r.summary_chars:,} |"
         )
     return lines
 
 
-_ITEM = re.compile(r"(.+?) (\*\*yes\*\*|\*\*NO\*\*|yes|no)(?:, |$)")
+DOUBTED = " in doubt"  # after a one-off's **yes**: shown standing with code's "in doubt" line
+_ITEM = re.compile(r"(.+?) (\*\*yes(?: in doubt)?\*\*|\*\*NO\*\*|yes|no)(?:, |$)")
 
 
 def _number(text: str) -> int:
@@ -235,7 +259,13 @@ def _number(text: str) -> int:
 def _seen_from(cell: str) -> Seen:
     if cell == "none":
         return []
-    return [(what, hit.strip("*").lower() == "yes") for what, hit in _ITEM.findall(cell)]
+    return [
+        (what, hit.strip("*").removesuffix(DOUBTED).lower() == "yes") for what, hit in _ITEM.findall(cell)
+    ]
+
+
+def _doubted_from(cell: str) -> tuple[str, ...]:
+    return tuple(what for what, hit in _ITEM.findall(cell) if hit.strip("*").endswith(DOUBTED))
 
 
 def rows_from_table(lines: Sequence[str], half: str) -> list[Row]:
@@ -264,6 +294,7 @@ def rows_from_table(lines: Sequence[str], half: str) -> list[Row]:
                 values=_seen_from(cells[11]),
                 invented=None if cells[12] == "–" else int(cells[12]),
                 summary_chars=_number(cells[13]),
+                one_offs_in_doubt=_doubted_from(cells[10]),
             )
         )
     return out

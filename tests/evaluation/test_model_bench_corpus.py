@@ -32,6 +32,7 @@ from model_bench_report import (
     Row,
     checks,
     half_table,
+    in_doubt,
     measures,
     rows_from_table,
     standing_section,
@@ -219,6 +220,9 @@ def test_checks_a_flagged_withdrawn_rule_is_not_plainly_standing_a_doubted_one_o
     )
     assert withdrawn == [("deps", False), ("vendor", True)]
     assert one_offs == [("you may edit vendor/table.py directly", True)]
+    assert in_doubt(summary, ["you may edit vendor/table.py directly", "never touch vendor/"]) == (
+        "you may edit vendor/table.py directly",
+    )
 
 
 def test_checks_count_anything_in_a_summary_without_sections_as_standing() -> None:
@@ -254,6 +258,7 @@ def _row(
         values=list(seen.get("values", [])),  # type: ignore[call-overload]
         invented=None if compactor == "pi" else 0,
         summary_chars=100,
+        one_offs_in_doubt=tuple(seen.get("one_offs_in_doubt", ())),  # type: ignore[call-overload]
     )
 
 
@@ -272,8 +277,9 @@ ROWS = [
         out=100,
         closed="partial (unlabeled-messages)",
         rules=[("x", True), ("y", True)],
-        one_offs=[("o", True)],
+        one_offs=[("o", True), ("p", True)],
         values=[("v", False)],
+        one_offs_in_doubt=("o",),
     ),
 ]
 
@@ -288,7 +294,7 @@ def test_measures_count_per_compactor_and_compare_with_pi_at_the_median() -> Non
     assert diff["standing rules' words in the summary, 5-compaction chain"] == "2 of 2"
     assert pi["withdrawn rules still shown as standing"] == "1 of 1"
     assert diff["withdrawn rules still shown as standing"] == "0 of 1"
-    assert diff["one-off requests shown as standing rules"] == "1 of 1"
+    assert diff["one-off requests shown as standing rules"] == "2 of 2 (1 marked in doubt)"
     assert pi["one-off requests shown as standing rules"] == "–"
     assert diff["values from tool output in the summary"] == "0 of 1"
     assert pi["wall time per compaction, median (range)"] == "30.0 (20.0–40.0) s"
