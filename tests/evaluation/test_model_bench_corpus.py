@@ -258,7 +258,7 @@ def _row(
         values=list(seen.get("values", [])),  # type: ignore[call-overload]
         invented=None if compactor == "pi" else 0,
         summary_chars=100,
-        one_offs_in_doubt=tuple(seen.get("one_offs_in_doubt", ())),  # type: ignore[call-overload]
+        one_offs_in_doubt=tuple(seen.get("one_offs_in_doubt", ())),  # type: ignore[arg-type]
     )
 
 
