@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from longhaul_daemon.defaults import MAX_CLOSED_ERRORS, MAX_STATE_COMMANDS
-from longhaul_daemon.passes.answers.doubts import flag_carried_withdrawals
+from longhaul_daemon.passes.answers.doubts import flag_carried_withdrawals, flag_withdrawn_carried
 from longhaul_daemon.passes.answers.events import ChunkEvents
 from longhaul_daemon.passes.answers.values import ValueCandidate
 from longhaul_daemon.passes.close_events import apply_events
@@ -227,6 +227,7 @@ def close_span(
             uid: (texts or {})[uid] for uid in new.carried if uid in (texts or {}) and uid not in labeled
         }
         new.rules = flag_carried_withdrawals(new.rules, unjudged)
+        new.carriedMessages = flag_withdrawn_carried(new.carriedMessages, texts or {})
 
     new.workLog.append(
         WorkLogLine(

@@ -156,6 +156,9 @@ class CarriedMessage(_Model):
     text: str
     chars: int
     labeled: bool = False
+    # ours: a later message that may withdraw it, read as a rule (passes/answers/doubts.py), and its words
+    possiblyWithdrawnBy: str | None = None
+    withdrawalWords: str | None = None
 
 
 class WorkLogLine(_Model):

@@ -217,6 +217,9 @@ def _carried(carried: Sequence[CarriedMessage]) -> list[str]:
         cut = msg.chars > len(msg.text)
         tail = f" (the first {len(msg.text):,} of {msg.chars:,} characters; {recall})" if cut else ""
         shown[at] = _quoted(uid, msg.text, tail, max_chars=len(msg.text) + 1, cut=cut)
+        if msg.possiblyWithdrawnBy is not None:  # ours, as under a rule: the user's withdrawing words
+            said = inert(msg.withdrawalWords or "", _FLAG_WORDS)
+            shown[at] += f'\n  possibly withdrawn by {inert(msg.possiblyWithdrawnBy, _ID)}: "{said}"'
     intro = (
         "The user's own words, verbatim, from messages no verified answer has labeled yet; they stay here"
         " until a pass labels them:"

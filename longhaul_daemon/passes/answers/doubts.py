@@ -43,7 +43,7 @@ from longhaul_daemon.passes.answers.reversals import (
 )
 from longhaul_daemon.passes.answers.rule_reading import read_standing_rule
 from longhaul_daemon.state.clean import clean_line, clean_span
-from longhaul_daemon.state.model import Rule
+from longhaul_daemon.state.model import CarriedMessage, Rule
 from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "WithdrawalCandidate",
     "doubted_reading",
     "flag_carried_withdrawals",
+    "flag_withdrawn_carried",
     "one_off_labels",
     "one_off_request",
     "reads_as_request",
@@ -356,4 +357,35 @@ def flag_carried_withdrawals(rules: Sequence[Rule], carried: Mapping[str, str]) 
         if r.id in flags
         else r
         for r in rules
+    ]
+
+
+def flag_withdrawn_carried(
+    carried: Sequence[CarriedMessage], texts: Mapping[str, str]
+) -> list[CarriedMessage]:
+    """The carried messages with each one a later message may withdraw flagged, as a rule in force would be.
+
+    Ours: a span that closed narrative-less or partial shows the user's carried words verbatim, a rule among
+    them included, and the later message withdrawing it may be carried too, or judged and gone. Read as a
+    rule whose words are the whole carried text, each unlabeled carried message gets the first later message
+    (``texts``: this span's user messages; the carried ones besides) that withdraws or reverses it, so the
+    summary shows the user's sentence under it instead of a rule that looks standing. A flag is kept."""
+    open_ = [m for m in carried if not m.labeled and m.text and m.possiblyWithdrawnBy is None]
+    if not open_:
+        return list(carried)
+    said = {m.id: m.text for m in carried if not m.labeled and m.text}
+    said.update(texts)
+    offered = [OfferedMessage(uid, text) for uid, text in said.items()]
+    standing = [StandingRule(m.id, m.id, m.text) for m in open_]
+    flags: dict[str, WithdrawalCandidate] = {}
+    for candidate in withdrawal_candidates(offered, standing):
+        if candidate.rule.name not in flags and clean_line(candidate.words).strip():
+            flags[candidate.rule.name] = candidate
+    return [
+        m.model_copy(
+            update={"possiblyWithdrawnBy": flags[m.id].msg, "withdrawalWords": clean_line(flags[m.id].words)}
+        )
+        if m.id in flags
+        else m
+        for m in carried
     ]
