@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from longhaul_daemon.passes.answers.events import NewRule, PossibleWithdrawal, Question
 from longhaul_daemon.passes.answers.judged import judged_text
@@ -350,13 +351,24 @@ def flag_carried_withdrawals(rules: Sequence[Rule], carried: Mapping[str, str]) 
         if not r.lifted and r.possiblyWithdrawnBy is None
     ]
     flags = {c.rule.name: c for c in withdrawal_candidates(offered, standing) if clean_line(c.words).strip()}
+    return _with_flags(rules, flags)
+
+
+_Flagged = TypeVar("_Flagged", Rule, CarriedMessage)
+
+
+def _with_flags(items: Sequence[_Flagged], flags: Mapping[str, WithdrawalCandidate]) -> list[_Flagged]:
+    """``items`` with each one ``flags`` names by id copied with its flag (who, and the user's words)."""
     return [
-        r.model_copy(
-            update={"possiblyWithdrawnBy": flags[r.id].msg, "withdrawalWords": clean_line(flags[r.id].words)}
+        item.model_copy(
+            update={
+                "possiblyWithdrawnBy": flags[item.id].msg,
+                "withdrawalWords": clean_line(flags[item.id].words),
+            }
         )
-        if r.id in flags
-        else r
-        for r in rules
+        if item.id in flags
+        else item
+        for item in items
     ]
 
 
@@ -381,11 +393,4 @@ def flag_withdrawn_carried(
     for candidate in withdrawal_candidates(offered, standing):
         if candidate.rule.name not in flags and clean_line(candidate.words).strip():
             flags[candidate.rule.name] = candidate
-    return [
-        m.model_copy(
-            update={"possiblyWithdrawnBy": flags[m.id].msg, "withdrawalWords": clean_line(flags[m.id].words)}
-        )
-        if m.id in flags
-        else m
-        for m in carried
-    ]
+    return _with_flags(carried, flags)
