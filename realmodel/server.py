@@ -65,6 +65,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import llama_cpp
 from llama_cpp import Llama, LlamaGrammar
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
@@ -226,8 +227,13 @@ class Engine:
         self.bos = self._special_text(self.llm.token_bos())
         eos = self._special_text(self.llm.token_eos())
         self.formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=self.bos)
-        # Where an answer ends: the end-of-sequence token, and any template stop that is one token of its own.
+        # Where an answer ends: every end-of-generation token the vocabulary marks (SmolLM2 has three:
+        # <|endoftext|>, <|im_end|> and <reponame>), as llama.cpp's own server ends, and any template stop
+        # that is one token of its own. Once a grammar is complete it allows end-of-generation tokens only;
+        # one the server did not take for an end printed nothing and was sampled again up to the output cap.
+        vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
         self.end_tokens = {self.llm.token_eos()}
+        self.end_tokens.update(t for t in range(self.llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t))
         for text in (eos, "<|im_end|>", "<|eot_id|>", "<end_of_turn>"):
             ids = self.llm.tokenize(text.encode(), add_bos=False, special=True) if text else []
             if len(ids) == 1:

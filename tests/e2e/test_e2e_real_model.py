@@ -27,6 +27,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,6 +52,8 @@ from .scenario import LONG_WRAP_UP, expect_longhaul, wrap_up
 from .session_log import compactions, is_longhaul, read_entries
 
 pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
 
 PROMPT_TIMEOUT_S = 300.0
 BASH_TIMEOUT_S = 60.0
@@ -550,6 +553,29 @@ def test_server_keeps_a_response_format_schema(
     assert not shaped, (
         f"the unconstrained answer already had the shape, so this test proves nothing: {free!r}"
     )
+
+
+def test_server_ends_an_answer_at_every_end_of_generation_token(model: Installed) -> None:
+    """SmolLM2 marks three end-of-generation tokens (<|endoftext|>, <|im_end|>, <reponame>). Once a grammar
+    is complete it allows only those, and the server took only <|im_end|> for an end: a Diff answer done
+    after 244 tokens went on printing nothing to the 512-token cap (as llama.cpp's own server would not)."""
+    probe = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]);"
+        "import llama_cpp; from realmodel.server import Engine;"
+        "e = Engine(Path(sys.argv[2]), ctx=256, threads=1, alias=None);"
+        "v = llama_cpp.llama_model_get_vocab(e.llm.model);"
+        "eog = {t for t in range(e.llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(v, t)};"
+        "print(len(eog), eog <= e.end_tokens)"
+    )
+    done = subprocess.run(
+        [str(model.python), "-c", probe, str(REPO), str(model.model)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["3", "True"], done.stdout
 
 
 def test_server_refuses_an_overflow_the_way_openai_does(server: RealModelServer) -> None:
