@@ -139,7 +139,8 @@ def withdrawal_candidates(
     shapes: dict[str, RuleShape] = {}  # each rule read once, and only when some message may reverse it
     for message in sorted(offered, key=lambda m: _number(m.id)):
         judged = judged_text(message.text)
-        withdraws, forgets, cued = may_withdraw(judged), _forgets(judged), cued_sentences(judged)
+        withdraws, forgets = may_withdraw(judged), _forgets(judged)
+        cued = cued_sentences(judged, withdrawing=withdraws)
         if not withdraws and not forgets and not cued:
             continue  # LIFT-6: text without a marker or a reversal cue raises nothing
         here = _number(message.id)

@@ -303,17 +303,19 @@ def _cue_words_out(sentence: str, patterns: Sequence[re.Pattern[str]]) -> str:
     return sentence
 
 
-def cued_sentences(judged: str) -> tuple[CuedSentence, ...]:
+def cued_sentences(judged: str, *, withdrawing: bool | None = None) -> tuple[CuedSentence, ...]:
     """The sentences of ``judged`` that may reverse some rule: not a question, not scoped to this once, and
-    holding a cue. A message without one costs no rule anything more."""
+    holding a cue. A message without one costs no rule anything more. ``withdrawing``: whether ``judged``
+    holds a LIFT-2 expression, when the caller knows (a sentence can hold one only when the text does)."""
     text = judged.replace("\u2019", "'")
+    withdrawing = may_withdraw(text) if withdrawing is None else withdrawing
     out: list[CuedSentence] = []
     for match in SENTENCE.finditer(text):
         sentence = match.group().strip()
         if not sentence or sentence.endswith("?") or _ONCE.search(sentence):
             continue
         change = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
-        change = change or may_withdraw(sentence)
+        change = change or (withdrawing and may_withdraw(sentence))
         negated = _NEGATION.search(sentence) is not None
         permission = _permitted(sentence, _PERMISSION)
         alteration = _permitted(sentence, _ALTERATION)
