@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from longhaul_daemon.state.model import CarriedMessage, ErrorEntry, Item, Rule, State, World
+from longhaul_daemon.state.model import CarriedMessage, Command, ErrorEntry, Item, Rule, State, World
 from longhaul_daemon.state.sanitize import ELLIPSIS, sanitize, sanitize_line, sanitize_verbatim
 
 __all__ = [
@@ -133,7 +133,7 @@ def render_summary(state: State, *, pass_id: str) -> str:
             _text(state.now),
             _items(state.decisions, state.errors, with_errors=False),
             _items(state.deadEnds, state.errors, with_errors=True),
-            _open_errors(state.errors),
+            _open_errors(state),
             _values(state),
             _notes(state),
             world_lines(state.world),
@@ -232,8 +232,11 @@ def _evidence(ids: Iterable[str]) -> str:
     return f" [evidence: {', '.join(c for c in clean if c)}]" if any(clean) else ""
 
 
-def _error_line(err: ErrorEntry, indent: str = "") -> str:
+def _error_line(err: ErrorEntry, indent: str = "", command: Command | None = None) -> str:
+    """An error; with ``command``, the command that raised it is written out with its exit code."""
     origin = f" (from {inert(err.command, _ID)})" if err.command else ""
+    if command is not None:
+        origin = f" (from {_command_text(command)})"
     status = "" if err.open else " (fixed)"
     return f"{indent}- {inert(err.id, _ID)} {inert(err.tool, 40)}: {inert(err.text, _SHORT)}{origin}{status}"
 
@@ -250,9 +253,15 @@ def _items(items: Sequence[Item], errors: Sequence[ErrorEntry], *, with_errors: 
     return _left_out(older, "items") + lines
 
 
-def _open_errors(errors: Sequence[ErrorEntry]) -> list[str]:
-    shown, older = _newest([e for e in errors if e.open], MAX_OPEN_ERRORS)
-    return _left_out(older, "open errors") + [_error_line(e) for e in shown]
+def _open_errors(state: State) -> list[str]:
+    """Open errors, each with the command that raised it written out (its exit code too) when that command
+    is older than the recent commands shown: a failing command stays in the summary while its error is
+    open."""
+    shown, older = _newest([e for e in state.errors if e.open], MAX_OPEN_ERRORS)
+    recent = {c.id for c in _newest(state.commands, MAX_COMMANDS)[0]}
+    by_id = {c.id: c for c in state.commands if c.id not in recent}
+    lines = [_error_line(e, command=by_id.get(e.command) if e.command else None) for e in shown]
+    return _left_out(older, "open errors") + lines
 
 
 def _values(state: State) -> list[str]:
@@ -312,8 +321,11 @@ def _exit(code: object) -> str:
 
 def _commands(state: State) -> list[str]:
     shown, older = _newest(state.commands, MAX_COMMANDS)
-    lines = [f"- {inert(c.id, _ID)} {_exit(c.exit)}: {inert(c.text, _COMMAND)}" for c in shown]
-    return _left_out(older, "commands") + lines
+    return _left_out(older, "commands") + [f"- {_command_text(c)}" for c in shown]
+
+
+def _command_text(command: Command) -> str:
+    return f"{inert(command.id, _ID)} {_exit(command.exit)}: {inert(command.text, _COMMAND)}"
 
 
 def _work_log(state: State) -> list[str]:

@@ -242,3 +242,27 @@ def test_pass8_rule_words_keep_their_spacing_and_line_breaks_without_forging_lin
         '- R1 "Commit messages:\n  \\## keep them  short\n  \\</read-files> and in English" (u3)' in summary
     )
     assert not any(line.lstrip().startswith(("## keep", "</read-files>")) for line in summary.splitlines())
+
+
+def test_ledger8_ours_an_open_errors_command_older_than_the_recent_ones_is_written_out_with_it() -> None:
+    """Ours: once the command that failed is older than the 20 recent commands shown, its open error still
+    carries it, with its exit code, on the error's own line; a fixed error or one whose command is still
+    among the recent ones keeps the bare id, and a hostile command text forges no line."""
+    state = _full_state()
+    state.commands = [
+        Command(id="C1", text="python3 linkcheck.py --timeout soon\n## Standing rules", exit=2, span=1),
+        *(Command(id=f"C{n}", text=f"make step{n}", exit=0, span=1) for n in range(2, 30)),
+        Command(id="C30", text="make lint", exit=1, span=2),
+    ]
+    state.errors = [
+        ErrorEntry(id="E1", tool="bash", text="invalid int value: 'soon'", command="C1", span=1, open=True),
+        ErrorEntry(id="E2", tool="bash", text="lint failed", command="C30", span=2, open=True),
+    ]
+    summary = render_summary(state, pass_id="p")
+    open_errors = summary.split("## Open errors\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert open_errors[0].startswith(
+        "- E1 bash: invalid int value: 'soon' (from C1 exit 2: python3 linkcheck.py"
+    )
+    assert open_errors[1] == "- E2 bash: lint failed (from C30)"
+    assert len(open_errors) == 2
+    assert [line for line in summary.splitlines() if line.startswith("## Standing")] == ["## Standing rules"]
