@@ -122,18 +122,25 @@ def write_transcript(session: Session, path: Path, scratch: Path) -> AnswerKey:
         for n, stretch in enumerate(session.stretches):
             failing: list[KeyCommand] = []
             *body, log = stretch
+            # A command runs inside the turn of the user message before it, its reply written after it: an
+            # assistant message that ended its turn ("stop") is never followed by a tool call, so a replay
+            # (which plays turn by turn) keeps every command.
+            reply: str | None = None
             for step in body:
                 if step.kind == "say":
+                    if reply is not None:
+                        writer.say(reply)
                     writer.user(step.text)
                     reply = rng.choice(_REPLIES)
                     if session.promises and rng.random() < 0.15:  # a rule-like sentence nobody gave
                         reply += " " + rng.choice(session.promises)
-                    writer.say(reply)
                     continue
                 output, code = _run(step.text, scratch, env)
                 writer.bash(step.text, output, code)
                 if code != 0:
                     failing.append(KeyCommand(step.text, code))
+            if reply is not None:
+                writer.say(reply)
             kept = writer.user(_LOG_REQUEST)
             writer.bash(log.text, *_run(log.text, scratch, env))
             writer.say(_LOG_REPLY)

@@ -43,7 +43,7 @@ from model_bench_report import (
 from longhaul_daemon.evaluation.common import key_path
 from longhaul_daemon.evaluation.key import load_key
 from longhaul_daemon.evaluation.probes import probes_for
-from longhaul_daemon.evaluation.script import _kept_ranges, keep_recent_tokens
+from longhaul_daemon.evaluation.script import _kept_ranges, build_script, keep_recent_tokens
 from longhaul_daemon.inspector.session_file import read_transcript
 
 TUNING_SESSIONS = half_sessions(TUNING, "tuning", 0)
@@ -334,6 +334,19 @@ def test_transcripts_replay_their_cuts_and_key_what_the_script_holds(
     failing = {c.command for k in key.compactions for c in k.commands}
     assert failing and failing <= FAILING
     assert all(c.exit != 0 for k in key.compactions for c in k.commands)
+    # every command the agent ran is replayed: none follows an assistant message that ended its turn
+    recorded = sum(
+        1
+        for e in branch
+        if e.get("type") == "message"
+        for b in e["message"].get("content", [])
+        if isinstance(b, dict) and b.get("type") == "toolCall"
+    )
+    steps = build_script(branch).steps
+    assert recorded == sum(1 for stretch in session.stretches for step in stretch if step.kind == "run")
+    assert sum(len(r.calls) for step in steps for r in step.replies) == recorded
+    # pi asks the model again only after a tool call: a reply that ended its turn must be the turn's last
+    assert all(r.stop == "toolUse" for step in steps for r in step.replies[:-1]), "a call after a stop"
     probes = probes_for(branch, load_key(key_path(path)))
     assert [len(p) for p in probes] == [
         len(k.rules) + len(k.lifted) + len(k.commands) + len(k.values) for k in key.compactions
