@@ -129,9 +129,12 @@ def _kill(process: anyio.abc.Process) -> None:
 async def _run(argv: list[str], cwd: str, env: dict[str, str], seconds: float) -> _Outcome:
     """Run one command with stdin closed, bounded output and a timeout that kills its process group."""
     try:
-        process = await anyio.open_process(
-            argv, stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True
-        )
+        # shielded: a cancellation landing while the child is being spawned would lose the process object,
+        # and with it the wait that reaps the child (seen under load as "subprocess … is still running")
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                argv, stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True
+            )
     except (OSError, ValueError):
         return _Outcome(code=None)
     out, err, cut = bytearray(), bytearray(), list[bool]()

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from longhaul_daemon.passes import world as world_module
 from longhaul_daemon.passes.world import take_world
 from longhaul_daemon.state.model import World
 
@@ -408,3 +409,23 @@ async def test_pass21_a_waiter_whose_snapshot_was_cancelled_takes_its_own(repo: 
             await anyio.sleep(0.1)
             first.cancel()
     assert len(got) == 1 and got[0].status == "repository"
+
+
+async def test_a_cancellation_while_git_is_spawned_still_kills_and_reaps_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The World's time budget may run out while a git child is being spawned; the child is still killed and
+    waited for, never left running for the garbage collector to warn about."""
+    real_open = anyio.open_process
+    spawned: list[anyio.abc.Process] = []
+
+    async def slow_open(*args: object, **kwargs: object) -> anyio.abc.Process:
+        process = await real_open(*args, **kwargs)  # type: ignore[arg-type]
+        spawned.append(process)
+        await anyio.sleep(0.3)  # the caller's deadline passes here, after the child exists
+        return process
+
+    monkeypatch.setattr(anyio, "open_process", slow_open)
+    with anyio.move_on_after(0.05):
+        await world_module._run(["sleep", "30"], "/", dict(os.environ), 60.0)
+    assert len(spawned) == 1 and spawned[0].returncode is not None
