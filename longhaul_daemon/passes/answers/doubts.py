@@ -71,7 +71,7 @@ FORGET_MARKERS: tuple[str, ...] = ("forget", "disregard", "scratch")
 _FORGET = re.compile(r"(?<![\w'’-])(?:" + "|".join(FORGET_MARKERS) + r")(?![\w'’-])", re.IGNORECASE)
 # Ours: words that bound a request to this once. A `rule` label on a message holding one, and no standing
 # marker the reading picks, records nothing: the model called a one-off a rule.
-ONE_OFF_MARKERS: tuple[str, ...] = (*THIS_ONCE, "this particular")
+ONE_OFF_MARKERS: tuple[str, ...] = THIS_ONCE  # "this particular" among them
 _ONE_OFF = re.compile(
     r"(?<![\w'’-])(?:" + "|".join(m.replace(" ", r"\s+") for m in ONE_OFF_MARKERS) + r")(?![\w'’-])",
     re.IGNORECASE,
