@@ -92,9 +92,12 @@ def _agent_dir(root: Path, base_url: str) -> Path:
     return agent
 
 
-def _score(files: Sequence[Path], agent: Path, jobs: int, cwd: Path, model: str) -> dict[str, Any]:
+def _score(
+    files: Sequence[Path], agent: Path, jobs: int, cwd: Path, model: str, keep: Path | None = None
+) -> dict[str, Any]:
     argv = [sys.executable, "-m", "longhaul_daemon", "score", *map(str, files), "--model", model]
     argv += ["--yes", "--agent-dir", str(agent), "--json", "--jobs", str(jobs)]
+    argv += ["--keep", str(keep)] if keep is not None else []
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"score exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
@@ -209,7 +212,7 @@ def _real_model(args: argparse.Namespace, root: Path) -> str:
                 len(write_transcript(s, f, root / "scratch" / s.name).compactions)
                 for s, f in zip(chosen, files, strict=True)
             ]
-            document = _score(files, agent, args.jobs, root, f"{PROVIDER}/{MODEL_ID}")
+            document = _score(files, agent, args.jobs, root, f"{PROVIDER}/{MODEL_ID}", args.keep)
             setup = f"SmolLM2-135M-Instruct (realmodel/server.py, {args.threads} thread, temperature 0)"
             parts.append(f"**{half}** half of the model bench's corpus:\n\n" + table(document, setup, chains))
     if not parts:
@@ -231,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--half", choices=(*HALVES, *GROUPS), default="both", help="--real-model")
     parser.add_argument("--only", action="append", help="--real-model: only this session (repeatable)")
     parser.add_argument("--threads", type=int, default=1, help="--real-model: model server threads")
+    parser.add_argument("--keep", type=Path, help="--real-model: keep each replayed session file here")
     args = parser.parse_args(argv)
     speed = Speed(args.input_tps, args.output_tps)
     root = Path(tempfile.mkdtemp(prefix="lh-bench-"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["ObjectScanner", "top_level_groups"]
+__all__ = ["SALVAGE_TRIES", "ObjectScanner", "closed_prefix", "top_level_groups"]
 
 _SPECIAL = re.compile(r'[{}"\\]')  # the only characters that change the scanner's state inside a group
 _IN_STRING = re.compile(r'["\\]')
@@ -164,3 +164,56 @@ def top_level_groups(text: str) -> tuple[list[str], str | None]:
     scanner = ObjectScanner()
     groups = [group for group, _ in scanner.feed(text)]
     return groups, scanner.pending
+
+
+_CLOSERS = {"{": "}", "[": "]"}
+SALVAGE_TRIES = 64  # cut points tried, newest first: a reply's last items are where it was cut
+
+
+def _boundary(stack: list[str]) -> bool:
+    """Whether a cut here falls between list items or between the group's own members."""
+    return bool(stack) and (stack[-1] == "[" or len(stack) == 1)
+
+
+def closed_prefix(group: str) -> str | None:
+    """The open ``group`` (a reply cut at its output limit) cut back to the last member or item that was
+    whole, with its open brackets closed; None when no such cut decodes.
+
+    Cut points are just before a ``,`` and just after a ``}`` or ``]``, where everything before is complete
+    JSON but for the brackets still open, and only between the items of a list or the members of the group
+    itself: a cut between the members of an item would keep half an item, which reads as a defect. They are
+    tried from the newest, at most :data:`SALVAGE_TRIES`, so the cost is bounded by the reply, not by how
+    often a cut fails to decode.
+    """
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []
+    in_string = escaped = False
+    for at, ch in enumerate(group):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in _CLOSERS:
+            stack.append(ch)
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+            if _boundary(stack):
+                cuts.append((at + 1, "".join(_CLOSERS[c] for c in reversed(stack))))
+        elif ch == "," and _boundary(stack):
+            cuts.append((at, "".join(_CLOSERS[c] for c in reversed(stack))))
+    for end, closers in reversed(cuts[-SALVAGE_TRIES:]):
+        text = group[:end] + closers
+        try:
+            json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        return text
+    return None

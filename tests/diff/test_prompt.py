@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from longhaul_daemon.passes.answers.extract import Defect
+from longhaul_daemon.passes.answers.extract import Defect, normalize, parse_answer
 from longhaul_daemon.passes.answers.schema import ANSWER_KEYS, AnswerShape
 from longhaul_daemon.passes.prompting.instructions import QUESTION_SYSTEM_PROMPT, SCHEMA, SYSTEM_PROMPT
 from longhaul_daemon.passes.prompting.message_text import collapse_repeats
@@ -362,4 +362,6 @@ def test_diff_5_the_prompts_example_is_an_answer_of_the_schema() -> None:
     """DIFF-5: the example answer in the instructions has every key, in the shape the schema checks."""
     example, _ = json.JSONDecoder().raw_decode(SCHEMA[SCHEMA.index("{") :])
     assert set(example) == set(ANSWER_KEYS)
-    AnswerShape.model_validate(example)
+    assert isinstance(example["labels"], dict)  # keyed by message id, as each call's schema asks
+    AnswerShape.model_validate(normalize(example))
+    assert parse_answer(json.dumps(example), ["u14"], ["C12"]).defects == ()

@@ -36,7 +36,7 @@ def test_lift_12_block_has_the_header_the_questions_in_message_order_and_the_rep
     assert asked == (Q9, Q17)
     assert text.startswith(QUESTION_HEADER) and text.endswith(QUESTION_FOOTER)
     assert "own words" in QUESTION_HEADER and "quotes, pastes" in QUESTION_HEADER
-    assert '{"labels":[{"msg":' in QUESTION_FOOTER
+    assert '{"labels":{"u<n>":' in QUESTION_FOOTER
     assert text.index(Q9.text) < text.index(Q17.text)
 
 

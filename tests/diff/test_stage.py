@@ -65,7 +65,7 @@ async def test_fail1_ours_missing_labels_alone_are_asked_in_a_short_label_call()
     assert [m.role for m in call.messages] == ["user"]  # not the chunk's conversation again
     assert "Fix the bug." in call.last_user and "Never add new dependencies." not in call.last_user
     assert call.schema is not None and call.schema.name == "diff_label_reply"
-    assert call.schema.schema["properties"]["labels"]["items"]["properties"]["msg"]["enum"] == ["u2"]
+    assert call.schema.schema["properties"]["labels"]["required"] == ["u2"]
     assert result.closed_as == "whole" and result.held == ()
     [chunk] = result.chunks
     assert chunk.judged == {"u1", "u2"}
@@ -276,7 +276,7 @@ async def test_lift10_a_question_round_follows_a_settled_answer() -> None:
     # and a schema asking for the asked labels alone, not the answer's other lists
     schema = model.calls[1].schema
     assert schema is not None and list(schema.schema["properties"]) == ["labels"]
-    assert schema.schema["properties"]["labels"]["items"]["properties"]["msg"]["enum"] == ["u17"]
+    assert schema.schema["properties"]["labels"]["required"] == ["u17"]
     label = result.chunks[0].labels[0]
     assert label.rule is not None and [lift.target for lift in label.lifts] in (["R2"], ["u2"])
 

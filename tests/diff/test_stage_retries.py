@@ -143,21 +143,71 @@ async def test_diff19_the_first_budget_is_the_chunks_need_capped_at_max_tokens()
 
 async def test_issue_11_each_call_holds_labels_to_the_messages_asked_about() -> None:
     """A constrained small model repeated label items until its output limit: the schema of a chunk's calls
-    allows exactly one label per offered message, each naming one of them; other lists keep their bounds."""
+    allows exactly one label per offered message, keyed by its id; other lists keep their bounds."""
     model = ScriptedModel(answer({"u1": "lifts R9"}), GOOD)  # a defect beside the missing label: full retry
     await run(SPAN, model)
     assert [c.kind for c in model.calls] == ["first", "retry"]
     for call in model.calls:  # the first call and its retry
         assert call.schema is not None
         labels = call.schema.schema["properties"]["labels"]
-        assert (labels["minItems"], labels["maxItems"]) == (2, 2)
-        assert labels["items"]["properties"]["msg"] == {"type": "string", "enum": ["u1", "u2"]}
+        assert labels["required"] == ["u1", "u2"] and labels["additionalProperties"] is False
+        forms = labels["properties"]["u2"]["properties"]["label"]["enum"]
+        assert forms == ["rule", "not a rule"]  # once each, held to its forms
         assert call.schema.schema["properties"]["decisions"]["maxItems"] == 8
     asked = ScriptedModel(answer({"u1": "rule"}), GOOD)  # only u2 unlabeled: the label call asks for u2
     await run(SPAN, asked)
     label_schema = asked.calls[1].schema
     assert label_schema is not None and asked.calls[1].kind == "label-retry"
     labels = label_schema.schema["properties"]["labels"]
-    assert (labels["minItems"], labels["maxItems"]) == (1, 1)
-    assert labels["items"]["properties"]["msg"] == {"type": "string", "enum": ["u2"]}
+    assert labels["required"] == ["u2"] and list(labels["properties"]) == ["u2"]
     assert set(label_schema.schema["properties"]) == {"labels"}
+
+
+# Ours, after FAIL-7: a begun answer cut at the last room it gets keeps its whole labels and prose.
+
+CUT_AFTER_PROSE = (
+    '{"labels": {"u1": {"label": "rule"}, "u2": {"label": "not a rule"}}, "narrative": "Fixed the bug.", '
+    '"now": "Run the tests.", "decisions": [{"text": "Use a regex", "why": "simpler", "evidence": []}, '
+    '{"text": "Keep the par'
+)
+
+
+async def test_an_answer_cut_after_its_prose_at_the_last_room_is_salvaged() -> None:
+    """The cap cannot be raised (``maxTokens`` reached): the answer is cut back to its last whole item and
+    closed, so the labels and prose count, one call, and the lost tail is counted."""
+    model = ScriptedModel((CUT_AFTER_PROSE, LENGTH), max_tokens=SPAN_NEED)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert (result.closed_as, result.narrative) == ("whole", "Fixed the bug.")
+    [chunk] = result.chunks
+    assert [d.text for d in chunk.decisions] == ["Use a regex"]
+    assert result.dropped.get("cut-reply-tail") == 1
+    assert model.unusable == 0
+
+
+async def test_fail_7_comes_first_a_raisable_cut_answer_is_asked_again() -> None:
+    model = ScriptedModel((CUT_AFTER_PROSE, LENGTH), GOOD)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "raised-budget"]
+    assert result.closed_as == "whole" and "cut-reply-tail" not in result.dropped
+
+
+async def test_a_cut_answer_without_its_prose_is_not_salvaged() -> None:
+    """Labels alone are not an answer: DIFF-4 needs the narrative and Now, so the chunk stays unparsed."""
+    cut = '{"labels": {"u1": {"label": "rule"}, "u2": {"label": "rule"}}, "narrative": "1.1.1.1.1.1.1.1'
+    model = ScriptedModel((cut, LENGTH), max_tokens=SPAN_NEED)
+    result = await run(SPAN, model)
+    assert (result.closed_as, result.reason) == ("narrative-less", "unparsable-answer")
+    assert model.unusable == 1
+
+
+async def test_a_salvaged_answer_with_a_defect_gets_no_format_retry() -> None:
+    """The retry would meet the same output limit on a longer prompt: the salvaged answer stands, its bad
+    item left out."""
+    cut = CUT_AFTER_PROSE.replace(
+        '"decisions": [', '"values": [{"name": "n", "value": 5, "turn": "u1"}], "decisions": ['
+    )
+    model = ScriptedModel((cut, LENGTH), max_tokens=SPAN_NEED)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert result.closed_as == "whole" and result.dropped.get("values") == 1

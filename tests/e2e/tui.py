@@ -95,6 +95,11 @@ class PiScreen:
         """What the terminal shows now, one line per row, trailing blanks dropped."""
         return self._tmux("capture-pane", "-p", "-t", SESSION)
 
+    def history(self) -> str:
+        """The screen with every row scrolled off above it (tmux's scrollback, ``capture-pane -S -``): what a
+        person reads by scrolling up."""
+        return self._tmux("capture-pane", "-p", "-S", "-", "-t", SESSION)
+
     def type(self, text: str) -> None:
         """Type ``text`` literally, then Enter."""
         self._tmux("send-keys", "-t", SESSION, "-l", text)
@@ -104,16 +109,23 @@ class PiScreen:
         self._tmux("send-keys", "-t", SESSION, *keys)
 
     def wait_until(
-        self, check: Callable[[str], bool], what: str, *, timeout: float = DEFAULT_TIMEOUT_S
+        self,
+        check: Callable[[str], bool],
+        what: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        scrollback: bool = False,
     ) -> str:
-        """Poll the screen until ``check(screen)`` holds; return that screen, or fail showing the last one."""
+        """Poll the screen (with ``scrollback``, :meth:`history`) until ``check`` holds on it; return what it
+        showed then, or fail showing the last one."""
+        read = self.history if scrollback else self.screen
         deadline = time.monotonic() + timeout
-        shown = self.screen()
+        shown = read()
         while not check(shown):
             if time.monotonic() > deadline:
                 raise ScreenError(f"the screen never showed {what} within {timeout} s; it shows:\n{shown}")
             time.sleep(POLL_S)
-            shown = self.screen()
+            shown = read()
         return shown
 
     def wait_for_text(self, text: str, *, timeout: float = DEFAULT_TIMEOUT_S) -> str:

@@ -16,7 +16,8 @@ from models.scripted_http import Reply, ScriptedServer, json_reply, scripted_ser
 from models.wires import OPENAI_COMPLETIONS, answer_stream
 
 from longhaul_daemon.models.access import ModelAccess
-from longhaul_daemon.passes.answers.schema import answer_schema
+from longhaul_daemon.passes.answers.call_schemas import answer_schema
+from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.fold import fold
 from longhaul_daemon.passes.model_calls import UNUSABLE_KEY, unusable_routes
 from longhaul_daemon.passes.run import run_pass
@@ -65,14 +66,18 @@ async def test_the_diff_asks_for_the_answer_schema_as_structured_output(
     server.script.append(answer_reply({"u1": "rule", "u2": "not a rule"}))
     result = await run_pass(with_model(session.params(keep(session)), server), pass_id="p1")
     [sent] = server.requests
-    expected = answer_schema(["u1", "u2"], required=2)  # the span's two messages, one label each
+    offered = [
+        OfferedMessage("u1", "Never add new dependencies without asking me first."),
+        OfferedMessage("u2", "Fix the failing test."),
+    ]
+    expected = answer_schema(offered, lifts={})  # the span's two messages, one label each, keyed by id
     assert sent.body["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "diff_answer", "schema": dict(expected.schema), "strict": True},
     }
     schema = sent.body["response_format"]["json_schema"]["schema"]
     assert schema["required"][:3] == ["labels", "narrative", "now"] and "fixed" in schema["required"]
-    assert schema["properties"]["labels"]["maxItems"] == 2
+    assert schema["properties"]["labels"]["required"] == ["u1", "u2"]
     assert result.diagnostics is not None
     narrative = result.diagnostics.narrative
     assert narrative["structured"] == {"json_schema": 1} and narrative["structuredSkipped"] == {}

@@ -51,7 +51,7 @@ def diff_answer(prompt: str) -> str:
     asked = _ASKED.findall(prompt)
     ids = _USER_ID.findall(asked[-1]) if asked else []
     answer = {
-        "labels": [{"msg": uid, "label": "not a rule"} for uid in ids],
+        "labels": {uid: {"label": "not a rule"} for uid in ids},  # keyed, as the call's schema asks
         "decisions": [],
         "deadEnds": [],
         "narrative": FIXED_NARRATIVE,

@@ -5,9 +5,11 @@ The answer is one JSON object of :class:`~longhaul_daemon.passes.answers.schema.
 DIFF-17), ``begun`` (an answer object that never closes or parses: the retry note may fix it), ``foreign``
 (only objects of another shape: an echo of the prompt, whose tool results hold JSON) or ``none``. The shape
 check is ours, so an echo is never taken for the answer: at most :data:`UNKNOWN_KEYS_TOLERATED` unknown keys,
-and ``labels`` as a list (empty, or with an item naming ``msg``) or else both ``narrative`` and ``now``.
-Objects are found by :mod:`longhaul_daemon.models.json_scan`, the scanner that ends a streamed reply, so the
-stream is cut exactly where this reads.
+and ``labels`` as a list (empty, or with an item naming ``msg``) or as an object keyed by message id (empty,
+or with a ``u<n>`` key: the form each call's schema asks for, :mod:`.call_schemas`), or else both
+``narrative`` and ``now``. The keyed form is read as the list it stands for (:func:`label_items`). Objects
+are found by :mod:`longhaul_daemon.models.json_scan`, the scanner that ends a streamed reply, so the stream
+is cut exactly where this reads.
 
 :func:`parse_answer` never raises on model output: what is wrong becomes a :class:`Defect` for the retry
 note (FAIL-1) or a dropped count. ``narrative`` and ``now`` are required (DIFF-4); a ``null`` list is
@@ -25,7 +27,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from longhaul_daemon.models.json_scan import top_level_groups
+from longhaul_daemon.models.json_scan import closed_prefix, top_level_groups
 from longhaul_daemon.passes.answers.labels import Label, check_targets, format_label, parse_label
 from longhaul_daemon.passes.answers.schema import (
     ANSWER_KEYS,
@@ -68,13 +70,16 @@ __all__ = [
     "cut_to_bounds",
     "extract_json",
     "find_answer",
+    "label_items",
     "normalize",
     "parse_answer",
+    "salvage",
     "verify_answer",
     "verify_labels",
 ]
 
 UNKNOWN_KEYS_TOLERATED = 2
+_MESSAGE_ID = re.compile(r"u[1-9][0-9]*")
 # an object opening with an answer key; single quotes too, for a model writing a Python dict
 _BEGUN = re.compile(r"""\{\s*["'](?:""" + "|".join(sorted(map(re.escape, ANSWER_KEYS))) + r""")["']""")
 
@@ -87,13 +92,47 @@ def answer_shaped(obj: dict[str, Any]) -> bool:
     labels = obj.get("labels")
     if isinstance(labels, list):
         return not labels or any(isinstance(item, dict) and "msg" in item for item in labels)
+    if isinstance(labels, dict):
+        return not labels or any(_MESSAGE_ID.fullmatch(key) for key in labels)
     return "narrative" in obj and "now" in obj
+
+
+def label_items(labels: object) -> object:
+    """``labels`` in the list form the reader checks: the keyed form the schema asks for (``{"u3": "rule"}``,
+    ``{"u3": {"label": …, "words": …}}``, ``null`` for none) becomes ``[{"msg": "u3", …}]`` in key order;
+    a list, or anything else, is returned as it is."""
+    if not isinstance(labels, dict):
+        return labels
+    items: list[Any] = []
+    for msg, value in labels.items():
+        if isinstance(value, str):
+            items.append({"msg": msg, "label": value})
+        elif isinstance(value, dict):
+            items.append({**value, "msg": msg})
+        elif value is not None:
+            items.append({"msg": msg, "label": value})  # the wrong type, reported as a list item would be
+    return items
 
 
 def answer_with_prose(obj: dict[str, Any]) -> bool:
     """An answer cut short may stand for the whole reply only when it has the answer's shape and its prose
     already came (the schema puts narrative and now before the lists a looping model repeats)."""
     return answer_shaped(obj) and isinstance(obj.get("narrative"), str) and isinstance(obj.get("now"), str)
+
+
+def salvage(reply_text: str) -> str | None:
+    """Ours: the answer a reply cut at its output limit began, cut back to its last whole member or item and
+    closed (:func:`~longhaul_daemon.models.json_scan.closed_prefix`), when that still holds the labels and
+    the prose (:func:`answer_with_prose`); else None. A small model that loops in a list after its prose, or
+    writes the lists to their bounds, is cut at the limit with the part code needs most already written."""
+    groups, pending = top_level_groups(reply_text)
+    if groups or pending is None or not _BEGUN.match(pending):
+        return None
+    closed = closed_prefix(pending)
+    value = _decode(closed) if closed is not None else None
+    if isinstance(value, dict) and "labels" in value and answer_with_prose(value):
+        return closed
+    return None
 
 
 def _decode(group: str) -> Any:
@@ -157,6 +196,8 @@ def normalize(obj: object) -> object:
 
 def _normalized(obj: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: v for k, v in obj.items() if not (k == "objective" and v is None)}
+    if "labels" in out:
+        out["labels"] = label_items(out["labels"])
     for key in _LISTS:
         if out.get(key) is None:
             out[key] = []

@@ -47,10 +47,7 @@ __all__ = [
     "ReplyForm",
     "ValueAnswer",
     "ValueItem",
-    "answer_schema",
     "cut_to_bounds",
-    "label_call_schema",
-    "question_schema",
     "says_something",
 ]
 
@@ -181,71 +178,6 @@ ANSWER_SCHEMA: Final = OutputSchema(
     schema=_bounded_schema(),
     description="The answer about this span: a label for every listed message, and the state's updates.",
 )
-
-
-def answer_schema(offered: Sequence[str], *, required: int) -> OutputSchema:
-    """:data:`ANSWER_SCHEMA` for one call: ``labels`` holds from ``required`` to ``len(offered)`` items, each
-    naming one of ``offered``. A constrained model can then neither skip messages nor repeat labels until
-    its output limit, which a small model otherwise does.
-
-    Only the path down to what changes is copied; the rest is shared with :data:`ANSWER_SCHEMA`, which no
-    reader mutates (the providers copy before they add to a schema), so no pass pays for a deep copy."""
-    template = ANSWER_SCHEMA.schema
-    ids = list(dict.fromkeys(offered))
-    labels = {**template["properties"]["labels"]}
-    labels["minItems"], labels["maxItems"] = min(max(required, 0), len(ids)), len(ids)
-    if ids:
-        items = labels["items"]
-        msg = {"type": "string", "enum": ids}
-        labels["items"] = {**items, "properties": {**items["properties"], "msg": msg}}
-    schema = {**template, "properties": {**template["properties"], "labels": labels}}
-    return OutputSchema(ANSWER_SCHEMA.name, schema, ANSWER_SCHEMA.description)
-
-
-def question_schema(asked: Sequence[str]) -> OutputSchema:
-    """The question call's reply (LIFT-14): one label for each asked message and nothing else, so a
-    constrained model spends no output on the answer's other lists, which the reply's reader ignores."""
-    ids = list(dict.fromkeys(asked))
-    msg: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
-    item = {
-        "type": "object",
-        "properties": {"msg": msg, "label": {"type": "string"}},
-        "required": ["msg", "label"],
-        "additionalProperties": False,
-    }
-    labels = {"type": "array", "items": item, "minItems": len(ids), "maxItems": len(ids)}
-    schema = {
-        "type": "object",
-        "properties": {"labels": labels},
-        "required": ["labels"],
-        "additionalProperties": False,
-    }
-    return OutputSchema("diff_question_reply", schema, "A label for each message asked about.")
-
-
-def label_call_schema(asked: Sequence[str]) -> OutputSchema:
-    """The label call's reply (FAIL-1, ours): one label for each asked message, with the rule's words where
-    it needs them, and nothing else."""
-    ids = list(dict.fromkeys(asked))
-    msg: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
-    item = {
-        "type": "object",
-        "properties": {
-            "msg": msg,
-            "label": {"type": "string"},
-            "words": {"type": "string", "maxLength": BOUNDS["words"]},
-        },
-        "required": ["msg", "label"],
-        "additionalProperties": False,
-    }
-    labels = {"type": "array", "items": item, "minItems": len(ids), "maxItems": len(ids)}
-    schema = {
-        "type": "object",
-        "properties": {"labels": labels},
-        "required": ["labels"],
-        "additionalProperties": False,
-    }
-    return OutputSchema("diff_label_reply", schema, "A label for each message that had none.")
 
 
 _Text = Annotated[str, Field(max_length=BOUNDS["text"])]

@@ -21,8 +21,8 @@ verification run in a worker thread so the event loop keeps serving (PASS-21).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Protocol
 
@@ -31,10 +31,15 @@ from longhaul_daemon.models.completion import CompletionResult
 from longhaul_daemon.models.request import Message
 from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.offload import Offload
+from longhaul_daemon.passes.answers.call_schemas import (
+    answer_schema,
+    label_call_schema,
+    lift_targets,
+    question_schema,
+)
 from longhaul_daemon.passes.answers.events import ChunkContext, ChunkEvents, Evaluation
-from longhaul_daemon.passes.answers.extract import ParsedAnswer, parse_answer
+from longhaul_daemon.passes.answers.extract import ParsedAnswer, parse_answer, salvage
 from longhaul_daemon.passes.answers.questions import question_block, read_question_reply, with_additions
-from longhaul_daemon.passes.answers.schema import answer_schema, label_call_schema, question_schema
 from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.passes.diff.label_call import label_call_prompt, missing_labels_only, with_labels
 from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN
@@ -52,6 +57,7 @@ from longhaul_daemon.state.model import ClosedAs
 __all__ = ["UNLABELED", "DiffInputs", "DiffModel", "DiffResult", "run_diff"]
 
 UNLABELED = "unlabeled-messages"  # the reason of a partial close (FAIL-4, ours)
+SALVAGED = "cut-reply-tail"  # dropped: a cut answer's tail after its last whole part (FAIL-7, ours)
 _REPLY_SHOWN = 8000  # how much of a flawed reply the retry shows back to the model, in characters
 
 
@@ -123,7 +129,14 @@ def _failure_code(error: ModelCallError) -> str:
 class _Chunk:
     """The calls of one chunk, in the order FAIL-1, FAIL-2, FAIL-7 and LIFT-10..18 give them."""
 
-    def __init__(self, model: DiffModel, prompt: Prompt, ctx: ChunkContext, offload: Offload) -> None:
+    def __init__(
+        self,
+        model: DiffModel,
+        prompt: Prompt,
+        ctx: ChunkContext,
+        lifts: Mapping[str, Sequence[str]],
+        offload: Offload,
+    ) -> None:
         self._model = model
         self._offload = offload
         self._prompt = prompt
@@ -133,8 +146,8 @@ class _Chunk:
         self._strict = model.failed_before()  # at most one retry of either kind in this chunk
         self._retries = 0
         self._ids = [m.id for m in ctx.offered]
-        required = sum(1 for m in self._ids if m not in ctx.label_optional)
-        self._schema = answer_schema(self._ids, required=required)
+        self._lifts = lifts  # the lifts each message's label may name: code's reading (call_schemas)
+        self._schema = answer_schema(ctx.offered, lifts=lifts, optional=ctx.label_optional)
 
     async def _parse(self, text: str) -> ParsedAnswer:
         """The reply read as an answer; off the loop for a big pass, since a big span's answer is big too."""
@@ -156,9 +169,28 @@ class _Chunk:
             self._prompt.system, messages, kind=kind, max_output_tokens=self._budget, schema=self._schema
         )
         parsed = await self._parse(result.text)
+        if not parsed.parsed and result.cut_off and parsed.form == "begun" and self._last_room(kind):
+            parsed = await self._salvaged(result.text, parsed)
         if not parsed.parsed:
             self._model.note_unusable()
         return result, parsed
+
+    def _last_room(self, kind: str) -> bool:
+        """Whether a cut reply of this call gets no more room: FAIL-7's raise is spent or impossible."""
+        return kind == "raised-budget" or self._raised or self._model.raised_budget(self._budget) is None
+
+    async def _salvaged(self, text: str, parsed: ParsedAnswer) -> ParsedAnswer:
+        """Ours, after FAIL-7: a begun answer cut at the last room it gets, cut back to its last whole part;
+        taken only when its labels and prose came (:func:`~.extract.salvage`), else ``parsed`` stands."""
+        closed = await self._offload.run(partial(salvage, text))
+        if closed is None:
+            return parsed
+        kept = await self._parse(closed)
+        if not kept.parsed:
+            return parsed
+        dropped = Counter(kept.dropped)
+        dropped[SALVAGED] += 1  # what came after the last whole part is lost, and counted
+        return replace(kept, dropped=dict(dropped))
 
     async def _ask(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
         """One call; a reply cut off with nothing usable is asked again, budget raised (FAIL-7, FAIL-8)."""
@@ -185,7 +217,13 @@ class _Chunk:
         settled, threw = parsed, False
         # A begun answer cut at the output limit is retried with more room (FAIL-7, in _ask) or not at all:
         # a format note at the same limit, on a longer prompt, is cut again.
-        fixable = bool(first.defects) if parsed.parsed else parsed.form == "begun" and not reply.cut_off
+        # So is a salvaged one (cut back after the cap): its defects would meet the same limit again.
+        salvaged = SALVAGED in parsed.dropped
+        fixable = (
+            bool(first.defects) and not salvaged
+            if parsed.parsed
+            else parsed.form == "begun" and not reply.cut_off
+        )
         unlabeled = missing_labels_only(first.defects) if parsed.parsed else ()
         if unlabeled and self._may_retry():
             self._retries += 1  # FAIL-1, ours: the one retry asks for the missing labels alone
@@ -215,13 +253,15 @@ class _Chunk:
     async def _label_call(self, first: ParsedAnswer, asked: Sequence[str]) -> tuple[ParsedAnswer, bool]:
         """The retry of an answer whose only defects are missing labels (``label_call``): the first answer
         with the labels the call gave joined to it, and whether the call threw."""
+        wanted = set(asked)
+        schema = label_call_schema([m for m in self._ctx.offered if m.id in wanted], lifts=self._lifts)
         try:
             result = await self._model.call(
                 LABEL_SYSTEM_PROMPT,
                 (Message("user", label_call_prompt(asked, self._ctx)),),
                 kind="label-retry",
                 max_output_tokens=self._budget,
-                schema=label_call_schema(asked),
+                schema=schema,
             )
         except ModelCallError:
             return first, True  # the first answer stands, its unlabeled messages held back
@@ -290,7 +330,8 @@ async def run_diff(inputs: DiffInputs, model: DiffModel) -> DiffResult:
             ledger_ids=ledger_ids,
         )
         prompt, ctx = await inputs.offload.run(prepare)
-        outcome = await _Chunk(model, prompt, ctx, inputs.offload).run()
+        lifts = await inputs.offload.run(partial(lift_targets, ctx.offered, ctx.rules))
+        outcome = await _Chunk(model, prompt, ctx, lifts, inputs.offload).run()
         if outcome.events is None:
             failures.append(outcome.failure or "unverified")
         else:

@@ -268,8 +268,9 @@ LABEL_CALL_HEADER = (
     "anything else, `lifts T` when the user withdraws a rule in force."
 )
 LABEL_CALL_FOOTER = (
-    'Reply with one JSON object {"labels":[{"msg":"u<n>","label":"...","words":"..."}]} holding one label '
-    "for each message above; `words` only for a rule in a message marked as needing exact words."
+    'Reply with one JSON object {"labels":{"u<n>":{"label":"..."}}} holding one label for each message '
+    "above, keyed by its id; `words` beside the label only for a rule in a message marked as needing exact "
+    "words."
 )
 
 

@@ -1,0 +1,177 @@
+"""Each Diff call's own schema: labels keyed by the messages it offers, each held to the forms it may take.
+
+A list of ``{msg, label}`` items bounded by ``minItems`` and ``maxItems`` does not stop a small model
+skipping one message and naming another twice, or looping on the prompt's example id until its output limit
+(seen with SmolLM2-135M on the model bench). So ``labels`` is an object with one required property per
+offered id, in offered order (DIFF-5, ours): a constrained model writes every id exactly once, in order.
+
+Each value is ``{label}``, the label one of :func:`label_forms` (LABEL-1): ``rule``, ``not a rule``, and the
+lifts of the targets code's own withdrawal reading finds for that message before the call
+(:func:`lift_targets`): a rule in force, or an earlier offered message, whose lift the store's check passes
+on this message's words. No other lift could pass that check (LIFT-1, LIFT-16), so none is offered; a small
+model offered every target chained ``rule and lifts`` the message before down the whole list. The model
+confirms or ignores code's reading in the call it makes anyway, and a rule that replaces one without
+withdrawal words still gets its LIFT-10 question. A message whose rule needs exact words (QUOTE-4) takes
+``{label, words}``; a message that may go unlabeled (a picked takeover message, TAKEOVER-20) may be
+``null``. The value is an object, not the bare label, because a small model anchors on the ``label`` key:
+asked for bare strings it filled them with the first words of the conversation.
+
+Two limits, both ours. A label names one target: pairs would multiply the forms, and the question round
+asks about a narrowing a lift missed (LIFT-7). And OpenAI takes at most 1,000 enum values in a schema: past
+:data:`LABEL_FORMS_CAP` a call's labels are plain strings, still keyed. A route without the schema may send
+any LABEL-1 label, keyed or as the list (:func:`~.extract.label_items`); the reader takes either, and the
+store checks every lift as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Final
+
+from longhaul_daemon.models.structured import OutputSchema
+from longhaul_daemon.passes.answers.doubts import StandingRule, withdrawal_candidates
+from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
+from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
+from longhaul_daemon.state.model import Rule
+
+__all__ = [
+    "LABEL_FORMS_CAP",
+    "answer_schema",
+    "keyed_labels",
+    "label_call_schema",
+    "label_forms",
+    "lift_targets",
+    "needs_words",
+    "question_schema",
+]
+
+LABEL_FORMS_CAP: Final = 800  # enum values in one call's labels; OpenAI refuses a schema past 1,000 in all
+_NULL: Final = {"type": "null"}
+
+
+def label_forms(targets: Sequence[str]) -> list[str]:
+    """LABEL-1's forms with one target each, as the canonical spelling :func:`~.labels.parse_label` reads."""
+    return [
+        "rule",
+        "not a rule",
+        *(f"lifts {t}" for t in targets),
+        *(f"rule and lifts {t}" for t in targets),
+    ]
+
+
+def needs_words(message: OfferedMessage) -> bool:
+    """Whether a ``rule`` label on ``message`` needs exact words (QUOTE-4): longer than a long message, or
+    shown as an excerpt only (QUOTE-16). Shorter ones are recorded whole (QUOTE-2, QUOTE-3)."""
+    return message.excerpt_only or len(quotable_text(message.text)) > LONG_MESSAGE
+
+
+def lift_targets(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> dict[str, list[str]]:
+    """For each offered message, the targets whose lift the store's check would pass on its words (LIFT-1,
+    LIFT-2, LIFT-4): the rules in force (``rules``, by the id a label uses) and the earlier offered messages
+    short enough to be a rule whole, read as the rule they would give. Code's own withdrawal reading
+    (:func:`~.doubts.withdrawal_candidates`), run before the call instead of after it."""
+    replaced: dict[str, list[str]] = {}
+    for lifted in rules:
+        if lifted.liftedBy is not None:
+            replaced.setdefault(lifted.liftedBy, []).append(lifted.words)
+    standing = [
+        StandingRule(r.id, r.message, r.words, tuple(replaced.get(r.message, ())))
+        for r in rules
+        if not r.lifted
+    ]
+    for message in offered:
+        words = quotable_text(message.text)
+        if words and not needs_words(message):
+            standing.append(StandingRule(message.id, message.id, words))
+    found: dict[str, list[str]] = {}
+    for candidate in withdrawal_candidates(offered, standing):
+        if candidate.passes and candidate.rule.name not in found.get(candidate.msg, ()):
+            found.setdefault(candidate.msg, []).append(candidate.rule.name)
+    return found
+
+
+def keyed_labels(
+    offered: Sequence[str],
+    *,
+    lifts: Mapping[str, Sequence[str]] | None = None,
+    with_words: Collection[str] = (),
+    optional: Collection[str] = (),
+) -> dict[str, Any]:
+    """The ``labels`` object: one required property per id of ``offered`` (repeats collapse), in order, each
+    ``{label}``.
+
+    ``lifts``: the targets each message's label may name (none: ``rule`` and ``not a rule`` only; ``None``
+    for the whole map: plain strings); ``with_words``: ids whose value is ``{label, words}``; ``optional``:
+    ids whose value may be ``null``.
+    """
+    ids = list(dict.fromkeys(offered))
+    forms = [label_forms((lifts or {}).get(msg, ())) for msg in ids]
+    plain = lifts is None or sum(map(len, forms)) > LABEL_FORMS_CAP
+    properties: dict[str, Any] = {}
+    for msg, allowed in zip(ids, forms, strict=True):
+        label: dict[str, Any] = {"type": "string"} if plain else {"type": "string", "enum": allowed}
+        fields = (
+            {"label": label, "words": {"anyOf": [{"type": "string"}, _NULL]}}
+            if msg in with_words
+            else {"label": label}
+        )
+        value = {
+            "type": "object",
+            "properties": fields,
+            "required": list(fields),
+            "additionalProperties": False,
+        }
+        properties[msg] = {"anyOf": [value, _NULL]} if msg in optional else value
+    return {"type": "object", "properties": properties, "required": ids, "additionalProperties": False}
+
+
+def _labels_only(name: str, labels: dict[str, Any], description: str) -> OutputSchema:
+    schema = {
+        "type": "object",
+        "properties": {"labels": labels},
+        "required": ["labels"],
+        "additionalProperties": False,
+    }
+    return OutputSchema(name, schema, description)
+
+
+def answer_schema(
+    offered: Sequence[OfferedMessage],
+    *,
+    lifts: Mapping[str, Sequence[str]] | None = None,
+    optional: Collection[str] = (),
+) -> OutputSchema:
+    """:data:`~.schema.ANSWER_SCHEMA` for one call, its ``labels`` keyed by the offered messages.
+
+    Only the top level is copied; the rest is shared with the template, which no reader mutates (the
+    providers copy before they add to a schema), so no pass pays for a deep copy."""
+    template = ANSWER_SCHEMA.schema
+    labels = keyed_labels(
+        [m.id for m in offered],
+        lifts=lifts,
+        with_words={m.id for m in offered if needs_words(m)},
+        optional=optional,
+    )
+    schema = {**template, "properties": {**template["properties"], "labels": labels}}
+    return OutputSchema(ANSWER_SCHEMA.name, schema, ANSWER_SCHEMA.description)
+
+
+def label_call_schema(
+    asked: Sequence[OfferedMessage], *, lifts: Mapping[str, Sequence[str]] | None = None
+) -> OutputSchema:
+    """The label call's reply (FAIL-1, ours): a label for each asked message, keyed and held as the answer's
+    are, and nothing else."""
+    labels = keyed_labels(
+        [m.id for m in asked], lifts=lifts, with_words={m.id for m in asked if needs_words(m)}
+    )
+    return _labels_only("diff_label_reply", labels, "A label for each message that had none.")
+
+
+def question_schema(asked: Sequence[str]) -> OutputSchema:
+    """The question call's reply (LIFT-14): one label for each asked message and nothing else, so a
+    constrained model spends no output on the answer's other lists, which the reply's reader ignores.
+
+    The labels stay free strings: a question offers a change and a way to decline, and only a reply in the
+    offered form changes anything (LIFT-15), so a weak model forced to pick one could confirm a lift it never
+    read; keyed, it still cannot skip or repeat a message."""
+    return _labels_only("diff_question_reply", keyed_labels(asked), "A label for each message asked about.")
