@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["SALVAGE_TRIES", "ObjectScanner", "closed_prefix", "top_level_groups"]
+__all__ = ["SALVAGE_TRIES", "ObjectScanner", "closed_in_string", "closed_prefix", "top_level_groups"]
 
 _SPECIAL = re.compile(r'[{}"\\]')  # the only characters that change the scanner's state inside a group
 _IN_STRING = re.compile(r'["\\]')
@@ -175,6 +175,42 @@ def _boundary(stack: list[str]) -> bool:
     return bool(stack) and (stack[-1] == "[" or len(stack) == 1)
 
 
+def _cuts(group: str) -> tuple[list[tuple[int, str]], bool]:
+    """Where ``group`` may be cut and the closers each cut needs (see :func:`closed_prefix`), and whether it
+    ends inside a string that is the value of one of the group's own members."""
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []
+    in_string = escaped = False
+    member_value = False  # the open string is a value of the group's own object
+    last = ""  # the last character outside strings that is not a space
+    for at, ch in enumerate(group):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                last = '"'
+            continue
+        if ch.isspace():
+            continue
+        if ch == '"':
+            in_string, member_value = True, len(stack) == 1 and last == ":"
+        elif ch in _CLOSERS:
+            stack.append(ch)
+        elif ch in "}]":
+            if not stack:
+                return [], False
+            stack.pop()
+            if _boundary(stack):
+                cuts.append((at + 1, "".join(_CLOSERS[c] for c in reversed(stack))))
+        elif ch == "," and _boundary(stack):
+            cuts.append((at, "".join(_CLOSERS[c] for c in reversed(stack))))
+        last = ch
+    return cuts, in_string and member_value and not escaped
+
+
 def closed_prefix(group: str) -> str | None:
     """The open ``group`` (a reply cut at its output limit) cut back to the last member or item that was
     whole, with its open brackets closed; None when no such cut decodes.
@@ -185,30 +221,7 @@ def closed_prefix(group: str) -> str | None:
     tried from the newest, at most :data:`SALVAGE_TRIES`, so the cost is bounded by the reply, not by how
     often a cut fails to decode.
     """
-    stack: list[str] = []
-    cuts: list[tuple[int, str]] = []
-    in_string = escaped = False
-    for at, ch in enumerate(group):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in _CLOSERS:
-            stack.append(ch)
-        elif ch in "}]":
-            if not stack:
-                return None
-            stack.pop()
-            if _boundary(stack):
-                cuts.append((at + 1, "".join(_CLOSERS[c] for c in reversed(stack))))
-        elif ch == "," and _boundary(stack):
-            cuts.append((at, "".join(_CLOSERS[c] for c in reversed(stack))))
+    cuts, _ = _cuts(group)
     for end, closers in reversed(cuts[-SALVAGE_TRIES:]):
         text = group[:end] + closers
         try:
@@ -217,3 +230,18 @@ def closed_prefix(group: str) -> str | None:
             continue
         return text
     return None
+
+
+def closed_in_string(group: str) -> str | None:
+    """The open ``group`` closed where it was cut, when that was inside a string value of one of its own
+    members (a model writing one member, its prose, on and on to the limit): the string ends there and the
+    group closes after it. None otherwise, or when the result does not decode."""
+    _, in_member_string = _cuts(group)
+    if not in_member_string:
+        return None
+    text = group + '"}'
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return text

@@ -192,13 +192,25 @@ async def test_fail_7_comes_first_a_raisable_cut_answer_is_asked_again() -> None
     assert result.closed_as == "whole" and "cut-reply-tail" not in result.dropped
 
 
-async def test_a_cut_answer_without_its_prose_is_not_salvaged() -> None:
-    """Labels alone are not an answer: DIFF-4 needs the narrative and Now, so the chunk stays unparsed."""
-    cut = '{"labels": {"u1": {"label": "rule"}, "u2": {"label": "rule"}}, "narrative": "1.1.1.1.1.1.1.1'
+async def test_a_cut_inside_the_labels_is_not_salvaged() -> None:
+    """Labels half written are not an answer: the chunk stays unparsed and its messages are carried."""
+    cut = '{"labels": {"u1": {"label": "rule"}, "u2": {"lab'
     model = ScriptedModel((cut, LENGTH), max_tokens=SPAN_NEED)
     result = await run(SPAN, model)
     assert (result.closed_as, result.reason) == ("narrative-less", "unparsable-answer")
     assert model.unusable == 1
+
+
+async def test_a_narrative_written_on_to_the_cap_is_cut_and_the_labels_kept() -> None:
+    """A model that copies the conversation into its narrative until the limit: the labels count, the
+    narrative is cut to its bound with "…", and the Now it never reached says nothing."""
+    cut = '{"labels": {"u1": {"label": "rule"}, "u2": {"label": "not a rule"}}, "narrative": "' + "ab " * 200
+    model = ScriptedModel((cut, LENGTH), max_tokens=SPAN_NEED)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert result.closed_as == "whole" and result.narrative is not None
+    assert result.narrative.endswith("…") and len(result.narrative) <= 240
+    assert result.dropped.get("cut-reply-tail") == 1 and model.unusable == 0
 
 
 async def test_a_salvaged_answer_with_a_defect_gets_no_format_retry() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from longhaul_daemon.models.json_scan import SALVAGE_TRIES, closed_prefix
+from longhaul_daemon.models.json_scan import SALVAGE_TRIES, closed_in_string, closed_prefix
 
 
 def test_a_cut_group_is_closed_after_its_last_whole_item() -> None:
@@ -30,3 +30,11 @@ def test_salvage_tries_are_bounded_by_the_newest_cuts() -> None:
     items = ", ".join(f'{{"t": {n}}}' for n in range(SALVAGE_TRIES * 3))
     closed = closed_prefix('{"b": [' + items + ', {"t": ')
     assert closed is not None and json.loads(closed)["b"][-1] == {"t": SALVAGE_TRIES * 3 - 1}
+
+
+def test_a_cut_inside_a_member_s_string_value_closes_there() -> None:
+    cut = '{"labels": {"u1": {"label": "rule"}}, "narrative": "The amount column is missing. The am'
+    assert json.loads(closed_in_string(cut) or "")["narrative"] == "The amount column is missing. The am"
+    assert closed_in_string('{"labels": {"u1": {"label": "ru') is None  # a string inside an item: no
+    assert closed_in_string('{"narr') is None  # a key, not a value
+    assert closed_in_string('{"narrative": "ends in an escape \\') is None

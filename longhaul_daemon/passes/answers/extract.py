@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from longhaul_daemon.models.json_scan import closed_prefix, top_level_groups
+from longhaul_daemon.models.json_scan import closed_in_string, closed_prefix, top_level_groups
 from longhaul_daemon.passes.answers.labels import Label, check_targets, format_label, parse_label
 from longhaul_daemon.passes.answers.schema import (
     ANSWER_KEYS,
@@ -121,10 +121,12 @@ def answer_with_prose(obj: dict[str, Any]) -> bool:
 
 
 def salvage(reply_text: str) -> str | None:
-    """Ours: the answer a reply cut at its output limit began, cut back to its last whole member or item and
-    closed (:func:`~longhaul_daemon.models.json_scan.closed_prefix`), when that still holds the labels and
-    the prose (:func:`answer_with_prose`); else None. A small model that loops in a list after its prose, or
-    writes the lists to their bounds, is cut at the limit with the part code needs most already written."""
+    """Ours: the answer a reply cut at its output limit began, closed, when its labels and prose came; else
+    None. Two cuts, in order (:mod:`longhaul_daemon.models.json_scan`): back to its last whole member or item
+    when that still holds the labels, the narrative and Now (:func:`answer_with_prose`): a small model that
+    fills its lists after the prose; or, when it was cut inside its prose, right there, the string closed,
+    when the labels and the narrative came: a model writing its narrative on and on. A Now it never reached
+    is empty, which says nothing, as the "..." such a model copies from the prompt's example."""
     groups, pending = top_level_groups(reply_text)
     if groups or pending is None or not _BEGUN.match(pending):
         return None
@@ -132,7 +134,12 @@ def salvage(reply_text: str) -> str | None:
     value = _decode(closed) if closed is not None else None
     if isinstance(value, dict) and "labels" in value and answer_with_prose(value):
         return closed
-    return None
+    ended = closed_in_string(pending)
+    value = _decode(ended) if ended is not None else None
+    if not (isinstance(value, dict) and "labels" in value and isinstance(value.get("narrative"), str)):
+        return None
+    value.setdefault("now", "")
+    return json.dumps(value) if answer_with_prose(value) else None
 
 
 def _decode(group: str) -> Any:
