@@ -86,7 +86,8 @@ def _next_id(counter: int, ids: list[str]) -> int:
     return max(counter, highest + 1, 1)
 
 
-def _tool_exit(result: Message) -> ExitCode:
+def tool_exit(result: Message) -> ExitCode:
+    """A bash tool result's exit code (LEDGER-2): ``details.exitCode``, pi's status line, or ``isError``."""
     details = result.details
     if isinstance(details, dict):
         code = details.get("exitCode")
@@ -223,7 +224,7 @@ def _walk(builder: _Builder, span: list[SpanMessage]) -> None:
                 raw_command = call.arguments.get("command")
                 text = raw_command if isinstance(raw_command, str) else ""
                 paired = results.pair(call.id, at)
-                exit_code = _tool_exit(paired[1]) if paired is not None else "no result"
+                exit_code = tool_exit(paired[1]) if paired is not None else "no result"
                 cid = builder.command(text, exit_code, item.entry_id, call.id, ts)
                 if paired is not None:
                     builder.command_by_result[paired[0]] = cid

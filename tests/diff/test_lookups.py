@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from turns.span_cases import SpanBuilder
 
-from longhaul_daemon.passes.answers.lookups import LOOKUP_CHARS, MAX_LOOKUPS, lookup_values
+from longhaul_daemon.passes.answers.lookups import LOOKUP_CHARS, MAX_AGENT_LOOKUPS, MAX_LOOKUPS, lookup_values
 from longhaul_daemon.passes.answers.values import check_values
 from longhaul_daemon.passes.prompting.span_turns import span_turns
 
@@ -103,3 +103,67 @@ def test_a_hostile_command_name_is_one_short_printable_line() -> None:
     [(name, value, turn)] = _found(span)
     assert "\n" not in name and len(name) <= 60 and name.endswith("…")
     assert (value, turn) == ("ok", "u1")
+
+
+def test_the_agent_s_own_short_bash_lookup_is_a_value_too_and_it_verifies() -> None:
+    """The agent runs most commands: its ``bash`` call's short output is kept like a user's ``!command``."""
+    span = SpanBuilder()
+    span.user("Where does the checker send its requests?")
+    span.bash("grep -n proxy checker.cfg", "2:proxy = http://gate-b12.corp.lan:3128\n")
+    span.tool("read", {"path": "checker.cfg"}, "retry_ms = 1850")  # not a command
+    span.user("And the retry delay?")
+    span.bash("sed -n '/retry/p' checker.cfg", "retry_ms = 1850")
+    assert _found(span) == [
+        ("grep -n proxy checker.cfg", "2:proxy = http://gate-b12.corp.lan:3128", "u1"),
+        ("sed -n '/retry/p' checker.cfg", "retry_ms = 1850", "u2"),
+    ]
+    found = lookup_values(span.messages)
+    assert check_values(found, span_turns(span.messages)).kept == found
+
+
+def test_an_agent_command_that_failed_was_cut_or_printed_a_listing_or_a_secret_gives_nothing() -> None:
+    span = SpanBuilder()
+    span.user("Look around.")
+    span.bash("grep -n retries settings.ini", "", error=True)  # pi's status line: exit code 1
+    span.bash("ls", "\n".join(f"file{n}.py" for n in range(5)))
+    span.bash("cat .env | grep API_KEY", "sk-live-0000")
+    call = span.bash("tail -c 20 big.log", "0123456789")
+    result = span.messages[-1].parsed
+    span.messages[-1] = type(span.messages[-1])(
+        span.messages[-1].entry_id,
+        "toolResult",
+        {
+            "role": "toolResult",
+            "toolCallId": call,
+            "toolName": "bash",
+            "isError": False,
+            "content": [{"type": "text", "text": result.text}],
+            "details": {"truncation": {"truncated": True}, "fullOutputPath": "/tmp/pi-bash-1.log"},
+        },
+    )
+    assert _found(span) == []
+
+
+def test_the_user_s_lookups_come_first_and_the_agent_s_fill_at_most_four_places() -> None:
+    span = SpanBuilder()
+    span.user("Check things.")
+    for n in range(6):
+        span.user_ran(f"echo user-{n}", f"user-{n}")
+    for n in range(6):
+        span.bash(f"cat agent-{n}.txt", f"build {n}01")
+    names = [name for name, _, _ in _found(span)]
+    assert names == [f"echo user-{n}" for n in range(6)] + ["cat agent-4.txt", "cat agent-5.txt"]
+    alone = SpanBuilder()
+    alone.user("Check things.")
+    for n in range(6):
+        alone.bash(f"cat agent-{n}.txt", f"build {n}01")
+    assert len(_found(alone)) == MAX_AGENT_LOOKUPS
+
+
+def test_an_agent_line_its_command_spells_out_or_a_bare_status_word_is_not_a_value() -> None:
+    span = SpanBuilder()
+    span.user("Check things.")
+    span.bash("echo deployed-to-staging", "deployed-to-staging")
+    span.bash("make lint", "ok")
+    span.bash("cat owner.txt", "t.nakamura")
+    assert _found(span) == [("cat owner.txt", "t.nakamura", "u1")]
