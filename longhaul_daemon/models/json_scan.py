@@ -225,7 +225,7 @@ def closed_prefix(group: str) -> str | None:
     for end, closers in reversed(cuts[-SALVAGE_TRIES:]):
         text = group[:end] + closers
         try:
-            json.loads(text)
+            json.loads(text, strict=False)
         except (ValueError, RecursionError):
             continue
         return text
@@ -241,7 +241,7 @@ def closed_in_string(group: str) -> str | None:
         return None
     text = group + '"}'
     try:
-        json.loads(text)
+        json.loads(text, strict=False)
     except (ValueError, RecursionError):
         return None
     return text

@@ -211,3 +211,12 @@ def test_diff_17_keyed_labels_have_the_answer_s_shape_and_other_objects_do_not()
     assert not answer_shaped({"labels": {"bug": 3, "docs": 1}})  # a tool's own "labels" object
     assert label_items({"u1": "rule", "u2": None}) == [{"msg": "u1", "label": "rule"}]
     assert label_items([{"msg": "u1"}]) == [{"msg": "u1"}]
+
+
+def test_diff_17_a_raw_line_break_inside_a_string_does_not_unmake_the_answer() -> None:
+    """A weak server's grammar let a raw line break into the narrative; the answer is still the answer (the
+    prose is cleaned before it is stored, as any model text)."""
+    raw = '{"labels": {"u3": {"label": "rule"}, "u4": {"label": "rule"}, "u7": {"label": "rule"}}, '
+    raw += '"narrative": "Fixed it.\n\nThen stopped.", "now": "w"}'
+    parsed = parse_answer(raw, OFFERED, ())
+    assert parsed.parsed and not parsed.defects and parsed.answer.narrative == "Fixed it.\n\nThen stopped."

@@ -144,7 +144,7 @@ def salvage(reply_text: str) -> str | None:
 
 def _decode(group: str) -> Any:
     try:
-        return json.loads(group)
+        return json.loads(group, strict=False)  # a raw line break in a string: a weak server lets it through
     except (ValueError, RecursionError):
         return None
 
