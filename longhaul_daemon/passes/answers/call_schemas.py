@@ -29,7 +29,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from longhaul_daemon.models.structured import OutputSchema
-from longhaul_daemon.passes.answers.doubts import StandingRule, withdrawal_candidates
+from longhaul_daemon.passes.answers.doubts import StandingRule, standing_rules, withdrawal_candidates
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
 from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
 from longhaul_daemon.state.model import Rule
@@ -70,15 +70,7 @@ def lift_targets(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> di
     LIFT-2, LIFT-4): the rules in force (``rules``, by the id a label uses) and the earlier offered messages
     short enough to be a rule whole, read as the rule they would give. Code's own withdrawal reading
     (:func:`~.doubts.withdrawal_candidates`), run before the call instead of after it."""
-    replaced: dict[str, list[str]] = {}
-    for lifted in rules:
-        if lifted.liftedBy is not None:
-            replaced.setdefault(lifted.liftedBy, []).append(lifted.words)
-    standing = [
-        StandingRule(r.id, r.message, r.words, tuple(replaced.get(r.message, ())))
-        for r in rules
-        if not r.lifted
-    ]
+    standing = standing_rules(rules)
     for message in offered:
         words = quotable_text(message.text)
         if words and not needs_words(message):

@@ -60,6 +60,7 @@ __all__ = [
     "one_off_request",
     "reads_as_request",
     "rule_doubts",
+    "standing_rules",
     "withdrawal_candidates",
     "withdrawal_look",
     "withdrawal_question_text",
@@ -338,19 +339,29 @@ def rule_doubts(
     return tuple(out)
 
 
-def flag_carried_withdrawals(rules: Sequence[Rule], carried: Mapping[str, str]) -> list[Rule]:
-    """The rules with each rule in force that a carried message (``u<n>`` -> its text) may withdraw flagged
-    (not lifted: only a verified label lifts); ``rules`` are not changed, a flagged rule is a copy."""
-    offered = [OfferedMessage(uid, text) for uid, text in carried.items()]
+def standing_rules(rules: Sequence[Rule]) -> list[StandingRule]:
+    """The rules in force of a state as a later message may withdraw them, each with the words of the rules
+    it replaced (LIFT-8: naming only those lifts nothing)."""
     replaced: dict[str, list[str]] = {}
     for lifted in rules:
         if lifted.liftedBy is not None:
             replaced.setdefault(lifted.liftedBy, []).append(lifted.words)
-    standing = [
+    return [
         StandingRule(r.id, r.message, r.words, tuple(replaced.get(r.message, ())))
         for r in rules
-        if not r.lifted and r.possiblyWithdrawnBy is None
+        if not r.lifted
     ]
+
+
+def _flagged(rules: Sequence[Rule]) -> set[str]:
+    return {r.id for r in rules if r.possiblyWithdrawnBy is not None}
+
+
+def flag_carried_withdrawals(rules: Sequence[Rule], carried: Mapping[str, str]) -> list[Rule]:
+    """The rules with each rule in force that a carried message (``u<n>`` -> its text) may withdraw flagged
+    (not lifted: only a verified label lifts); ``rules`` are not changed, a flagged rule is a copy."""
+    offered = [OfferedMessage(uid, text) for uid, text in carried.items()]
+    standing = [r for r in standing_rules(rules) if r.name not in _flagged(rules)]
     flags = {c.rule.name: c for c in withdrawal_candidates(offered, standing) if clean_line(c.words).strip()}
     return _with_flags(rules, flags)
 
