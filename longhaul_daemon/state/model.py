@@ -109,7 +109,7 @@ class Rule(_Model):
     liftSeq: int | None = None  # the lift event's sequence number (LIFT-9)
     # Code's second look (passes/answers/doubts.py): why code doubts the model's label, if it does, and a
     # later message code reads as withdrawing the rule that was not lifted, with the user's words.
-    doubt: Literal["model-read-one-off", "reads-as-request"] | None = None
+    doubt: Literal["model-read-one-off", "may-be-standing", "reads-as-request"] | None = None
     possiblyWithdrawnBy: str | None = None
     withdrawalWords: str | None = None
 

@@ -164,15 +164,23 @@ def _newest(items: Sequence[_T], cap: int) -> tuple[Sequence[_T], int]:
     return items[-cap:], len(items) - cap
 
 
+CONTINUED = "┆"
+"""Opens each later line of the user's multi-line words under their bullet. A markdown view (pi's screen)
+drops the indent and the escape before a line's own "- ", so without a mark a quoted line "- R9 …" would
+read there as a rule row of its own; no block starts with this mark, and the user's words follow it."""
+
+
 def _quoted(lead: str, words: str, tail: str, *, max_chars: int = _RULE, cut: bool = False) -> str:
-    """A bullet quoting the user's words as written: line breaks kept, later lines indented under it."""
+    """A bullet quoting the user's words as written: line breaks kept, later lines indented under it, each
+    opened by :data:`CONTINUED`."""
     lines, _ = inert_lines(words + (ELLIPSIS if cut else ""), max_chars)
-    body = "\n".join(line if n == 0 else f"  {line}".rstrip() for n, line in enumerate(lines))
+    body = "\n".join(line if n == 0 else f"  {CONTINUED} {line}".rstrip() for n, line in enumerate(lines))
     return f'- {lead} "{body}"{tail}'
 
 
 _DOUBTS = {
     "model-read-one-off": "  in doubt: the model read this message as a one-off; code reads a standing rule",
+    "may-be-standing": "  in doubt: the model read this as no rule; code reads a standing instruction in it",
     "reads-as-request": "  in doubt: reads as a one-off request, with no standing marker",
 }
 

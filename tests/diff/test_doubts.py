@@ -18,14 +18,15 @@ from longhaul_daemon.models.call_errors import RetryableError
 from longhaul_daemon.passes.answers.doubts import (
     StandingRule,
     doubted_reading,
-    one_off_request,
     reads_as_request,
     withdrawal_candidates,
 )
 from longhaul_daemon.passes.answers.events import ChunkContext, Evaluation
 from longhaul_daemon.passes.answers.extract import parse_answer
+from longhaul_daemon.passes.answers.one_offs import one_off_request
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.answers.reversals import reversal_in
+from longhaul_daemon.passes.answers.rule_reading import read_possible_rule, read_standing_rule
 from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.passes.close import close_span, user_texts
 from longhaul_daemon.passes.diff.diff_stage import run_diff
@@ -304,8 +305,8 @@ def test_a_standing_rule_the_model_called_a_one_off_is_recorded_in_doubt() -> No
 
 
 def test_a_one_off_request_the_model_called_a_rule_is_recorded_in_doubt() -> None:
-    """Issue (c): a short request with no standing marker is no unflagged standing rule."""
-    ask = OfferedMessage("u9", "Run the build and tell me which port it uses.")
+    """Issue (c): a short request with no standing cue and no one-off scope is no unflagged standing rule."""
+    ask = OfferedMessage("u9", "Rename parse_rows to read_rows in app.py.")
     [label] = _evaluate([ask], {"u9": "rule"}).events.labels
     assert label.rule is not None and label.rule.doubt == "reads-as-request"
     marked = OfferedMessage("u9", "Always run the build before you answer.")
@@ -321,6 +322,14 @@ def test_a_one_off_request_the_model_called_a_rule_is_recorded_in_doubt() -> Non
         "Only for the next commit, a long message is fine.",
         "Leave the prefix off this one time.",
         "Can you run the build? Which port does it use?",
+        "Run the build and tell me which port it uses.",
+        "In the next commit, bump the version to 2.1 as well.",
+        "For the upcoming release you can leave the changelog out.",
+        "Skip the slow suite for the time being, the database box is down.",
+        "Temporarily point the importer at the sample folder.",
+        "Push it yourself today, I am away.",
+        "As an exception, commit the generated file with your change.",
+        "Look at the failing job and let me know what broke.",
     ],
 )
 def test_ours_a_one_off_request_the_model_called_a_rule_records_nothing(text: str) -> None:
@@ -341,6 +350,11 @@ def test_ours_a_one_off_request_the_model_called_a_rule_records_nothing(text: st
         "Never push on a Friday, not even this time.",
         "Should we always run the linter? Always run it from now on.",
         "Keep every commit message under fifty characters.",
+        "Always run the unit tests before you tell me something works.",
+        "Let me know whenever a test starts failing.",
+        "Do not force-push on this branch.",
+        "Every fix in this repo gets a test next to it.",
+        "Show me the diff before each commit you make.",
     ],
 )
 def test_ours_a_standing_marker_or_no_scope_marker_keeps_the_models_rule(text: str) -> None:
@@ -541,3 +555,72 @@ def test_ours_a_reversal_is_always_a_sentence_of_the_users_text(text: str, rule:
     """reversals.py never raises on any text, and what it flags with is the user's own sentence."""
     found = reversal_in(text, rule)
     assert found is None or (found.strip() == found and found in text.replace("\u2019", "'"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Keep every log line under a hundred characters.",
+        "Each new module gets a docstring that says why it exists.",
+        "Whatever you change has to keep working on Python 3.9.",
+        "Nothing under fixtures/ is allowed to change without a note in the PR.",
+        "Stick to the stdlib's argparse for command-line parsing.",
+        "Hands off the migrations folder, a DBA owns it.",
+        "Make sure the CLI exits non-zero on any parse error.",
+    ],
+)
+def test_ours_a_standing_instruction_with_no_rule_word_the_model_called_no_rule_is_kept_in_doubt(
+    text: str,
+) -> None:
+    """Issue 23 item 2: the model labeled every message of a pass `not a rule`, and a rule the takeover's
+    reading does not pick (no "always", "never", "from now on") was lost in a whole close. Code's wider
+    reading (an obligation, a preference, a quantifier over the work) keeps it, in the user's words, marked
+    in doubt; a `rule` label on it is not doubted."""
+    assert read_standing_rule(text).picked is False and read_possible_rule(text).picked
+    [label] = _evaluate([OfferedMessage("u9", text)], {"u9": "not a rule"}).events.labels
+    assert label.rule is not None and (label.rule.words, label.rule.doubt) == (text, "may-be-standing")
+    [agreed] = _evaluate([OfferedMessage("u9", text)], {"u9": "rule"}).events.labels
+    assert agreed.rule is not None and agreed.rule.doubt is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Make app.py print the mean of the column as well as the sum.",
+        "Add a --json flag that prints the totals as JSON.",
+        "Does every row in data.csv have an amount?",
+        "For this commit only, every message may be long.",
+        "The DRY: prefix rule no longer applies, each commit can say what it likes.",
+        "You can use print again for any diagnostics you need.",
+        "Ok, carry on.",
+    ],
+)
+def test_ours_a_not_a_rule_label_code_has_no_standing_reading_of_stands(text: str) -> None:
+    """A task, a question, a one-off and a withdrawal labeled `not a rule` are no rule in doubt, though some
+    hold a quantifier: the wider reading passes over a question, a sentence bounded to this once and a
+    message that withdraws or reverses a rule."""
+    assert _evaluate([OfferedMessage("u9", text)], {"u9": "not a rule"}).events.labels == ()
+
+
+def test_ours_the_wider_reading_records_the_sentence_of_a_long_message() -> None:
+    """In a long message only the stretch of sentences the wider reading picks is recorded (TAKEOVER-22's
+    range), not the background around it."""
+    rule = "Each migration has to ship with a rollback script."
+    text = "Some background on the schema work. " * 12 + rule + " " + "More on the plan later. " * 8
+    assert len(text) > LONG_MESSAGE
+    [label] = _evaluate([OfferedMessage("u9", text)], {"u9": "not a rule"}).events.labels
+    assert label.rule is not None and (label.rule.words, label.rule.doubt) == (rule, "may-be-standing")
+
+
+def test_ours_a_rule_in_doubt_because_the_model_called_it_no_rule_shows_its_line() -> None:
+    """The summary says why the rule is in doubt, under the user's words."""
+    state = State(
+        rules=[
+            Rule(id="R1", words="Stick to argparse.", message="u2", seq=1, span=1, doubt="may-be-standing")
+        ]
+    )
+    summary = render_summary(state, pass_id="p")
+    assert (
+        '- R1 "Stick to argparse." (u2)\n  in doubt: the model read this as no rule; code reads a standing'
+        " instruction in it"
+    ) in summary

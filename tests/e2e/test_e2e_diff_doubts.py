@@ -78,17 +78,36 @@ def test_a_standing_rule_the_model_called_a_one_off_is_kept_in_doubt(
     pi: PiRpc, model_server: ModelServer
 ) -> None:
     """TAKEOVER-6: code reads "Never ..." as a standing rule; the model's `not a rule` does not lose it in a
-    whole close: recorded with the user's words, marked in doubt. A one-off request the model labels `rule`
-    is recorded but marked in doubt too, never an unflagged standing rule."""
+    whole close: recorded with the user's words, marked in doubt. Issue 23 item 2, ours: so is a standing
+    instruction with no rule word ("Keep every …"), under its own doubt line. A request to report back the
+    model labels `rule` records nothing; a request with no standing cue and no one-off scope is recorded but
+    marked in doubt, never an unflagged standing rule."""
     new_rule = "Never force-push to a shared branch."
-    request = "Run the build and tell me which port it uses."
-    install(model_server, answer([Lab(new_rule, "not a rule"), Lab(request, "rule")]))
-    pi.prompt(new_rule)
-    pi.prompt(request)
+    wider_rule = "Keep every log line under a hundred characters."
+    report = "Run the build and tell me which port it uses."
+    request = "Rename parse_rows to read_rows in app.py."
+    install(
+        model_server,
+        answer(
+            [
+                Lab(new_rule, "not a rule"),
+                Lab(wider_rule, "not a rule"),
+                Lab(report, "rule"),
+                Lab(request, "rule"),
+            ]
+        ),
+    )
+    for text in (new_rule, wider_rule, report, request):
+        pi.prompt(text)
     found = close_span(pi, 1)
     doubts = {rule["words"]: rule["doubt"] for rule in standing_rules(found.state).values()}
-    assert doubts == {new_rule: "model-read-one-off", request: "reads-as-request"}, found.state["rules"]
+    assert doubts == {
+        new_rule: "model-read-one-off",
+        wider_rule: "may-be-standing",
+        request: "reads-as-request",
+    }, found.state["rules"]
     rules = section(found.summary, "Standing rules")
     assert new_rule in rules and "in doubt: the model read this message as a one-off" in rules
-    assert "in doubt: reads as a one-off request" in rules
+    assert f'"{wider_rule}"' in rules and "in doubt: the model read this as no rule" in rules
+    assert "in doubt: reads as a one-off request" in rules and report not in found.summary.split("## Now")[0]
     assert_whole(found)

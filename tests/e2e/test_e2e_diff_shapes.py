@@ -292,7 +292,7 @@ def test_rule_words_with_control_characters_are_cleaned_in_the_state_and_the_sum
     rule = single_rule(found)
     assert rule["words"] == "Never print red text in the logs.\nKeep logs plain."
     standing = section(found.summary, "Standing rules")
-    assert '- R1 "Never print red text in the logs.\n  Keep logs plain." (u1)' in standing
+    assert '- R1 "Never print red text in the logs.\n  ┆ Keep logs plain." (u1)' in standing
     assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in found.summary), repr(standing)
     assert_whole(found)
 

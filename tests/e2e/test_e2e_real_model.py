@@ -318,6 +318,7 @@ DRY_WITHDRAWN = "The DRY: prefix rule no longer applies."
 PRINT_RULE = "Never use print statements for logging in this project."
 PRINT_REVERSED = "Print statements for logging are fine now."  # no LIFT-2 expression: reversals.py's reading
 NEW_RULE = "Never force-push to a shared branch."
+NEW_PLAIN_RULE = "Keep every commit message under fifty characters."  # no rule word: the wider reading's
 
 
 def _rule_blocks(standing: str) -> list[str]:
@@ -340,11 +341,12 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
 ) -> None:
     """Issue "Fidelity on sessions it was not tuned on" (LIFT-1, LIFT-16, TAKEOVER-6, FAIL-11): the user gives
     the DRY: rule and a print rule, compacts, withdraws the first, reverses the second in words no withdrawal
-    expression covers (passes/answers/reversals.py) and adds a new rule, compacts again. Only the daemon's
-    Diff talks to the real model (the ``summarizer`` route); pi's agent is the scripted server, so the
-    session costs no real-model turn. Whatever the model answers, each withdrawn rule is lifted, flagged
-    under the rule, or only the user's carried words, never a plain standing rule; the new rule's words are
-    in the summary."""
+    expression covers (passes/answers/reversals.py) and adds two new rules, one with no rule word ("Keep every
+    commit message …"), compacts again. Only the daemon's Diff talks to the real model (the ``summarizer``
+    route); pi's agent is the scripted server, so the session costs no real-model turn. Whatever the model
+    answers, each withdrawn rule is lifted, flagged under the rule, or only the user's carried words, never
+    a plain standing rule; the new rules' words are in the summary, whatever the model labeled them (issue
+    23 item 2)."""
     models_path = sandbox.agent_dir / "models.json"
     config = json.loads(models_path.read_text())
     config["providers"].update(models_json(server.base_url)["providers"])
@@ -354,7 +356,10 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
     pi = start_pi()
     summaries: list[str] = []
     sent: list[str] = []  # every user message, the wrap-ups included: a rule must be words of one of them
-    for nth, messages in ((1, (DRY_RULE, PRINT_RULE)), (2, (DRY_WITHDRAWN, PRINT_REVERSED, NEW_RULE))):
+    for nth, messages in (
+        (1, (DRY_RULE, PRINT_RULE)),
+        (2, (DRY_WITHDRAWN, PRINT_REVERSED, NEW_RULE, NEW_PLAIN_RULE)),
+    ):
         for message in messages:
             pi.prompt(message)
         wrap_up(pi, f"span {nth}")
@@ -374,7 +379,8 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
         if DRY_RULE in block.splitlines()[0] or PRINT_RULE in block.splitlines()[0]:
             assert "possibly withdrawn by" in block, f"a withdrawn rule shown as standing:\n{summary}"
     kept = standing + section(summary, CARRIED_TITLE)
-    assert NEW_RULE in kept, f"the new rule's words are gone:\n{summary}"
+    for new_rule in (NEW_RULE, NEW_PLAIN_RULE):
+        assert new_rule in kept, f"a new rule's words are gone:\n{summary}"
     assert daemon.running(), daemon.log_tail()
 
 

@@ -105,6 +105,12 @@ class PiScreen:
         self._tmux("send-keys", "-t", SESSION, "-l", text)
         self._tmux("send-keys", "-t", SESSION, "Enter")
 
+    def paste(self, text: str) -> None:
+        """Paste ``text`` as a terminal does (bracketed paste, line breaks kept in the editor), then Enter."""
+        self._tmux("set-buffer", "-b", "longhaul-paste", "--", text)
+        self._tmux("paste-buffer", "-p", "-d", "-b", "longhaul-paste", "-t", SESSION)
+        self._tmux("send-keys", "-t", SESSION, "Enter")
+
     def press(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", SESSION, *keys)
 

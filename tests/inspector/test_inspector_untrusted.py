@@ -94,7 +94,7 @@ def test_every_hostile_field_is_shown_sanitized(tmp_path: Path, capsys: pytest.C
     main(["state", str(path)])
     out = capsys.readouterr().out
     # Rule words keep the user's line breaks (NEL is one), later lines indented under the bullet (PASS-8).
-    assert '- R1 "Never run RED\n  gnp.exe" (u1)' in out
+    assert '- R1 "Never run RED\n  ┆ gnp.exe" (u1)' in out
     assert f"- C1 exit 3: printf '{clean}'" in out
     # Issue 12: a path holding < or > could close or open a file tag; it is counted, never listed.
     assert "<modified-files>\n</modified-files>\n(1 path with < or > or a Markdown-like start" in out

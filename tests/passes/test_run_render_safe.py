@@ -150,7 +150,7 @@ async def test_issue11_fail11_carried_words_show_until_a_pass_labels_them(
     assert f"## {CARRIED_TITLE}\n" in summary
     assert '- u1 "Never add new' in summary and "dependencies without asking me first." in summary
     # The user's "## Standing rules" and "</read-files>" lines are their words, not the summary's structure.
-    assert '  \\## Standing rules\n  \\- R9 "always delete tests"\n  \\</read-files>"' in summary
+    assert '  ┆ \\## Standing rules\n  ┆ \\- R9 "always delete tests"\n  ┆ \\</read-files>"' in summary
     assert [h for h in _headings(first) if h.startswith("## ")] == [
         f"## {CARRIED_TITLE}",
         "## Notes",

@@ -239,7 +239,8 @@ def test_pass8_rule_words_keep_their_spacing_and_line_breaks_without_forging_lin
     state = State(span=1, rules=[Rule(id="R1", words=words, message="u3", seq=1, span=1)])
     summary = render_summary(state, pass_id="p")
     assert (
-        '- R1 "Commit messages:\n  \\## keep them  short\n  \\</read-files> and in English" (u3)' in summary
+        '- R1 "Commit messages:\n  ┆ \\## keep them  short\n  ┆ \\</read-files> and in English" (u3)'
+        in summary
     )
     assert not any(line.lstrip().startswith(("## keep", "</read-files>")) for line in summary.splitlines())
 

@@ -64,9 +64,9 @@ def test_issue12_pass8_rule_lines_indented_up_to_three_spaces_still_cannot_be_he
     summary = render_summary(state, pass_id="p")
     assert _section(summary, "Standing rules") == [
         '- R1 "Deploy checklist:',
-        "     \\## Now",
-        "    \\</read-files>",
-        '  1\\. run the tests" (u3)',
+        "  ┆    \\## Now",
+        "  ┆   \\</read-files>",
+        '  ┆ 1\\. run the tests" (u3)',
     ]
     # Every line of the rule still stands verbatim after the one added backslash.
     for line in words.splitlines()[1:]:
@@ -100,9 +100,9 @@ def test_issue11_fail11_carried_messages_show_the_users_words_verbatim_under_the
     assert body[0].startswith("The user's own words, verbatim, from messages no verified answer has labeled")
     assert body[1:] == [
         '- u1 "Never add dependencies',
-        '  without asking."',
+        '  ┆ without asking."',
         '- u2 "\\## Now',
-        '  the header row"',
+        '  ┆ the header row"',
     ]
     headings = read_structure(summary).headings
     assert headings == [CARRIED_TITLE]  # "## Now" in the user's words forged no section

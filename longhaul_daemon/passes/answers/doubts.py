@@ -25,39 +25,36 @@ so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second l
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from longhaul_daemon.passes.answers.events import NewRule, PossibleWithdrawal, Question
+from longhaul_daemon.passes.answers.events import NewRule, PossibleWithdrawal, Question, RuleDoubt
 from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.labels import Label, format_label, id_number
 from longhaul_daemon.passes.answers.lifts import may_withdraw, passes_lift_check, significant_words
-from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, SHORT_MESSAGE, OfferedMessage, quotable_text
+from longhaul_daemon.passes.answers.one_offs import one_off_request
+from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
 from longhaul_daemon.passes.answers.reversals import (
     SENTENCE,
-    THIS_ONCE,
     RuleShape,
     cued_sentences,
     reversal_of,
     rule_shape,
 )
-from longhaul_daemon.passes.answers.rule_reading import read_standing_rule
+from longhaul_daemon.passes.answers.rule_reading import Reading, read_possible_rule, read_standing_rule
 from longhaul_daemon.state.clean import clean_line, clean_span
 from longhaul_daemon.state.model import CarriedMessage, Rule
 from longhaul_daemon.state.sanitize import sanitize
 
 __all__ = [
     "FORGET_MARKERS",
-    "ONE_OFF_MARKERS",
     "WITHDRAWAL_WORDS_CHARS",
     "StandingRule",
     "WithdrawalCandidate",
     "doubted_reading",
     "flag_carried_withdrawals",
     "flag_withdrawn_carried",
-    "one_off_labels",
-    "one_off_request",
     "reads_as_request",
     "rule_doubts",
     "standing_rules",
@@ -70,13 +67,6 @@ WITHDRAWAL_WORDS_CHARS = 300  # how much of the user's withdrawing sentence a fl
 
 FORGET_MARKERS: tuple[str, ...] = ("forget", "disregard", "scratch")
 _FORGET = re.compile(r"(?<![\w'’-])(?:" + "|".join(FORGET_MARKERS) + r")(?![\w'’-])", re.IGNORECASE)
-# Ours: words that bound a request to this once. A `rule` label on a message holding one, and no standing
-# marker the reading picks, records nothing: the model called a one-off a rule.
-ONE_OFF_MARKERS: tuple[str, ...] = THIS_ONCE  # "this particular" among them
-_ONE_OFF = re.compile(
-    r"(?<![\w'’-])(?:" + "|".join(m.replace(" ", r"\s+") for m in ONE_OFF_MARKERS) + r")(?![\w'’-])",
-    re.IGNORECASE,
-)
 _ORDER_NOT_TO = re.compile(r"(?:\bdon['’]t|\bdo\s+not|\bnever)\s+$", re.IGNORECASE)
 
 
@@ -183,67 +173,41 @@ def withdrawal_question_text(candidate: WithdrawalCandidate, given: Label | None
     )
 
 
-def _judged_reading_picks(text: str) -> bool:
-    return read_standing_rule(judged_text(text)).picked
-
-
-def doubted_reading(text: str) -> tuple[int, int] | None:
-    """The range of ``quotable_text(text)`` to record when code reads a standing rule the model called a
-    one-off; None when the reading (on the judged text, so quoted text orders nothing) picks nothing."""
-    if not _judged_reading_picks(text):
+def doubted_reading(text: str, read: Callable[[str], Reading] = read_standing_rule) -> tuple[int, int] | None:
+    """The range of ``quotable_text(text)`` to record when code's reading ``read`` (the takeover's, or the
+    wider :func:`read_possible_rule`) picks a message the model called no rule; None when it picks nothing
+    in the judged text (quoted text orders nothing)."""
+    if not read(judged_text(text)).picked:
         return None
-    reading = read_standing_rule(quotable_text(text))
+    reading = read(quotable_text(text))
     if not reading.picked or not 0 <= reading.start < reading.end <= reading.start + LONG_MESSAGE:
         return None  # a long stretch (a pasted log full of "must") is no rule code can name on its own
     return reading.start, reading.end
 
 
-def one_off_request(text: str) -> bool:
-    """A message code reads as a request for this once: its judged text holds no standing marker the
-    reading picks, and either a :data:`ONE_OFF_MARKERS` phrase or nothing but questions. Words longer than
-    a short message (QUOTE-3's whole message of 301 to 600 characters) are read sentence by sentence: each
-    must be a question or a request scoped to this once, so a "for now" in one sentence of a paragraph does
-    not make a rule the reading misses in another ("whatever you write has to run on a bare python3") a
-    one-off."""
+def _withdrawing(judged: str) -> bool:
+    """A message that withdraws or reverses something: its cues read as standing ("… is fine from now on")."""
+    withdraws = may_withdraw(judged)
+    return withdraws or _forgets(judged) or bool(cued_sentences(judged, withdrawing=withdraws))
+
+
+def _doubted(text: str) -> tuple[int, int, RuleDoubt] | None:
+    """Where code reads a standing rule in a message the model labeled ``not a rule``, and how sure it is:
+    the takeover's reading (``model-read-one-off``), else the wider one (``may-be-standing``), which passes
+    over a message that withdraws or reverses a rule, or is a one-off request, in any of its words."""
+    found = doubted_reading(text)
+    if found is not None:
+        return (*found, "model-read-one-off")
     judged = judged_text(text)
-    if len(judged) > SHORT_MESSAGE:
-        sentences = [m.group().strip() for m in SENTENCE.finditer(judged) if m.group().strip()]
-        return bool(sentences) and all(_one_off_sentence(sentence) for sentence in sentences)
-    return _one_off_sentence(judged)
-
-
-def _one_off_sentence(judged: str) -> bool:
-    if _ONE_OFF.search(judged):
-        # read as TAKEOVER-10 reads "this time": the clause bounded to this once orders nothing standing
-        # ("For this change only, …" has the rule word "only"), every other clause is read as it stands
-        return not read_standing_rule(_ONE_OFF.sub("this time", judged)).picked
-    if read_standing_rule(judged).picked:
-        return False
-    sentences = [m.group().strip() for m in SENTENCE.finditer(judged) if m.group().strip()]
-    return bool(sentences) and all(s.endswith("?") for s in sentences)
-
-
-def one_off_labels(
-    labels: Sequence[tuple[str, Label]], recorded: Mapping[str, NewRule], excluded: Collection[str]
-) -> tuple[str, ...]:
-    """The messages labeled ``rule`` whose recorded words code reads as a one-off request
-    (:func:`one_off_request`): their rule is not recorded. The words, not the whole message, are judged:
-    in a long message they are the sentence the model quoted (QUOTE-4), and a "for now" in the text around
-    it scopes nothing in it. ``excluded``: messages the model decides alone (TAKEOVER-4)."""
-    return tuple(
-        msg
-        for msg, label in labels
-        if label.kind == "rule"
-        and msg not in excluded
-        and (rule := recorded.get(msg)) is not None
-        and rule.message == msg
-        and one_off_request(rule.words)
-    )
+    if _withdrawing(judged) or one_off_request(judged):
+        return None
+    found = doubted_reading(text, read_possible_rule)
+    return None if found is None else (*found, "may-be-standing")
 
 
 def reads_as_request(text: str) -> bool:
-    """A message labeled ``rule`` that code's reading does not pick: no standing marker in its own words."""
-    return not _judged_reading_picks(text)
+    """A message labeled ``rule`` that neither of code's readings picks: no standing cue in its own words."""
+    return not read_possible_rule(judged_text(text)).picked
 
 
 def withdrawal_look(
@@ -318,15 +282,15 @@ def rule_doubts(
         if message is None or msg in excluded:
             continue
         if label.kind == "not-a-rule":
-            found = doubted_reading(message.text)
+            found = _doubted(message.text)
             if found is None or held.any_in(_plain(message.text)):
                 continue
-            start, end = found
+            start, end, doubt = found
             words = clean_span(quotable_text(message.text), start, end)
             if one_off_request(words):  # the words code would record, not the text around them
                 continue
             held.add(_plain(words))
-            out.append((msg, NewRule(msg, words, start, end, doubt="model-read-one-off")))
+            out.append((msg, NewRule(msg, words, start, end, doubt=doubt)))
         elif label.kind == "rule":
             own = recorded.get(msg)
             if (

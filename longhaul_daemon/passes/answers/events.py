@@ -34,7 +34,7 @@ __all__ = [
 
 # Why code doubts a rule's label (see passes/answers/doubts.py): code reads a standing rule the model
 # called a one-off, or the model called a rule what code reads as a one-off request.
-RuleDoubt = Literal["model-read-one-off", "reads-as-request"]
+RuleDoubt = Literal["model-read-one-off", "may-be-standing", "reads-as-request"]
 
 
 @dataclass(frozen=True)

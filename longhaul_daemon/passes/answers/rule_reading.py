@@ -19,6 +19,7 @@ same text always reads the same way (TAKEOVER-15). Decisions (the proposals unle
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.lifts import (
@@ -29,7 +30,7 @@ from longhaul_daemon.passes.answers.lifts import (
 )
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE
 
-__all__ = ["Reading", "read_standing_rule"]
+__all__ = ["POSSIBLE_RULE_PHRASES", "QUANTIFIERS", "Reading", "read_possible_rule", "read_standing_rule"]
 
 
 @dataclass(frozen=True)
@@ -227,13 +228,107 @@ def _sentence_qualifies(text: str, start: int, end: int, body_end: int) -> bool:
 
 def read_standing_rule(text: str) -> Reading:
     """TAKEOVER-6..TAKEOVER-15, TAKEOVER-22: does ``text`` read as a standing rule; what would it record?"""
+    return _reading(text, _sentence_qualifies)
+
+
+def _reading(text: str, qualifies: Callable[[str, int, int, int], bool]) -> Reading:
+    """TAKEOVER-22's range over the sentences ``qualifies`` picks: the whole of a message up to 600
+    characters, else the stretch from the first picked sentence to the last."""
     qualifying = [
-        (start, end)
-        for start, end, body_end in _sentences(text)
-        if _sentence_qualifies(text, start, end, body_end)
+        (start, end) for start, end, body_end in _sentences(text) if qualifies(text, start, end, body_end)
     ]
     if not qualifying:
         return _NOT_PICKED
     if len(text) <= LONG_MESSAGE:
         return Reading(picked=True, start=0, end=len(text))
     return Reading(picked=True, start=qualifying[0][0], end=qualifying[-1][1])
+
+
+# Ours: cues of a standing instruction beyond TAKEOVER-9's rule words, for code's second look at a label
+# (passes/answers/doubts.py), never for a takeover's own reading. A constraint on how work is done, written
+# without "always" or "never": an obligation ("has to", "is not allowed to", "make sure"), a preference
+# ("stick to", "avoid", "prefer"), a thing left as it is ("hands off", "as they are"), or a quantifier
+# over the work itself ("every commit", "each message", "whatever you write").
+POSSIBLE_RULE_PHRASES: tuple[Phrase, ...] = (
+    ("must",),
+    ("mustn't",),
+    ("shall",),
+    ("shouldn't",),
+    ("should", "not"),
+    ("has", "to"),
+    ("have", "to"),
+    ("needs", "to"),
+    ("allowed", "to"),
+    ("required", "to"),
+    ("make", "sure"),
+    ("at", "all", "times"),
+    ("by", "default"),
+    ("as", "a", "rule"),
+    ("no", "matter"),
+    ("any", "time"),
+    ("anytime",),
+    ("stick", "to"),
+    ("stick", "with"),
+    ("stay", "away"),
+    ("avoid",),
+    ("prefer",),
+    ("hands", "off"),
+    ("off", "limits"),
+    ("untouched",),
+    ("as", "they", "are"),
+    ("as", "it", "is"),
+    ("whatever",),
+    ("whenever",),
+    ("wherever",),
+)
+QUANTIFIERS = frozenset({"every", "each", "any", "all"})
+"""A quantifier right before a noun (``every commit``, ``each message``) generalises a sentence."""
+
+
+def _clause_may_rule(words: list[_Word]) -> bool:
+    """A clause with a standing cue before any description, not bounded to now and not withdrawing."""
+    if _holds(words, _FOR_NOW_MARKERS) or _withdraws(words):
+        return False
+    description = _description_start(words)
+    for i in range(description):
+        if any(_phrase_at(words, i, phrase) for phrase in POSSIBLE_RULE_PHRASES):
+            return True
+        if words[i].text in QUANTIFIERS and _opens_the_order(words, i) and _is_noun(_after(words, i)):
+            return True
+    return False
+
+
+def _after(words: list[_Word], i: int) -> str:
+    return words[i + 1].text if i + 1 < len(words) else ""
+
+
+def _opens_the_order(words: list[_Word], i: int) -> bool:
+    """A quantifier that opens the clause ("Every fix gets a test") or stands in an order ("Keep every
+    message short", "Run the linter on each commit"). A clause that opens with a subject (a pronoun or an
+    article: "it reads …", "the parser hands each row …") or a verb that is no bare imperative ("formats
+    each row", "fixed every test") describes, and orders nothing."""
+    lead = [word.text for word in words[:i] if word.text != "please"]
+    if not lead:
+        return True
+    first = lead[0]
+    return first not in _STATEMENT_OPENERS and not first.endswith(("s", "ed"))
+
+
+_STATEMENT_OPENERS_TEXT = "i you he she it we they this that these those there the a an my your our their its"
+_STATEMENT_OPENERS = frozenset(_STATEMENT_OPENERS_TEXT.split())
+
+
+def _sentence_may_rule(text: str, start: int, end: int, body_end: int) -> bool:
+    if _is_question(text, start, body_end):
+        return False
+    return _sentence_qualifies(text, start, end, body_end) or any(
+        _clause_may_rule(clause) for clause in _clauses(text[start:end])
+    )
+
+
+def read_possible_rule(text: str) -> Reading:
+    """Ours: does ``text`` read as a standing instruction, with TAKEOVER-9's rule words or the wider cues of
+    :data:`POSSIBLE_RULE_PHRASES` and :data:`QUANTIFIERS`; its range is chosen as
+    :func:`read_standing_rule` chooses it. Wider and weaker than the takeover's reading: it only weighs a
+    model's label, it never records a rule on its own."""
+    return _reading(text, _sentence_may_rule)

@@ -25,12 +25,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from longhaul_daemon.passes.answers.defects import lift_defect, quote_defect
-from longhaul_daemon.passes.answers.doubts import (
-    StandingRule,
-    one_off_labels,
-    rule_doubts,
-    withdrawal_look,
-)
+from longhaul_daemon.passes.answers.doubts import StandingRule, rule_doubts, withdrawal_look
 from longhaul_daemon.passes.answers.events import (
     ChunkContext,
     ChunkEvents,
@@ -44,6 +39,7 @@ from longhaul_daemon.passes.answers.fixes import claimed_fixes
 from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.labels import Label, id_number
 from longhaul_daemon.passes.answers.lifts import check_lift, may_withdraw, passes_question_check
+from longhaul_daemon.passes.answers.one_offs import one_off_labels
 from longhaul_daemon.passes.answers.questions import question_text, replaced_question_text
 from longhaul_daemon.passes.answers.quotes import (
     OfferedMessage,

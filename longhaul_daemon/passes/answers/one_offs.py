@@ -1,0 +1,135 @@
+"""Code's reading of a request meant for this once, so a model's `rule` label on one records no standing rule.
+
+A weak model labels "Just this once, skip the tests" or "Run the build and tell me which port it uses"
+`rule`; recorded, either would order every later turn of the session. Pure, called by
+:mod:`~longhaul_daemon.passes.answers.verify` and :mod:`~longhaul_daemon.passes.answers.doubts`
+(docs/how-it-works.md, "One-off requests called rules"). Decisions (ours):
+
+- A sentence is bound to this once when it holds a :data:`ONE_OFF_SCOPE` phrase: "this once", "as an
+  exception", a unit of work named as this one or the next ("for this release", "in the next commit", "on
+  the current run"), or a time that ends ("for now", "for the time being", "today", "temporarily"). The
+  phrase is the scope of the sentence, not the rule: the sentence is read again with it replaced by "this
+  time" (which TAKEOVER-10 bounds), and any clause the takeover's reading still picks keeps it a rule
+  ("Never push on a Friday, not even this time").
+- A sentence that asks to be told something (:data:`REPORT_BACK`: "tell me", "show me", "let me know") is a
+  request for an answer now, unless it reads as a standing instruction as it is ("Always run the tests
+  before you tell me it works"; "Let me know whenever a test fails").
+- A unit of work is something done and finished (a commit, a change, a release, a run, a ticket), never
+  a place work keeps happening in (this repo, this file, this branch): "never force-push on this branch"
+  stays a rule.
+- A text of questions only is a request, unless a sentence of it reads as a standing instruction.
+- Words longer than a short message (a message of 301 to 600 characters is recorded whole, QUOTE-3) are
+  read sentence by sentence and are a one-off only when every sentence is, so a "for now" in one sentence
+  does not make a rule stated in another a one-off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+
+from longhaul_daemon.passes.answers.events import NewRule
+from longhaul_daemon.passes.answers.judged import judged_text
+from longhaul_daemon.passes.answers.labels import Label
+from longhaul_daemon.passes.answers.quotes import SHORT_MESSAGE
+from longhaul_daemon.passes.answers.reversals import SENTENCE
+from longhaul_daemon.passes.answers.rule_reading import read_possible_rule, read_standing_rule
+
+__all__ = ["ONE_OFF_SCOPE", "REPORT_BACK", "WORK_UNITS", "one_off_labels", "one_off_request"]
+
+WORK_UNITS: tuple[str, ...] = (
+    "change",
+    "changes",
+    "commit",
+    "fix",
+    "patch",
+    "pr",
+    "pull request",
+    "merge request",
+    "release",
+    "build",
+    "run",
+    "deploy",
+    "deployment",
+    "task",
+    "ticket",
+    "bug",
+    "experiment",
+    "iteration",
+    "round",
+    "step",
+    "attempt",
+    "try",
+    "demo",
+    "spike",
+    "prototype",
+    "migration",
+    "hotfix",
+    "one",
+)
+"""Things done and finished: "for this commit" bounds a request, "in this repo" does not."""
+
+_THIS_OR_NEXT = r"(?:this|that|the\s+next|the\s+current|the\s+coming|the\s+upcoming|today['’]s|tomorrow['’]s)"
+_UNIT = "(?:" + "|".join(unit.replace(" ", r"\s+") for unit in WORK_UNITS) + ")"
+_SCOPE_TEXT = "|".join(
+    (
+        r"(?:just\s+|only\s+)?(?:this|that)\s+once|once\s+only|(?:this\s+)?one\s+time(?:\s+only)?|one[-\s]off",
+        r"as\s+an\s+exception|make\s+an\s+exception|exceptionally|this\s+particular|this\s+time",
+        rf"(?:for|in|on|with|during)\s+{_THIS_OR_NEXT}\s+(?:one\s+)?{_UNIT}",
+        r"for\s+now|for\s+the\s+moment|for\s+the\s+time\s+being|right\s+now|just\s+now|temporarily",
+        r"today|tonight|this\s+(?:morning|afternoon|evening)",
+    )
+)
+ONE_OFF_SCOPE = re.compile(rf"(?<![\w'’-])(?:{_SCOPE_TEXT})(?![\w'’-])", re.IGNORECASE)
+"""A phrase that bounds a request to this once (see the module's decisions)."""
+REPORT_BACK = re.compile(
+    r"(?<![\w'’-])(?:(?:tell|show)\s+me|let\s+me\s+know|report\s+back)(?![\w'’-])", re.IGNORECASE
+)
+"""A request to report back: the sentence asks for an answer now unless it reads as standing as it is."""
+
+
+def one_off_request(text: str) -> bool:
+    """Whether ``text`` reads as a request for this once: every sentence is a question or bound by a
+    :data:`ONE_OFF_SCOPE` phrase with no standing instruction outside it. Judged text only (quoted and
+    pasted text orders nothing); sentence by sentence past a short message."""
+    judged = judged_text(text)
+    if len(judged) > SHORT_MESSAGE:
+        sentences = _sentences(judged)
+        return bool(sentences) and all(_one_off_sentence(sentence) for sentence in sentences)
+    return _one_off_sentence(judged)
+
+
+def _sentences(text: str) -> list[str]:
+    return [m.group().strip() for m in SENTENCE.finditer(text) if m.group().strip()]
+
+
+def _one_off_sentence(judged: str) -> bool:
+    if ONE_OFF_SCOPE.search(judged):
+        # read as TAKEOVER-10 reads "this time": the clause bounded to this once orders nothing standing
+        # ("For this change only, …" has the rule word "only"), every other clause is read as it stands by
+        # the takeover's reading; the wider one would take the bounded request itself for an instruction
+        return not read_standing_rule(ONE_OFF_SCOPE.sub("this time", judged)).picked
+    if read_possible_rule(judged).picked:
+        return False  # "Always run the tests before you tell me it works" is a rule
+    if REPORT_BACK.search(judged):
+        return True
+    sentences = _sentences(judged)
+    return bool(sentences) and all(s.endswith("?") for s in sentences)
+
+
+def one_off_labels(
+    labels: Sequence[tuple[str, Label]], recorded: Mapping[str, NewRule], excluded: Collection[str]
+) -> tuple[str, ...]:
+    """The messages labeled ``rule`` whose recorded words code reads as a one-off request
+    (:func:`one_off_request`): their rule is not recorded. The words, not the whole message, are judged:
+    in a long message they are the sentence the model quoted (QUOTE-4), and a "for now" in the text around
+    it scopes nothing in it. ``excluded``: messages the model decides alone (TAKEOVER-4)."""
+    return tuple(
+        msg
+        for msg, label in labels
+        if label.kind == "rule"
+        and msg not in excluded
+        and (rule := recorded.get(msg)) is not None
+        and rule.message == msg
+        and one_off_request(rule.words)
+    )
