@@ -306,7 +306,7 @@ def test_a_standing_rule_the_model_called_a_one_off_is_recorded_in_doubt() -> No
 
 def test_a_one_off_request_the_model_called_a_rule_is_recorded_in_doubt() -> None:
     """Issue (c): a short request with no standing cue and no one-off scope is no unflagged standing rule."""
-    ask = OfferedMessage("u9", "Rename parse_rows to read_rows in app.py.")
+    ask = OfferedMessage("u9", "Use the logging module for diagnostics.")
     [label] = _evaluate([ask], {"u9": "rule"}).events.labels
     assert label.rule is not None and label.rule.doubt == "reads-as-request"
     marked = OfferedMessage("u9", "Always run the build before you answer.")
@@ -330,6 +330,12 @@ def test_a_one_off_request_the_model_called_a_rule_is_recorded_in_doubt() -> Non
         "Push it yourself today, I am away.",
         "As an exception, commit the generated file with your change.",
         "Look at the failing job and let me know what broke.",
+        "Add a --verbose flag to the CLI.",
+        "Please write a README section on installing it.",
+        "Could you rename the helper to load_rows?",
+        "I'd like a CSV export for the report.",
+        "Ok, let's split app.py into two modules.",
+        "Why does the parser crash on empty files? Please look.",
     ],
 )
 def test_ours_a_one_off_request_the_model_called_a_rule_records_nothing(text: str) -> None:
@@ -355,6 +361,9 @@ def test_ours_a_one_off_request_the_model_called_a_rule_records_nothing(text: st
         "Do not force-push on this branch.",
         "Every fix in this repo gets a test next to it.",
         "Show me the diff before each commit you make.",
+        "Run the tests after every change.",
+        "Add a regression test for every bug you fix.",
+        "Use four spaces for indentation.",
     ],
 )
 def test_ours_a_standing_marker_or_no_scope_marker_keeps_the_models_rule(text: str) -> None:

@@ -85,7 +85,7 @@ def test_a_standing_rule_the_model_called_a_one_off_is_kept_in_doubt(
     new_rule = "Never force-push to a shared branch."
     wider_rule = "Keep every log line under a hundred characters."
     report = "Run the build and tell me which port it uses."
-    request = "Rename parse_rows to read_rows in app.py."
+    request = "Use the logging module for diagnostics."
     install(
         model_server,
         answer(

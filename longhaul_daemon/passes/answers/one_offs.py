@@ -17,7 +17,11 @@ A weak model labels "Just this once, skip the tests" or "Run the build and tell 
 - A unit of work is something done and finished (a commit, a change, a release, a run, a ticket), never
   a place work keeps happening in (this repo, this file, this branch): "never force-push on this branch"
   stays a rule.
-- A text of questions only is a request, unless a sentence of it reads as a standing instruction.
+- A sentence that asks for a piece of work (it opens with one of :data:`WORK_VERBS`, or a wish: "I'd like",
+  "let's") and holds no standing cue is a task, not a rule: a weak model labels every message of a pass
+  `rule` at times, and a recorded task reads to every later turn as an order.
+- A text is a request when every sentence is a question, a report-back or a piece of work, and none reads
+  as a standing instruction.
 - Words longer than a short message (a message of 301 to 600 characters is recorded whole, QUOTE-3) are
   read sentence by sentence and are a one-off only when every sentence is, so a "for now" in one sentence
   does not make a rule stated in another a one-off.
@@ -32,10 +36,9 @@ from longhaul_daemon.passes.answers.events import NewRule
 from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.labels import Label
 from longhaul_daemon.passes.answers.quotes import SHORT_MESSAGE
-from longhaul_daemon.passes.answers.reversals import SENTENCE
-from longhaul_daemon.passes.answers.rule_reading import read_possible_rule, read_standing_rule
+from longhaul_daemon.passes.answers.rule_reading import read_possible_rule, read_standing_rule, sentence_texts
 
-__all__ = ["ONE_OFF_SCOPE", "REPORT_BACK", "WORK_UNITS", "one_off_labels", "one_off_request"]
+__all__ = ["ONE_OFF_SCOPE", "REPORT_BACK", "WORK_UNITS", "WORK_VERBS", "one_off_labels", "one_off_request"]
 
 WORK_UNITS: tuple[str, ...] = (
     "change",
@@ -88,19 +91,32 @@ REPORT_BACK = re.compile(
 """A request to report back: the sentence asks for an answer now unless it reads as standing as it is."""
 
 
+_WORK_VERBS_TEXT = """
+    add write create make give implement build fix rename refactor explain look check show run rerun update
+    change remove delete move split find investigate debug summarize summarise list open read try bump
+    convert replace document draft prepare compare measure profile time benchmark review commit push revert
+    undo restore print format lint finish continue start describe tell walk go put sort carry get do handle
+    clean tidy wire hook set support extend teach allow let
+"""
+WORK_VERBS = frozenset(_WORK_VERBS_TEXT.split())
+"""Verbs that open a request for a piece of work ("Add a --json flag", "Write a CHANGES file"); a rule is
+an order about all the work ("Keep …", "Use …", "Never …"), and none of these opens one without a cue the
+readings pick ("Run the tests after every change")."""
+_LEAD_INS_TEXT = "please now ok okay so and then also next first right alright fine great good"
+_LEAD_INS = frozenset(_LEAD_INS_TEXT.split())
+_WISHES: tuple[tuple[str, ...], ...] = (("i'd", "like"), ("i", "would", "like"), ("i", "want"), ("let's",))
+_WORD = re.compile(r"[\w'’-]+")
+
+
 def one_off_request(text: str) -> bool:
     """Whether ``text`` reads as a request for this once: every sentence is a question or bound by a
     :data:`ONE_OFF_SCOPE` phrase with no standing instruction outside it. Judged text only (quoted and
     pasted text orders nothing); sentence by sentence past a short message."""
     judged = judged_text(text)
     if len(judged) > SHORT_MESSAGE:
-        sentences = _sentences(judged)
+        sentences = sentence_texts(judged)
         return bool(sentences) and all(_one_off_sentence(sentence) for sentence in sentences)
     return _one_off_sentence(judged)
-
-
-def _sentences(text: str) -> list[str]:
-    return [m.group().strip() for m in SENTENCE.finditer(text) if m.group().strip()]
 
 
 def _one_off_sentence(judged: str) -> bool:
@@ -113,8 +129,22 @@ def _one_off_sentence(judged: str) -> bool:
         return False  # "Always run the tests before you tell me it works" is a rule
     if REPORT_BACK.search(judged):
         return True
-    sentences = _sentences(judged)
-    return bool(sentences) and all(s.endswith("?") for s in sentences)
+    sentences = sentence_texts(judged)
+    return bool(sentences) and all(s.endswith("?") or _work_request(s) for s in sentences)
+
+
+def _work_request(sentence: str) -> bool:
+    """A sentence that asks for a piece of work: it opens (after "please", "ok", "can you" and the like)
+    with one of :data:`WORK_VERBS`, or with a wish ("I'd like", "let's"). The caller has found no standing
+    cue in it."""
+    words = [w.casefold().replace("’", "'") for w in _WORD.findall(sentence)]
+    while words and words[0] in _LEAD_INS:
+        words.pop(0)
+    if words[:2] in (["can", "you"], ["could", "you"], ["would", "you"]):
+        words = words[2:]
+    if any(words[: len(wish)] == list(wish) for wish in _WISHES):
+        return True
+    return bool(words) and words[0] in WORK_VERBS
 
 
 def one_off_labels(

@@ -30,7 +30,14 @@ from longhaul_daemon.passes.answers.lifts import (
 )
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE
 
-__all__ = ["POSSIBLE_RULE_PHRASES", "QUANTIFIERS", "Reading", "read_possible_rule", "read_standing_rule"]
+__all__ = [
+    "POSSIBLE_RULE_PHRASES",
+    "QUANTIFIERS",
+    "Reading",
+    "read_possible_rule",
+    "read_standing_rule",
+    "sentence_texts",
+]
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,11 @@ def _sentences(text: str) -> list[tuple[int, int, int]]:
         at = match.end()
     _add_sentence(text, at, len(text), out)
     return out
+
+
+def sentence_texts(text: str) -> list[str]:
+    """The sentences of ``text`` as the readings split it (a "." inside "app.py" ends none), trimmed."""
+    return [text[start:end] for start, end, _ in _sentences(text)]
 
 
 def _add_sentence(text: str, start: int, end: int, out: list[tuple[int, int, int]]) -> None:
