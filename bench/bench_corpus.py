@@ -45,6 +45,7 @@ class Step:
     lifts: str | None = None  # the key of the rule this message withdraws
     one_off: str | None = None  # the words of a request meant for this once, not a standing rule
     value: str | None = None  # a value this command's output shows (once) that the summary should keep
+    task: bool = False  # a work request of the bank's: never a standing rule
 
 
 @dataclass
@@ -87,6 +88,10 @@ class Session:
 
     def one_offs(self, through: int) -> list[str]:
         return [s.one_off for s in self.steps(through) if s.one_off is not None]
+
+    def tasks(self, through: int) -> list[str]:
+        """The work requests the user made in stretches 0..``through``, each once."""
+        return list(dict.fromkeys(s.text for s in self.steps(through) if s.task))
 
     def values(self, through: int) -> list[str]:
         return [s.value for s in self.steps(through) if s.value is not None]
@@ -172,7 +177,8 @@ def session(bank: Bank, half: Half, index: int, *, seed: int, chain: bool) -> Se
     plan: list[list[Step]] = []
     for n in range(stretches):
         share = len(fillers) // (stretches - n)
-        says = [Step("say", tasks[n % len(tasks)])] + [Step("say", t) for t in fillers[:share]]
+        says = [Step("say", tasks[n % len(tasks)], task=True)]
+        says += [Step("say", t, task=t in bank.tasks) for t in fillers[:share]]
         fillers = fillers[share:]
         picked = [*rng.sample(bank.commands, 3), *rng.sample(bank.failing, rng.randint(1, 2))]
         rng.shuffle(picked)

@@ -68,6 +68,7 @@ from model_bench_report import (  # noqa: E402
     half_table,
     in_doubt,
     rows_from_table,
+    shown_standing,
     table,
     targets,
     write_doc,
@@ -231,6 +232,7 @@ def play(
                     invented=_invented(entry, session.user_messages()) if compactor != "pi" else None,
                     summary_chars=len(summary),
                     one_offs_in_doubt=in_doubt(summary, [w for w, shown in one_offs if shown]),
+                    tasks=shown_standing(summary, session.tasks(through)),
                 )
             )
             sys.stderr.write(table(rows[-1:])[-1] + "\n")  # as it goes: a cut-short run keeps its rows

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -58,6 +58,7 @@ class Row:
     invented: int | None  # Longhaul only: rules in the state that are not the user's words
     summary_chars: int
     one_offs_in_doubt: tuple[str, ...] = ()  # the one-offs shown standing with code's "in doubt" line
+    tasks: Seen = field(default_factory=list)  # (a work request's words, shown as standing)
 
     @property
     def closed_whole(self) -> bool:
@@ -98,6 +99,14 @@ def in_doubt(summary: str, one_offs: Sequence[str]) -> tuple[str, ...]:
         return ()
     doubted = [normal(e) for e in _entries(section) if "\n  in doubt: " in e]
     return tuple(words for words in one_offs if any(normal(words) in e for e in doubted))
+
+
+def shown_standing(summary: str, texts: Sequence[str]) -> Seen:
+    """Each of ``texts`` (a work request, say) and whether the summary shows it as a standing rule: in the
+    "Standing rules" section, in doubt or not; anywhere in a summary without that structure."""
+    section = standing_section(summary)
+    standing = normal(summary) if section is None else normal(section)
+    return [(text, normal(text) in standing) for text in texts]
 
 
 def _unflagged(section: str) -> str:
@@ -188,6 +197,7 @@ def measures(rows: Sequence[Row], compactor: Compactor) -> dict[str, str]:
         ),
         "withdrawn rules still shown as standing": _share(*_count(mine, "withdrawn", True)),
         "one-off requests shown as standing rules": _one_offs_cell(mine),
+        "tasks shown as standing rules": _share(*_count(mine, "tasks", True)),
         "values from tool output in the summary": _share(*_count(mine, "values", True)),
         "wall time per compaction, median (range)": _against_pi(rows, compactor, "wall_s", " s", ".1f"),
         "output tokens per compaction, median (range)": _against_pi(
@@ -233,8 +243,8 @@ def table(rows: Sequence[Row]) -> list[str]:
     lines = [
         "| session | # | compactor | wall | model calls | input tok | output tok | closed "
         "| rules in force: words in summary | withdrawn shown standing | one-offs shown standing | values "
-        "| invented | summary chars |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| invented | summary chars | tasks shown standing |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         invented = "–" if r.invented is None else str(r.invented)
@@ -243,9 +253,15 @@ def table(rows: Sequence[Row]) -> list[str]:
             f"| {r.output_tokens:,} | {r.closed} | {_seen_cell(r.rules)} "
             f"| {_seen_cell(r.withdrawn, good=False)} "
             f"| {_seen_cell(r.one_offs, good=False, doubted=r.one_offs_in_doubt)} "
-            f"| {_seen_cell(r.values)} | {invented} | {r.summary_chars:,} |"
+            f"| {_seen_cell(r.values)} | {invented} | {r.summary_chars:,} "
+            f"| {_count_cell(r.tasks)} |"
         )
     return lines
+
+
+def _count_cell(seen: Seen) -> str:
+    """How many of ``seen`` are shown, of how many: work requests are many and long, so counted, not named."""
+    return f"{sum(1 for _, hit in seen if hit)} of {len(seen)}"
 
 
 DOUBTED = " in doubt"  # after a one-off's **yes**: shown standing with code's "in doubt" line
@@ -268,13 +284,20 @@ def _doubted_from(cell: str) -> tuple[str, ...]:
     return tuple(what for what, hit in _ITEM.findall(cell) if hit.strip("*").endswith(DOUBTED))
 
 
+def _counted_from(cell: str) -> Seen:
+    """A count cell read back as that many shown and not shown (the texts are not in the table)."""
+    shown, _, total = cell.partition(" of ")
+    hits = int(shown)
+    return [("", n < hits) for n in range(int(total))]
+
+
 def rows_from_table(lines: Sequence[str], half: str) -> list[Row]:
     """The rows :func:`table` wrote (one per compaction, as the bench logs them while it runs), read back,
     so a run cut short still gets its tables. Lines that are not such a row are skipped."""
     out: list[Row] = []
     for line in lines:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 14 or not cells[1].isdigit() or cells[2] not in COMPACTORS:
+        if len(cells) not in (14, 15) or not cells[1].isdigit() or cells[2] not in COMPACTORS:
             continue
         out.append(
             Row(
@@ -295,6 +318,7 @@ def rows_from_table(lines: Sequence[str], half: str) -> list[Row]:
                 invented=None if cells[12] == "–" else int(cells[12]),
                 summary_chars=_number(cells[13]),
                 one_offs_in_doubt=_doubted_from(cells[10]),
+                tasks=_counted_from(cells[14]) if len(cells) == 15 else [],
             )
         )
     return out

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from longhaul_daemon.models.call_errors import RetryableError
+from longhaul_daemon.passes.answers.call_schemas import lift_targets
 from longhaul_daemon.passes.answers.doubts import (
     StandingRule,
     doubted_reading,
@@ -633,3 +634,51 @@ def test_ours_a_rule_in_doubt_because_the_model_called_it_no_rule_shows_its_line
         '- R1 "Stick to argparse." (u2)\n  in doubt: the model read this as no rule; code reads a standing'
         " instruction in it"
     ) in summary
+
+
+UNTIED = "That convention about subjects no longer applies, write whatever helps."  # no DRY rule word
+
+
+def test_ours_a_withdrawal_code_ties_to_no_rule_is_offered_the_rules_in_force() -> None:
+    """Issue 23 item 1: a withdrawal in words that share nothing with its rule is tied by no reading, so no
+    lift was offered and the model could not say which rule the user meant. Such a message is offered the
+    rules in force given before it (never an earlier message of the chunk); a tied one only its ties."""
+    older = Rule(id="R1", words="Never push to main.", message="u1", seq=1, span=1)
+    later = Rule(id="R4", words="Tabs only.", message="u12", seq=4, span=1)
+    offered = [OfferedMessage("u8", "Keep it short."), OfferedMessage("u9", UNTIED)]
+    assert lift_targets(offered, [older, DRY_RULE, later]) == {"u9": ["R1", "R3"]}
+    tied = lift_targets([OfferedMessage("u10", "The DRY: prefix rule no longer applies.")], [older, DRY_RULE])
+    assert tied == {"u10": ["R3"]}
+    assert lift_targets([OfferedMessage("u9", "Fix the parser.")], [older, DRY_RULE]) == {}
+
+
+@pytest.mark.parametrize("final", [False, True])
+def test_ours_a_lift_the_model_names_for_an_untied_withdrawal_flags_the_rule(final: bool) -> None:
+    """The store still refuses the lift (LIFT-4: the words do not name the rule), and sends nothing back:
+    the schema offered it. The rule stays, flagged with the user's sentence; no rule is lifted."""
+    offered = [OfferedMessage("u9", UNTIED)]
+    context = ChunkContext(offered=tuple(offered), rules=(DRY_RULE,), ledger_ids=frozenset())
+    body = json.dumps({"labels": {"u9": {"label": "lifts R3"}}, "narrative": "n", "now": "n"})
+    out = evaluate(parse_answer(body, ["u9"], context.ledger_ids, rules=context.rules), context, final=final)
+    assert out.defects == () and out.events.labels == ()
+    assert [(f.target, f.by, f.words) for f in out.events.possibly_withdrawn] == [("R3", "u9", UNTIED)]
+    assert out.events.dropped.get("lifts") == 1
+
+
+def test_label_9_a_refused_lift_on_a_tied_withdrawal_is_still_sent_back() -> None:
+    """LABEL-9 as before where code ties the withdrawal to another rule: the refused target is a defect."""
+    tabs = Rule(id="R4", words="Tabs for indentation.", message="u3", seq=4, span=1)
+    offered = [OfferedMessage("u9", "The tabs for indentation rule no longer applies.")]
+    context = ChunkContext(offered=tuple(offered), rules=(DRY_RULE, tabs), ledger_ids=frozenset())
+    body = json.dumps({"labels": {"u9": {"label": "lifts R3"}}, "narrative": "n", "now": "n"})
+    out = evaluate(parse_answer(body, ["u9"], context.ledger_ids, rules=context.rules), context, final=False)
+    assert [(d.code, d.msg) for d in out.defects] == [("lift-refused", "u9")]
+
+
+@pytest.mark.anyio
+async def test_ours_an_untied_withdrawal_the_model_names_shows_its_rule_flagged() -> None:
+    """Through the Diff stage, Close and the summary: one call, the rule in force with the flag under it."""
+    state, summary, kinds = await _close([user("u9", UNTIED)], answer({"u9": "lifts R3"}))
+    assert kinds == ["first"] and not state.rules[0].lifted
+    assert state.rules[0].possiblyWithdrawnBy == "u9"
+    assert f'- R3 "{DRY_WORDS}" (u2)\n  possibly withdrawn by u9: "{UNTIED}"\n' in summary

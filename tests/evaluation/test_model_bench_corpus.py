@@ -35,6 +35,7 @@ from model_bench_report import (
     in_doubt,
     measures,
     rows_from_table,
+    shown_standing,
     standing_section,
     table,
     targets,
@@ -259,6 +260,7 @@ def _row(
         invented=None if compactor == "pi" else 0,
         summary_chars=100,
         one_offs_in_doubt=tuple(seen.get("one_offs_in_doubt", ())),  # type: ignore[arg-type]
+        tasks=list(seen.get("tasks", [])),  # type: ignore[call-overload]
     )
 
 
@@ -392,3 +394,31 @@ def test_the_half_flag_picks_one_bank_the_first_two_or_all_three() -> None:
     assert {s.half for s in model_bench.corpus("both", 0)} == {"tuning", "held-out"}
     assert len(model_bench.corpus("all", 0)) == len(ALL)
     assert [s.name for s in model_bench.corpus("tuning", 0)] == [s.name for s in TUNING_SESSIONS]
+
+
+def test_each_session_counts_its_work_requests_as_tasks_once() -> None:
+    """Issue 23 item 2: the tasks a session asks for are measured too (a task under Standing rules reads to
+    every later turn as an order); they are the bank's own work requests, each counted once."""
+    for bank, sessions in ((TUNING, TUNING_SESSIONS), (HELD_OUT, HELD_OUT_SESSIONS)):
+        for session in sessions:
+            tasks = session.tasks(len(session.stretches) - 1)
+            assert tasks and set(tasks) <= set(bank.tasks) and len(tasks) == len(set(tasks))
+            assert session.tasks(0) == [t for t in tasks if t in session.tasks(0)]
+
+
+def test_a_task_counts_as_standing_under_standing_rules_only() -> None:
+    summary = (
+        "# Longhaul state after span 1 (pass p)\n\n## Standing rules\n"
+        '- R1 "Add a --json flag to app.py." (u2)\n'
+        "  in doubt: reads as a one-off request, with no standing marker\n\n"
+        "## Now\nWrite the CHANGES file next.\n"
+    )
+    seen = shown_standing(summary, ["Add a --json flag to app.py.", "Write the CHANGES file next."])
+    assert seen == [("Add a --json flag to app.py.", True), ("Write the CHANGES file next.", False)]
+    assert shown_standing("## Goal\nWrite the CHANGES file next.", ["Write the CHANGES file next."]) == [
+        ("Write the CHANGES file next.", True)
+    ]
+    rows = [_row("longhaul", "a", 1, chain=False, wall=1.0, out=1, tasks=seen)]
+    assert measures(rows, "longhaul")["tasks shown as standing rules"] == "1 of 2"
+    [back] = rows_from_table(table(rows), "held-out")
+    assert [hit for _, hit in back.tasks] == [True, False]

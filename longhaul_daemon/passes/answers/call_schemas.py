@@ -9,7 +9,9 @@ Each value is ``{label}``, the label one of :func:`label_forms` (LABEL-1): ``rul
 lifts of the targets code's own withdrawal reading finds for that message before the call
 (:func:`lift_targets`): a rule in force, or an earlier offered message, whose lift the store's check passes
 on this message's words. No other lift could pass that check (LIFT-1, LIFT-16), so none is offered; a small
-model offered every target chained ``rule and lifts`` the message before down the whole list. The model
+model offered every target chained ``rule and lifts`` the message before down the whole list. The exception
+(ours): a message stating a withdrawal that code ties to no rule is offered the rules in force before it,
+and the rule the model names is flagged, not lifted (verify.py). The model
 confirms or ignores code's reading in the call it makes anyway, and a rule that replaces one without
 withdrawal words still gets its LIFT-10 question. A message whose rule needs exact words (QUOTE-4) takes
 ``{label, words}``; a message that may go unlabeled (a picked takeover message, TAKEOVER-20) may be
@@ -29,7 +31,13 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from longhaul_daemon.models.structured import OutputSchema
-from longhaul_daemon.passes.answers.doubts import StandingRule, standing_rules, withdrawal_candidates
+from longhaul_daemon.passes.answers.doubts import (
+    StandingRule,
+    standing_rules,
+    untied_withdrawal,
+    withdrawal_candidates,
+)
+from longhaul_daemon.passes.answers.labels import id_number
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
 from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
 from longhaul_daemon.state.model import Rule
@@ -43,6 +51,7 @@ __all__ = [
     "lift_targets",
     "needs_words",
     "question_schema",
+    "untied_messages",
 ]
 
 LABEL_FORMS_CAP: Final = 800  # enum values in one call's labels; OpenAI refuses a schema past 1,000 in all
@@ -65,21 +74,54 @@ def needs_words(message: OfferedMessage) -> bool:
     return message.excerpt_only or len(quotable_text(message.text)) > LONG_MESSAGE
 
 
+UNTIED_TARGETS = 8
+"""Rules offered to a withdrawal code ties to none (the newest ones): a lift of one is flagged, not made."""
+
+
 def lift_targets(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> dict[str, list[str]]:
     """For each offered message, the targets whose lift the store's check would pass on its words (LIFT-1,
     LIFT-2, LIFT-4): the rules in force (``rules``, by the id a label uses) and the earlier offered messages
     short enough to be a rule whole, read as the rule they would give. Code's own withdrawal reading
-    (:func:`~.doubts.withdrawal_candidates`), run before the call instead of after it."""
+    (:func:`~.doubts.withdrawal_candidates`), run before the call instead of after it.
+
+    Ours besides: a message that states a withdrawal code ties to no rule (:func:`untied_messages`) is
+    offered the newest :data:`UNTIED_TARGETS` rules in force given before it (never an earlier message of
+    the chunk, which no label has made a rule yet). The store refuses such a lift (LIFT-4); the model's
+    choice flags that rule as possibly withdrawn, with the user's sentence under it."""
+    standing = _lift_standing(offered, rules)
+    candidates = withdrawal_candidates(offered, standing)
+    found: dict[str, list[str]] = {}
+    for candidate in candidates:
+        if candidate.passes and candidate.rule.name not in found.get(candidate.msg, ()):
+            found.setdefault(candidate.msg, []).append(candidate.rule.name)
+    in_force = standing_rules(rules)  # an earlier message of the chunk is no rule before it is labeled
+    for message in offered:
+        if untied_withdrawal(message, candidates):
+            here = _number(message.id)
+            older = [r.name for r in in_force if _number(r.message) < here]
+            if older:
+                found[message.id] = older[-UNTIED_TARGETS:]
+    return found
+
+
+def _number(msg: str) -> int:
+    return id_number(msg, "u") or 0
+
+
+def untied_messages(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> frozenset[str]:
+    """The offered messages that state a withdrawal code ties to no rule (:func:`~.doubts.untied_withdrawal`),
+    read as :func:`lift_targets` reads them."""
+    candidates = withdrawal_candidates(offered, _lift_standing(offered, rules))
+    return frozenset(m.id for m in offered if untied_withdrawal(m, candidates))
+
+
+def _lift_standing(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> list[StandingRule]:
     standing = standing_rules(rules)
     for message in offered:
         words = quotable_text(message.text)
         if words and not needs_words(message):
             standing.append(StandingRule(message.id, message.id, words))
-    found: dict[str, list[str]] = {}
-    for candidate in withdrawal_candidates(offered, standing):
-        if candidate.passes and candidate.rule.name not in found.get(candidate.msg, ()):
-            found.setdefault(candidate.msg, []).append(candidate.rule.name)
-    return found
+    return standing
 
 
 def keyed_labels(

@@ -55,12 +55,15 @@ __all__ = [
     "doubted_reading",
     "flag_carried_withdrawals",
     "flag_withdrawn_carried",
+    "forgets",
     "reads_as_request",
     "rule_doubts",
     "standing_rules",
+    "untied_withdrawal",
     "withdrawal_candidates",
     "withdrawal_look",
     "withdrawal_question_text",
+    "withdrawing_sentence",
 ]
 
 WITHDRAWAL_WORDS_CHARS = 300  # how much of the user's withdrawing sentence a flag keeps
@@ -91,7 +94,7 @@ class WithdrawalCandidate:
     words: str  # the user's sentence that withdraws, from the judged text, cut
 
 
-def _forgets(judged: str) -> bool:
+def forgets(judged: str) -> bool:
     """A "forget/disregard/scratch" marker that is not itself ordered away ("don't forget the DRY rule")."""
     return any(not _ORDER_NOT_TO.search(judged[: m.start()]) for m in _FORGET.finditer(judged))
 
@@ -101,11 +104,11 @@ def _names(judged: str, rule: StandingRule) -> bool:
     return any(re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", judged) for i in ids)
 
 
-def _withdrawing_sentence(judged: str) -> str:
+def withdrawing_sentence(judged: str) -> str:
     """The user's own words that withdraw: the first sentence with a marker, else the whole judged text."""
     for match in SENTENCE.finditer(judged):
         sentence = match.group().strip()
-        if sentence and (may_withdraw(sentence) or _forgets(sentence)):
+        if sentence and (may_withdraw(sentence) or forgets(sentence)):
             return _cut(sentence)
     return _cut(" ".join(judged.split()))
 
@@ -130,21 +133,21 @@ def withdrawal_candidates(
     shapes: dict[str, RuleShape] = {}  # each rule read once, and only when some message may reverse it
     for message in sorted(offered, key=lambda m: _number(m.id)):
         judged = judged_text(message.text)
-        withdraws, forgets = may_withdraw(judged), _forgets(judged)
+        withdraws, forgotten_marker = may_withdraw(judged), forgets(judged)
         cued = cued_sentences(judged, withdrawing=withdraws)
-        if not withdraws and not forgets and not cued:
+        if not withdraws and not forgotten_marker and not cued:
             continue  # LIFT-6: text without a marker or a reversal cue raises nothing
         here = _number(message.id)
         own_words = significant_words(judged)
         for rule in rules:
             if rule.message == message.id or _number(rule.message) >= here:
                 continue
-            if withdraws or forgets:
+            if withdraws or forgotten_marker:
                 verdict = passes_lift_check(judged, rule.words, rule.replaced_words)
                 named = withdraws and _names(judged, rule)
-                forgotten = forgets and bool(own_words & significant_words(rule.words))
+                forgotten = forgotten_marker and bool(own_words & significant_words(rule.words))
                 if verdict.passed or named or forgotten:
-                    words = _withdrawing_sentence(judged)
+                    words = withdrawing_sentence(judged)
                     out.append(WithdrawalCandidate(message.id, rule, verdict.passed, words))
                     continue
             if not cued:
@@ -156,6 +159,16 @@ def withdrawal_candidates(
             if reversing is not None:
                 out.append(WithdrawalCandidate(message.id, rule, False, _cut(" ".join(reversing.split()))))
     return tuple(out)
+
+
+def untied_withdrawal(message: OfferedMessage, candidates: Sequence[WithdrawalCandidate]) -> bool:
+    """A message whose judged text states a withdrawal (LIFT-2: "no longer applies", "is withdrawn") that
+    code's reading ties to no rule in force (``candidates``: this chunk's, from
+    :func:`withdrawal_candidates`): the user withdrew something in words that name no rule's distinctive
+    words, so only the model can say which."""
+    if any(c.msg == message.id and c.passes for c in candidates):
+        return False
+    return may_withdraw(judged_text(message.text))
 
 
 def withdrawal_question_text(candidate: WithdrawalCandidate, given: Label | None) -> str:
@@ -188,7 +201,7 @@ def doubted_reading(text: str, read: Callable[[str], Reading] = read_standing_ru
 def _withdrawing(judged: str) -> bool:
     """A message that withdraws or reverses something: its cues read as standing ("… is fine from now on")."""
     withdraws = may_withdraw(judged)
-    return withdraws or _forgets(judged) or bool(cued_sentences(judged, withdrawing=withdraws))
+    return withdraws or forgets(judged) or bool(cued_sentences(judged, withdrawing=withdraws))
 
 
 def _doubted(text: str) -> tuple[int, int, RuleDoubt] | None:

@@ -24,8 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from longhaul_daemon.passes.answers.call_schemas import untied_messages
 from longhaul_daemon.passes.answers.defects import lift_defect, quote_defect
-from longhaul_daemon.passes.answers.doubts import StandingRule, rule_doubts, withdrawal_look
+from longhaul_daemon.passes.answers.doubts import (
+    StandingRule,
+    rule_doubts,
+    withdrawal_look,
+    withdrawing_sentence,
+)
 from longhaul_daemon.passes.answers.events import (
     ChunkContext,
     ChunkEvents,
@@ -33,6 +39,7 @@ from longhaul_daemon.passes.answers.events import (
     LabelEvents,
     LiftEvent,
     NewRule,
+    PossibleWithdrawal,
     Question,
 )
 from longhaul_daemon.passes.answers.fixes import claimed_fixes
@@ -89,6 +96,8 @@ class _Run:
         self.questions: list[Question] = []
         self.dropped: Counter[str] = Counter()
         self.rejected: list[tuple[str, str]] = []  # (msg, words) refused, for LOG-14's excerpts
+        self.flags: list[PossibleWithdrawal] = []  # lifts the check refused on a message that withdraws
+        self._untied: frozenset[str] | None = None
         self.judged: set[str] = set()
         self.rules: dict[str, NewRule] = {}  # label msg -> the rule that label gave
         self.held: list[NewRule] = []  # every new rule, in label order
@@ -248,14 +257,28 @@ class _Run:
             replaced_rule_words=self.replaced_words(target),
         )
         if not verdict.passed:
-            if self.final:
+            judged = judged_text(text)
+            untied = msg in self.untied()
+            if self.final or untied:
                 self.dropped["lifts"] += 1
+                if may_withdraw(judged):
+                    # ours: the user withdrew something and the model names this rule in words the check
+                    # cannot tie to it; no lift (LIFT-4), but the rule shows the user's sentence under it
+                    self.flags.append(PossibleWithdrawal(target.name, msg, withdrawing_sentence(judged)))
             else:
                 self.defects.append(lift_defect(msg, target.name, target.words))
             return
         replacing = kept.message if kept is not None else None
         self.lifts.setdefault(msg, []).append(LiftEvent(name, msg, replacing))
         self.lifted_here[target.key] = replacing
+
+    def untied(self) -> frozenset[str]:
+        """The messages whose lifts the schema offered though code ties their withdrawal to no rule
+        (``call_schemas.untied_messages``): a refused lift there was offered, so it is flagged, never sent
+        back. Read once, when a lift is first refused."""
+        if self._untied is None:
+            self._untied = untied_messages(self.ctx.offered, self.ctx.rules)
+        return self._untied
 
     # --- questions (LIFT-10, LIFT-11) ---
 
@@ -339,6 +362,14 @@ def _candidates(
 _UNQUOTED = frozenset({"words-missing", "words-not-found", "starts-inside-word", "ends-inside-word"})
 
 
+def _merged_flags(
+    looked: Sequence[PossibleWithdrawal], named: Sequence[PossibleWithdrawal]
+) -> tuple[PossibleWithdrawal, ...]:
+    """Code's own flags, then those of the lifts named that the check refused; one a rule and message."""
+    seen = {(f.target, f.by) for f in looked}
+    return (*looked, *(f for f in named if (f.target, f.by) not in seen))
+
+
 def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluation:
     """Verify one parsed answer against the chunk (QUOTE-*, LABEL-*, LIFT-*, VALUE-2..4, DIFF-13).
 
@@ -400,7 +431,7 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
         fixed=fixes,
         dropped=MappingProxyType({k: v for k, v in sorted(run.dropped.items()) if v}),
         rejected_quotes=tuple(run.rejected),
-        possibly_withdrawn=flagged,
+        possibly_withdrawn=_merged_flags(flagged, run.flags),
     )
     excused = ctx.label_optional | (ctx.unpicked_earlier if final else frozenset())  # FAIL-4
     unlabeled = tuple(m.id for m in ctx.offered if m.id not in run.judged and m.id not in excused)
