@@ -534,8 +534,11 @@ def test_lifting_a_rule_a_narrowing_replaced_asks_about_the_narrowing(
         assert rules["R2"]["lifted"] is True and rules["R2"]["liftedBy"] == u_withdrawal, rules["R2"]
         assert standing == ""
     else:
+        # LIFT-8: naming only R1's words lifts nothing; ours: the refused lift of a message that states a
+        # withdrawal leaves the narrowing flagged with the user's sentence, never plainly standing
         assert not rules["R2"]["lifted"], rules["R2"]
-        assert standing == rule_line("R2", narrowing, str(u_narrowing))
+        flag = f'  possibly withdrawn by {u_withdrawal}: "{withdrawal}"'
+        assert standing == rule_line("R2", narrowing, str(u_narrowing)) + "\n" + flag, standing
     assert_whole(found)
 
 
