@@ -9,6 +9,7 @@ model.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -682,3 +683,21 @@ async def test_ours_an_untied_withdrawal_the_model_names_shows_its_rule_flagged(
     assert kinds == ["first"] and not state.rules[0].lifted
     assert state.rules[0].possiblyWithdrawnBy == "u9"
     assert f'- R3 "{DRY_WORDS}" (u2)\n  possibly withdrawn by u9: "{UNTIED}"\n' in summary
+
+
+@pytest.mark.parametrize("final", [False, True])
+def test_ours_an_exception_for_this_once_lifts_nothing_and_flags_the_rule(final: bool) -> None:
+    """Ours, as LIFT-6 reads a permission: a withdrawal bounded to this once ("for this commit only") passes
+    the lift check on its words, and a weak model lifted a rule for good through one in the blind half. It
+    lifts nothing; the rule stays, flagged with the user's sentence, and nothing is sent back."""
+    once = "For this commit only, the DRY: prefix rule no longer applies."
+    offered = [OfferedMessage("u9", once)]
+    context = ChunkContext(offered=tuple(offered), rules=(DRY_RULE,), ledger_ids=frozenset())
+    body = json.dumps({"labels": {"u9": {"label": "lifts R3"}}, "narrative": "n", "now": "n"})
+    out = evaluate(parse_answer(body, ["u9"], context.ledger_ids, rules=context.rules), context, final=final)
+    assert out.defects == () and out.events.labels == ()
+    assert [(f.target, f.by, f.words) for f in out.events.possibly_withdrawn] == [("R3", "u9", once)]
+    plain = OfferedMessage("u9", "The DRY: prefix rule no longer applies.")
+    context = replace(context, offered=(plain,))
+    out = evaluate(parse_answer(body, ["u9"], context.ledger_ids, rules=context.rules), context, final=final)
+    assert [lift.target for label in out.events.labels for lift in label.lifts] == ["R3"]

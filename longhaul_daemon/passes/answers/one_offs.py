@@ -38,7 +38,15 @@ from longhaul_daemon.passes.answers.labels import Label
 from longhaul_daemon.passes.answers.quotes import SHORT_MESSAGE
 from longhaul_daemon.passes.answers.rule_reading import read_possible_rule, read_standing_rule, sentence_texts
 
-__all__ = ["ONE_OFF_SCOPE", "REPORT_BACK", "WORK_UNITS", "WORK_VERBS", "one_off_labels", "one_off_request"]
+__all__ = [
+    "ONE_OFF_SCOPE",
+    "REPORT_BACK",
+    "WORK_UNITS",
+    "WORK_VERBS",
+    "bounded_to_once",
+    "one_off_labels",
+    "one_off_request",
+]
 
 WORK_UNITS: tuple[str, ...] = (
     "change",
@@ -117,6 +125,13 @@ def one_off_request(text: str) -> bool:
         sentences = sentence_texts(judged)
         return bool(sentences) and all(_one_off_sentence(sentence) for sentence in sentences)
     return _one_off_sentence(judged)
+
+
+def bounded_to_once(text: str) -> bool:
+    """A one-off request (:func:`one_off_request`) that says so with a :data:`ONE_OFF_SCOPE` phrase ("for
+    this commit only, skip the fixtures check"): an exception to a rule for this once, which withdraws it
+    no further than that."""
+    return bool(ONE_OFF_SCOPE.search(judged_text(text))) and one_off_request(text)
 
 
 def _one_off_sentence(judged: str) -> bool:

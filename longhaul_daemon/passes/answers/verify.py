@@ -46,7 +46,7 @@ from longhaul_daemon.passes.answers.fixes import claimed_fixes
 from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.labels import Label, id_number
 from longhaul_daemon.passes.answers.lifts import check_lift, may_withdraw, passes_question_check
-from longhaul_daemon.passes.answers.one_offs import one_off_labels
+from longhaul_daemon.passes.answers.one_offs import bounded_to_once, one_off_labels
 from longhaul_daemon.passes.answers.questions import question_text, replaced_question_text
 from longhaul_daemon.passes.answers.quotes import (
     OfferedMessage,
@@ -249,6 +249,12 @@ class _Run:
             own if label.label.kind == "rule-and-lifts" and own is not None and own.message == msg else None
         )
         text = self.offered[msg].text
+        if bounded_to_once(text):
+            # ours, as LIFT-6 reads a permission: an exception for this once lifts nothing; the rule stays,
+            # shown with the user's sentence under it, so the agent sees the exception and its bounds
+            self.dropped["lifts"] += 1
+            self.flags.append(PossibleWithdrawal(target.name, msg, withdrawing_sentence(judged_text(text))))
+            return
         verdict = check_lift(
             text,
             target.words,
