@@ -687,16 +687,22 @@ async def test_ours_an_untied_withdrawal_the_model_names_shows_its_rule_flagged(
 
 @pytest.mark.parametrize("final", [False, True])
 def test_ours_an_exception_for_this_once_lifts_nothing_and_flags_the_rule(final: bool) -> None:
-    """Ours, as LIFT-6 reads a permission: a withdrawal bounded to this once ("for this commit only") passes
-    the lift check on its words, and a weak model lifted a rule for good through one in the blind half. It
-    lifts nothing; the rule stays, flagged with the user's sentence, and nothing is sent back."""
+    """Ours, as LIFT-5 and LIFT-6 read a permission: a withdrawal bounded to this once ("for this commit
+    only") passes the lift check on its words, and a weak model lifted a rule for good through one in the
+    blind half. It lifts nothing and is not offered as a lift; sent back while it can be, and once settled
+    the rule stays, flagged with the user's sentence."""
     once = "For this commit only, the DRY: prefix rule no longer applies."
     offered = [OfferedMessage("u9", once)]
+    assert lift_targets(offered, [DRY_RULE]) == {}
     context = ChunkContext(offered=tuple(offered), rules=(DRY_RULE,), ledger_ids=frozenset())
     body = json.dumps({"labels": {"u9": {"label": "lifts R3"}}, "narrative": "n", "now": "n"})
     out = evaluate(parse_answer(body, ["u9"], context.ledger_ids, rules=context.rules), context, final=final)
-    assert out.defects == () and out.events.labels == ()
-    assert [(f.target, f.by, f.words) for f in out.events.possibly_withdrawn] == [("R3", "u9", once)]
+    assert out.events.labels == ()
+    if final:
+        assert out.defects == ()
+        assert [(f.target, f.by, f.words) for f in out.events.possibly_withdrawn] == [("R3", "u9", once)]
+    else:
+        assert [(d.code, d.msg) for d in out.defects] == [("lift-refused", "u9")]
     plain = OfferedMessage("u9", "The DRY: prefix rule no longer applies.")
     context = replace(context, offered=(plain,))
     out = evaluate(parse_answer(body, ["u9"], context.ledger_ids, rules=context.rules), context, final=final)

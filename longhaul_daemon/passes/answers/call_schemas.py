@@ -38,6 +38,7 @@ from longhaul_daemon.passes.answers.doubts import (
     withdrawal_candidates,
 )
 from longhaul_daemon.passes.answers.labels import id_number
+from longhaul_daemon.passes.answers.one_offs import bounded_to_once
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
 from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
 from longhaul_daemon.state.model import Rule
@@ -101,6 +102,9 @@ def lift_targets(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> di
             older = [r.name for r in in_force if _number(r.message) < here]
             if older:
                 found[message.id] = older[-UNTIED_TARGETS:]
+    for message in offered:  # an exception for this once lifts nothing (verify.py), so none is offered
+        if message.id in found and bounded_to_once(message.text):
+            del found[message.id]
     return found
 
 

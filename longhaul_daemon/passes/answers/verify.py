@@ -250,10 +250,16 @@ class _Run:
         )
         text = self.offered[msg].text
         if bounded_to_once(text):
-            # ours, as LIFT-6 reads a permission: an exception for this once lifts nothing; the rule stays,
-            # shown with the user's sentence under it, so the agent sees the exception and its bounds
-            self.dropped["lifts"] += 1
-            self.flags.append(PossibleWithdrawal(target.name, msg, withdrawing_sentence(judged_text(text))))
+            # ours, as LIFT-5 and LIFT-6 read a permission: an exception for this once lifts nothing. Sent
+            # back while it can be; settled, the rule stays, shown with the user's sentence under it, so the
+            # agent sees the exception and how far it goes
+            if self.final:
+                self.dropped["lifts"] += 1
+                self.flags.append(
+                    PossibleWithdrawal(target.name, msg, withdrawing_sentence(judged_text(text)))
+                )
+            else:
+                self.defects.append(lift_defect(msg, target.name, target.words))
             return
         verdict = check_lift(
             text,
