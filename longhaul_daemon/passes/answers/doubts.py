@@ -15,11 +15,13 @@ so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second l
   "changed my mind about", "stop …" against a rule that orders; :mod:`.reversals`) is a candidate that can
   only be flagged, never asked nor lifted (LIFT-6: a permission still lifts nothing).
 - Rule doubts cost no call: ``not a rule`` on a message the standing-rule reading picks records the rule as
-  ``model-read-one-off``; ``rule`` on one it does not pick is marked ``reads-as-request`` (TAKEOVER-4),
-  unless the words it would record hold a :data:`ONE_OFF_MARKERS` phrase ("just this once") or only
-  questions: then it is a one-off request the model called a rule, and no rule is recorded. Only the words
-  a rule would record are judged (the whole of a short message, the quoted sentence of a long one): a
-  "for now" elsewhere in a long message bounds nothing in the rule.
+  ``model-read-one-off``; on one only the wider reading picks (ours, :func:`.rule_reading.read_possible_rule`)
+  as ``may-be-standing``, unless the message withdraws, reverses or asks for something once. ``rule`` on a
+  message neither reading picks is marked ``reads-as-request`` (TAKEOVER-4). A ``rule`` label on words
+  :mod:`.one_offs` reads as a one-off request records no rule at all (verify.py); only the words a rule
+  would record are judged (the whole of a short message, the quoted sentence of a long one).
+- A message that states a withdrawal code ties to no rule (:func:`untied_withdrawal`) is offered the rules
+  in force by the call's schema; the rule the model names is flagged, never lifted (verify.py).
 """
 
 from __future__ import annotations
