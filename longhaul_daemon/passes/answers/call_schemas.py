@@ -33,11 +33,11 @@ from typing import Any, Final
 from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.passes.answers.doubts import (
     StandingRule,
+    message_number,
     standing_rules,
     untied_withdrawal,
     withdrawal_candidates,
 )
-from longhaul_daemon.passes.answers.labels import id_number
 from longhaul_daemon.passes.answers.one_offs import bounded_to_once
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
 from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
@@ -98,18 +98,14 @@ def lift_targets(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> di
     in_force = standing_rules(rules)  # an earlier message of the chunk is no rule before it is labeled
     for message in offered:
         if untied_withdrawal(message, candidates):
-            here = _number(message.id)
-            older = [r.name for r in in_force if _number(r.message) < here]
+            here = message_number(message.id)
+            older = [r.name for r in in_force if message_number(r.message) < here]
             if older:
                 found[message.id] = older[-UNTIED_TARGETS:]
     for message in offered:  # an exception for this once lifts nothing (verify.py), so none is offered
         if message.id in found and bounded_to_once(message.text):
             del found[message.id]
     return found
-
-
-def _number(msg: str) -> int:
-    return id_number(msg, "u") or 0
 
 
 def untied_messages(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> frozenset[str]:

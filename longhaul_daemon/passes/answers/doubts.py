@@ -58,6 +58,7 @@ __all__ = [
     "flag_carried_withdrawals",
     "flag_withdrawn_carried",
     "forgets",
+    "message_number",
     "reads_as_request",
     "rule_doubts",
     "standing_rules",
@@ -119,7 +120,8 @@ def _cut(text: str) -> str:
     return text if len(text) <= WITHDRAWAL_WORDS_CHARS else text[: WITHDRAWAL_WORDS_CHARS - 1] + "…"
 
 
-def _number(msg: str) -> int:
+def message_number(msg: str) -> int:
+    """The n of a ``u<n>`` id (0 for anything else), for ordering messages."""
     return id_number(msg, "u") or 0
 
 
@@ -133,16 +135,16 @@ def withdrawal_candidates(
     """
     out: list[WithdrawalCandidate] = []
     shapes: dict[str, RuleShape] = {}  # each rule read once, and only when some message may reverse it
-    for message in sorted(offered, key=lambda m: _number(m.id)):
+    for message in sorted(offered, key=lambda m: message_number(m.id)):
         judged = judged_text(message.text)
         withdraws, forgotten_marker = may_withdraw(judged), forgets(judged)
         cued = cued_sentences(judged, withdrawing=withdraws)
         if not withdraws and not forgotten_marker and not cued:
             continue  # LIFT-6: text without a marker or a reversal cue raises nothing
-        here = _number(message.id)
+        here = message_number(message.id)
         own_words = significant_words(judged)
         for rule in rules:
-            if rule.message == message.id or _number(rule.message) >= here:
+            if rule.message == message.id or message_number(rule.message) >= here:
                 continue
             if withdraws or forgotten_marker:
                 verdict = passes_lift_check(judged, rule.words, rule.replaced_words)

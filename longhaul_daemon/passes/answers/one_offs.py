@@ -2,8 +2,9 @@
 
 A weak model labels "Just this once, skip the tests" or "Run the build and tell me which port it uses"
 `rule`; recorded, either would order every later turn of the session. Pure, called by
-:mod:`~longhaul_daemon.passes.answers.verify` and :mod:`~longhaul_daemon.passes.answers.doubts`
-(docs/how-it-works.md, "One-off requests called rules"). Decisions (ours):
+:mod:`~longhaul_daemon.passes.answers.verify`, :mod:`~longhaul_daemon.passes.answers.doubts` and
+:mod:`~longhaul_daemon.passes.answers.call_schemas` (docs/how-it-works.md, "One-off requests called rules").
+Decisions (ours):
 
 - A sentence is bound to this once when it holds a :data:`ONE_OFF_SCOPE` phrase: "this once", "as an
   exception", a unit of work named as this one or the next ("for this release", "in the next commit", "on
@@ -117,9 +118,10 @@ _WORD = re.compile(r"[\w'’-]+")
 
 
 def one_off_request(text: str) -> bool:
-    """Whether ``text`` reads as a request for this once: every sentence is a question or bound by a
-    :data:`ONE_OFF_SCOPE` phrase with no standing instruction outside it. Judged text only (quoted and
-    pasted text orders nothing); sentence by sentence past a short message."""
+    """Whether ``text`` reads as a request for this once: bound by a :data:`ONE_OFF_SCOPE` phrase with no
+    standing rule outside it, or, with no standing cue at all, a report-back (:data:`REPORT_BACK`) or
+    nothing but questions and requests for a piece of work. Judged text only (quoted and pasted text
+    orders nothing); sentence by sentence past a short message."""
     judged = judged_text(text)
     if len(judged) > SHORT_MESSAGE:
         sentences = sentence_texts(judged)
