@@ -194,9 +194,12 @@ def doubted_reading(text: str, read: Callable[[str], Reading] = read_standing_ru
     """The range of ``quotable_text(text)`` to record when code's reading ``read`` (the takeover's, or the
     wider :func:`read_possible_rule`) picks a message the model called no rule; None when it picks nothing
     in the judged text (quoted text orders nothing)."""
-    if not read(judged_text(text)).picked:
+    judged, quotable = judged_text(text), quotable_text(text)
+    reading = read(judged)
+    if not reading.picked:
         return None
-    reading = read(quotable_text(text))
+    if quotable != judged:  # the usual message holds no quoted text: one reading serves both
+        reading = read(quotable)
     if not reading.picked or not 0 <= reading.start < reading.end <= reading.start + LONG_MESSAGE:
         return None  # a long stretch (a pasted log full of "must") is no rule code can name on its own
     return reading.start, reading.end
@@ -215,11 +218,13 @@ def _doubted(text: str) -> tuple[int, int, RuleDoubt] | None:
     found = doubted_reading(text)
     if found is not None:
         return (*found, "model-read-one-off")
+    found = doubted_reading(text, read_possible_rule)
+    if found is None:
+        return None  # the usual message: no cue at all, so no need to weigh what else it does
     judged = judged_text(text)
     if _withdrawing(judged) or one_off_request(judged):
         return None
-    found = doubted_reading(text, read_possible_rule)
-    return None if found is None else (*found, "may-be-standing")
+    return (*found, "may-be-standing")
 
 
 def reads_as_request(text: str) -> bool:

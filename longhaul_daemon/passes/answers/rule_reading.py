@@ -19,7 +19,7 @@ same text always reads the same way (TAKEOVER-15). Decisions (the proposals unle
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.lifts import (
@@ -62,15 +62,6 @@ _CLAUSE_SEPARATOR = re.compile(r"[,;:\u2014\u2013]|(?<!\S)-+(?!\S)")
 
 Phrase = tuple[str, ...]
 
-_TIME_MARKERS: tuple[Phrase, ...] = (("from", "now", "on"), ("from", "here", "on"), ("going", "forward"))
-_FOR_NOW_MARKERS: tuple[Phrase, ...] = (("yet",), ("for", "now"), ("this", "time"))
-_WITHDRAWAL_MARKERS: tuple[Phrase, ...] = (
-    ("forget", "it"),
-    ("forget", "that"),
-    ("scratch", "that"),
-    ("ignore", "that"),
-    *(tuple(expression.split()) for expression in WITHDRAWAL_EXPRESSIONS),
-)
 _SINGLE_RULE_WORDS = frozenset({"never", "always", "don't", "must", "stop", "only"})
 _RELATIVE_PRONOUNS = frozenset({"that", "which", "who"})
 _ADJECTIVE_ONLY_AFTER = frozenset({"the", "an"})
@@ -167,8 +158,38 @@ def _phrase_at(words: list[_Word], i: int, phrase: Phrase) -> bool:
     return all(words[i + k].text == part and (k == 0 or words[i + k].joined) for k, part in enumerate(phrase))
 
 
-def _holds(words: list[_Word], phrases: tuple[Phrase, ...]) -> bool:
-    return any(_phrase_at(words, i, phrase) for i in range(len(words)) for phrase in phrases)
+class _Phrases:
+    """A set of phrases indexed by their first word, so a clause is read in one walk over its words
+    whatever the number of phrases (the wider reading weighs dozens at every word)."""
+
+    def __init__(self, phrases: Iterable[Phrase]) -> None:
+        self._by_first: dict[str, list[Phrase]] = {}
+        for phrase in phrases:
+            self._by_first.setdefault(phrase[0], []).append(phrase)
+
+    def at(self, words: list[_Word], i: int) -> bool:
+        return any(_phrase_at(words, i, phrase) for phrase in self._by_first.get(words[i].text, ()))
+
+    def positions(self, words: list[_Word]) -> Iterator[int]:
+        return (i for i in range(len(words)) if self.at(words, i))
+
+
+def _holds(words: list[_Word], phrases: _Phrases) -> bool:
+    return next(phrases.positions(words), None) is not None
+
+
+_TIME_MARKERS = _Phrases((("from", "now", "on"), ("from", "here", "on"), ("going", "forward")))
+_FOR_NOW_MARKERS = _Phrases((("yet",), ("for", "now"), ("this", "time")))
+_WITHDRAWAL_MARKERS = _Phrases(
+    (
+        ("forget", "it"),
+        ("forget", "that"),
+        ("scratch", "that"),
+        ("ignore", "that"),
+        *(tuple(expression.split()) for expression in WITHDRAWAL_EXPRESSIONS),
+    )
+)
+_NEVER_MIND = _Phrases((("never", "mind"),))
 
 
 def _after_an_order_not_to(words: list[_Word], i: int) -> bool:
@@ -184,11 +205,7 @@ def _withdraws(words: list[_Word]) -> bool:
     text = " ".join(word.text for word in words)
     if released_obligations_in(text) or rule_withdrawals_in(text):
         return True  # "you don't need to ask any longer": its "don't" releases, it orders nothing
-    return any(
-        _phrase_at(words, i, marker) and not _after_an_order_not_to(words, i)
-        for i in range(len(words))
-        for marker in _WITHDRAWAL_MARKERS
-    )
+    return any(not _after_an_order_not_to(words, i) for i in _WITHDRAWAL_MARKERS.positions(words))
 
 
 def _description_start(words: list[_Word]) -> int:
@@ -218,24 +235,32 @@ def _rule_word_positions(words: list[_Word]) -> list[int]:
     return out
 
 
+def _excluded(words: list[_Word]) -> bool:
+    """A clause bounded to now, withdrawing, or "never mind": it orders nothing standing (TAKEOVER-10..12)."""
+    return _holds(words, _FOR_NOW_MARKERS) or _withdraws(words) or _holds(words, _NEVER_MIND)
+
+
 def _clause_qualifies(words: list[_Word]) -> bool:
-    """TAKEOVER-9..TAKEOVER-13 on one clause; exclusions reach no other clause (TAKEOVER-14)."""
-    if _holds(words, _FOR_NOW_MARKERS) or _withdraws(words) or _holds(words, (("never", "mind"),)):
-        return False
+    """TAKEOVER-9..TAKEOVER-13 on one clause, which :func:`_excluded` may still rule out (weighed last: most
+    clauses hold no rule word); exclusions reach no other clause (TAKEOVER-14)."""
     description = _description_start(words)
     return any(i < description and not _adjective_only(words, i) for i in _rule_word_positions(words))
+
+
+def _timed_sentence(clauses: list[list[_Word]]) -> bool:
+    """TAKEOVER-8 reads the sentence as a whole; a clause's first word is joined to nothing, so a marker split
+    by a comma ("from now, on") is no marker."""
+    whole = [word for clause in clauses for word in clause]
+    return _holds(whole, _TIME_MARKERS) and not _withdraws(whole)
 
 
 def _sentence_qualifies(text: str, start: int, end: int, body_end: int) -> bool:
     if _is_question(text, start, body_end):
         return False  # TAKEOVER-7
     clauses = _clauses(text[start:end])
-    # TAKEOVER-8 reads the sentence as a whole; a clause's first word is joined to nothing, so a marker split
-    # by a comma ("from now, on") is no marker.
-    whole = [word for clause in clauses for word in clause]
-    if _holds(whole, _TIME_MARKERS) and not _withdraws(whole):
-        return True
-    return any(_clause_qualifies(clause) for clause in clauses)
+    return _timed_sentence(clauses) or any(
+        _clause_qualifies(clause) and not _excluded(clause) for clause in clauses
+    )
 
 
 def read_standing_rule(text: str) -> Reading:
@@ -297,13 +322,17 @@ QUANTIFIERS = frozenset({"every", "each", "any", "all"})
 """A quantifier right before a noun (``every commit``, ``each message``) generalises a sentence."""
 
 
+_POSSIBLE_RULE_PHRASES = _Phrases(POSSIBLE_RULE_PHRASES)
+_CUE_WORDS = frozenset(phrase[0] for phrase in POSSIBLE_RULE_PHRASES) | QUANTIFIERS
+
+
 def _clause_may_rule(words: list[_Word]) -> bool:
-    """A clause with a standing cue before any description, not bounded to now and not withdrawing."""
-    if _holds(words, _FOR_NOW_MARKERS) or _withdraws(words):
-        return False
+    """A clause with a wider standing cue before any description (:func:`_excluded` may still rule it out)."""
+    if not any(word.text in _CUE_WORDS for word in words):
+        return False  # most clauses hold no cue word at all; no need to find where a description starts
     description = _description_start(words)
     for i in range(description):
-        if any(_phrase_at(words, i, phrase) for phrase in POSSIBLE_RULE_PHRASES):
+        if _POSSIBLE_RULE_PHRASES.at(words, i):
             return True
         if words[i].text in QUANTIFIERS and _opens_the_order(words, i) and _is_noun(_after(words, i)):
             return True
@@ -331,10 +360,14 @@ _STATEMENT_OPENERS = frozenset(_STATEMENT_OPENERS_TEXT.split())
 
 
 def _sentence_may_rule(text: str, start: int, end: int, body_end: int) -> bool:
+    """The takeover's reading of the sentence, or a wider cue in a clause it did not exclude; the sentence is
+    split into clauses once for both."""
     if _is_question(text, start, body_end):
         return False
-    return _sentence_qualifies(text, start, end, body_end) or any(
-        _clause_may_rule(clause) for clause in _clauses(text[start:end])
+    clauses = _clauses(text[start:end])
+    return _timed_sentence(clauses) or any(
+        (_clause_qualifies(clause) or _clause_may_rule(clause)) and not _excluded(clause)
+        for clause in clauses
     )
 
 
