@@ -177,7 +177,7 @@ MIN_WORD = 3  # LIFT-4: shorter words are never shared words
 # LIFT-4: articles; pronouns; auxiliaries and modals with their contractions; prepositions; and (extension,
 # see the module docstring) conjunctions, "not", the words of the withdrawal expressions, the rule nouns.
 _STOP_TEXT = """
-a an the
+a an the every each all some both either neither another other such
 i me my mine myself you your yours yourself yourselves he him his himself she her hers herself it its itself
 we us our ours ourselves they them their theirs themselves this that these those who whom whose which what
 whatever whoever something anything nothing everything someone anyone everyone one

@@ -8,27 +8,17 @@ text for a *reversal* of a rule in force and, when it finds one, the rule is sho
 under it (``possibly withdrawn by``), exactly like a withdrawal candidate the model did not confirm
 (:mod:`~longhaul_daemon.passes.answers.doubts`). Only the user's own words and a verified label lift a rule.
 
-Ours, in one sentence (a line break or ``. ! ?`` ends one) that is neither a question nor scoped to this once
-(:data:`ONCE`):
-
-- it holds a cue of one kind: a strong one, a :data:`CHANGES_OF_MIND` cue not ordered away ("changed my
-  mind about", "never mind the …", "forget the …") or a LIFT-2 withdrawal expression that tied no rule by
-  LIFT-4's exact words ("drop the indentation rule" against "indent with 4 spaces"); a :data:`PERMISSIONS`
-  cue, with no negation in its clause, against a rule that forbids or restricts ("print statements are fine
-  now" against "never use print"; "go ahead and push, no need to wait" against "pushing is my job only"); a
-  permission to change something (:data:`ALTERATIONS`: "feel free to change the format"), against any rule;
-  a :data:`RETURNS` cue with no negation ("go back to tabs"; "don't go back to tabs" restates); or a release
-  against a rule that orders something done (:data:`RELEASES`, "stop running black"; a
-  :data:`CLAUSE_END_RELEASES` phrase that ends its clause, "the test-first routine can go"; "no prefix
-  needed"), while "no more new dependencies" restates "never add dependencies";
-- and it is tied to the rule by shared word stems, the cue's own words left out: LIFT-4's significant words,
-  an identifier's parts apart, plural and -ed/-ing endings cut, so "messages" meets "message"; a stem meets
-  the same stem with a word's own ending (:data:`DERIVED_ENDINGS`: "indent", "indentation"; never another
-  word: "change", "changelog"), and two neighbouring words meet the one word they write ("unit tests",
-  "unittest"). A strong cue needs two shared stems, one of :data:`MIN_LONE_STEM` characters, or half the
-  rule's ("ignore my note about tabs" against "indent with tabs"); the other, weaker cues, common in plain
-  work requests ("you can run the tests now", "back to the parser bug"), need two, or one of
-  :data:`MIN_LONE_STEM_WEAK`. For a rule that replaced others only what it set beyond them ties (LIFT-8).
+Ours: a sentence of the later message (a line break or ``. ! ?`` ends one) holds a cue
+(:mod:`.reversal_cues` has the vocabulary and how each kind weighs against a rule), and it is tied to the
+rule by shared word stems, the cue's own words left out: LIFT-4's significant words, an identifier's parts
+apart, plural, -ed/-ing and a silent final "e" cut, so "messages" meets "message" and "typing" meets "type";
+a stem meets the same stem with a word's own ending (:data:`DERIVED_ENDINGS`: "indent", "indentation";
+never another word: "change", "changelog"), and two neighbouring words meet the one word they write ("unit
+tests", "unittest"). A change of mind needs two shared stems, one of :data:`MIN_LONE_STEM` characters, or
+half the rule's ("ignore my note about tabs" against "indent with tabs"); the other, weaker cues, common in
+plain work requests ("you can run the tests now", "back to the parser bug"), need two, or one of
+:data:`MIN_LONE_STEM_WEAK`, and a release must meet what the rule orders done. For a rule that replaced
+others only what it set beyond them ties (LIFT-8).
 
 A sentence holding the rule's recorded words whole restates it, and reverses nothing. Each message's cued
 sentences and each rule's shape are read once (:func:`cued_sentences`, :func:`rule_shape`), so a span costs
@@ -39,30 +29,27 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.lifts import may_withdraw, significant_words, words_of
+from longhaul_daemon.passes.answers.reversal_cues import (
+    Cues,
+    forbids,
+    ordered_words,
+    sentence_cues,
+    without_cue_words,
+)
 
 __all__ = [
-    "ALTERATIONS",
-    "CHANGES_OF_MIND",
-    "CLAUSE_END_RELEASES",
     "DERIVED_ENDINGS",
     "MIN_LONE_STEM",
     "MIN_LONE_STEM_WEAK",
     "MIN_PREFIX_STEM",
-    "NEGATIONS",
-    "ONCE",
-    "PERMISSIONS",
-    "RELEASES",
-    "RETURNS",
     "SENTENCE",
-    "THIS_ONCE",
     "CuedSentence",
     "RuleShape",
     "cued_sentences",
-    "forbids",
     "reversal_in",
     "reversal_of",
     "rule_shape",
@@ -73,105 +60,6 @@ __all__ = [
 MIN_LONE_STEM = 5  # one shared stem this long ties a change of mind to a rule ("print" does, "use" never)
 MIN_LONE_STEM_WEAK = 7  # and a weaker cue: "changelog" does, "commit" and "server" do not
 
-PERMISSIONS: tuple[str, ...] = (
-    "you may",
-    "you can",
-    "you could",
-    "feel free",
-    "go ahead",
-    "free to",
-    "fine to",
-    "ok to",
-    "okay to",
-    "allowed",
-    "permitted",
-    "whatever you like",
-    "whatever you want",
-    "up to you",
-    "welcome to",
-    "is fine",
-    "are fine",
-    "is ok",
-    "are ok",
-    "is okay",
-    "are okay",
-    "is acceptable",
-    "are acceptable",
-)
-RETURNS: tuple[str, ...] = ("go back to", "back to", "switch back", "revert to", "as before")
-CHANGES_OF_MIND: tuple[str, ...] = (
-    "changed my mind",
-    "change of plan",
-    "change of plans",
-    "on second thought",
-    "on second thoughts",
-    "take that back",
-    "take back",
-    "scratch that",
-    "disregard",
-    "forget",
-    "never mind",
-    "ignore my",
-    "ignore the earlier",
-    "ignore the previous",
-    "ignore what i",
-    "done with",
-    "over with",
-    "the opposite",
-)
-RELEASES: tuple[str, ...] = (
-    "stop",
-    "skip",
-    "no more",
-    "optional",
-    "don't bother",
-    "do not bother",
-    "no need",
-    "not needed",
-    "not necessary",
-    "unnecessary",
-    "not required",
-    "don't have to",
-    "do not have to",
-    "needn't",
-)
-# releases that end their clause ("the test-first routine can go, just fix things"): followed by more words
-# they are plain work ("it can go in utils.py", "the build is over budget")
-CLAUSE_END_RELEASES: tuple[str, ...] = ("can go", "is over", "are over", "is history", "are history")
-# changes a permission can allow: "feel free to change the output format" reverses an order to keep it
-ALTERATIONS: tuple[str, ...] = (
-    "change",
-    "drop",
-    "remove",
-    "skip",
-    "rename",
-    "rewrite",
-    "reformat",
-    "alter",
-    "modify",
-    "break",
-    "ignore",
-)
-NEGATIONS: tuple[str, ...] = ("not", "never", "no", "cannot", "nobody", "nothing", "nowhere")  # and any n't
-# the scope phrases a request for this once holds; doubts.py's one-off reading uses them too
-THIS_ONCE: tuple[str, ...] = (
-    "this once",
-    "this one time",
-    "this time",
-    "for now",
-    "for this change",
-    "for this commit",
-    "for this fix",
-    "for the next commit",
-    "this particular",
-)
-ONCE: tuple[str, ...] = (*THIS_ONCE, "for the moment", "right now", "just now", "today only")
-# a rule that forbids: a release cue against it restates it ("no more new dependencies")
-_FORBIDDING = re.compile(
-    r"(?<![\w'-])(?:never|don't|do not|doesn't|does not|no|avoid|without|nothing|mustn't|must not|"
-    r"shouldn't|should not|cannot|can't|nobody|forbidden|only)(?![\w'-])",
-    re.IGNORECASE,
-)
 SENTENCE = re.compile(r"[^.!?…\n]+(?:[.!?…]+|$)", re.MULTILINE)  # a sentence, as LIFT-3 ends one
 _ENDINGS = ("ies", "es", "s", "ed", "ing")
 MIN_PREFIX_STEM = 6  # a stem this long ties a longer one it begins ("indent": "indentation"; "chang" never)
@@ -189,42 +77,14 @@ DERIVED_ENDINGS: tuple[str, ...] = (
     "ure",
     "e",
 )
-_CLAUSE = re.compile(r"[^,;:\u2014\u2013]+")
-
-
-def _cue(phrases: Iterable[str]) -> re.Pattern[str]:
-    body = "|".join(r"\s+".join(map(re.escape, p.split())) for p in phrases)
-    return re.compile(rf"(?<![\w'-])(?:{body})(?![\w-])", re.IGNORECASE)
-
-
-_PERMISSION = _cue(PERMISSIONS)
-_RETURN = _cue(RETURNS)
-_CHANGE = _cue(CHANGES_OF_MIND)
-_RELEASE = _cue(RELEASES)
-_ONCE = _cue(ONCE)
-_CLAUSE_END_RELEASE = re.compile(
-    r"(?<![\w'-])(?:" + "|".join(r"\s+".join(p.split()) for p in CLAUSE_END_RELEASES) + ")"
-    r"(?:\s+now)?\s*(?=[,;:.!\u2014\u2013]|\Z)",
-    re.IGNORECASE,
-)
-_NOT_NEEDED = re.compile(
-    r"(?<![\w'-])no\s+(?:[\w-]+\s+){1,2}(?:needed|required|necessary)(?![\w-])", re.IGNORECASE
-)
-_ALTERATION = re.compile(
-    r"(?<![\w'-])(?:free to|fine to|ok to|okay to|allowed to|welcome to|can|may|could)\s+(?:[\w-]+\s+)?"
-    rf"(?:{'|'.join(ALTERATIONS)})(?![\w-])",
-    re.IGNORECASE,
-)
-_NEGATION = re.compile(rf"(?<![\w'-])(?:{'|'.join(NEGATIONS)})(?![\w'-])|\w+n't(?![\w'-])", re.IGNORECASE)
-_ORDERED_AWAY = re.compile(r"(?:\b\w+n't|\bnot|\bnever)\s+\Z", re.IGNORECASE)
-_CUES = (_PERMISSION, _RETURN, _CHANGE, _RELEASE, _CLAUSE_END_RELEASE)
 
 
 def _stem(word: str) -> str:
     for ending in _ENDINGS:
         if word.endswith(ending) and len(word) - len(ending) >= 3:
             return word[: -len(ending)] + ("y" if ending == "ies" else "")
-    return word
+    # a silent final "e" goes too, so "type" meets "typing" and "typed", "change" meets "changing"
+    return word[:-1] if word.endswith("e") and len(word) >= 4 else word
 
 
 def _parts(word: str) -> list[str]:
@@ -246,37 +106,28 @@ def _joined(text: str) -> frozenset[str]:
     return frozenset(_stem(a + b) for a, b in pairs if a in kept and b in kept)
 
 
-def forbids(rule_words: str) -> bool:
-    """Whether the rule forbids or restricts ("never …", "don't …", "no …", "… only") rather than orders."""
-    return _FORBIDDING.search(rule_words.replace("\u2019", "'")) is not None
-
-
 @dataclass(frozen=True, slots=True)
 class CuedSentence:
     """A sentence of a message that holds a reversal cue, read once whatever the rules: its ``stems`` (the
-    cue's own words left out), its neighbouring words ``joined``, and which cues it holds (``change``: a
-    change of mind or withdrawal expression not ordered away; the others only where the module's reading
-    lets them count; ``alteration``: a permission to change something, against any rule)."""
+    cue's own words left out), its neighbouring words ``joined``, and the ``cues`` it holds."""
 
     text: str
     stems: frozenset[str]
     joined: frozenset[str]
     plain: str
-    change: bool
-    permission: bool
-    back: bool
-    release: bool
-    alteration: bool = False
+    cues: Cues
 
 
 @dataclass(frozen=True, slots=True)
 class RuleShape:
-    """What a reversal is read against, read once per rule: its stems, whether it forbids, its words."""
+    """What a reversal is read against, read once per rule: its stems, whether it forbids, whether it orders
+    something done all the same (:func:`ordered_words`), its words."""
 
     stems: frozenset[str]
     forbidding: bool
     restated: str
     joined: frozenset[str] = frozenset()
+    ordered: frozenset[str] = frozenset()  # the stems of what it orders done; a release must meet one
 
 
 def rule_shape(rule_words: str, replaced: Sequence[str] = ()) -> RuleShape:
@@ -284,58 +135,25 @@ def rule_shape(rule_words: str, replaced: Sequence[str] = ()) -> RuleShape:
     them can tie a reversal to it."""
     plain = _plain(rule_words)
     before = frozenset(stem for words in replaced for stem in stems(words))
-    return RuleShape(stems(rule_words) - before, forbids(rule_words), plain.rstrip(".!?… "), _joined(plain))
-
-
-def _permitted(sentence: str, pattern: re.Pattern[str]) -> bool:
-    """A permission cue in a clause with no negation: "go ahead and push, no need to wait" permits."""
-    for clause in _CLAUSE.finditer(sentence):
-        part = clause.group()
-        if pattern.search(part) and not _NEGATION.search(part):
-            return True
-    return False
-
-
-def _cue_words_out(sentence: str, patterns: Sequence[re.Pattern[str]]) -> str:
-    """The sentence with its cues' own words blanked, so "changed my mind" ties no rule about minds."""
-    for pattern in patterns:
-        sentence = pattern.sub(lambda m: " " * len(m.group()), sentence)
-    return sentence
+    own = stems(rule_words) - before
+    ordered = own & stems(ordered_words(rule_words))
+    return RuleShape(own, forbids(rule_words), plain.rstrip(".!?… "), _joined(plain), ordered)
 
 
 def cued_sentences(judged: str, *, withdrawing: bool | None = None) -> tuple[CuedSentence, ...]:
     """The sentences of ``judged`` that may reverse some rule: not a question, not scoped to this once, and
-    holding a cue. A message without one costs no rule anything more. ``withdrawing``: whether ``judged``
-    holds a LIFT-2 expression, when the caller knows (a sentence can hold one only when the text does)."""
+    holding a cue (:mod:`.reversal_cues`). A message without one costs no rule anything more.
+    ``withdrawing``: whether ``judged`` holds a LIFT-2 expression, when the caller knows (a sentence can hold
+    one only when the text does)."""
     text = judged.replace("\u2019", "'")
     withdrawing = may_withdraw(text) if withdrawing is None else withdrawing
     out: list[CuedSentence] = []
     for match in SENTENCE.finditer(text):
         sentence = match.group().strip()
-        if not sentence or sentence.endswith("?") or _ONCE.search(sentence):
-            continue
-        change = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
-        change = change or (withdrawing and may_withdraw(sentence))
-        negated = _NEGATION.search(sentence) is not None
-        permission = _permitted(sentence, _PERMISSION)
-        alteration = _permitted(sentence, _ALTERATION)
-        back = not negated and _RETURN.search(sentence) is not None
-        release = any(p.search(sentence) for p in (_RELEASE, _CLAUSE_END_RELEASE, _NOT_NEEDED))
-        if change or permission or alteration or back or release:
-            bare = _cue_words_out(sentence, _CUES)
-            out.append(
-                CuedSentence(
-                    sentence,
-                    stems(bare),
-                    _joined(bare),
-                    _plain(sentence),
-                    change,
-                    permission,
-                    back,
-                    release,
-                    alteration,
-                )
-            )
+        cues = sentence_cues(sentence, withdrawing=withdrawing)
+        if cues is not None:
+            bare = without_cue_words(sentence)
+            out.append(CuedSentence(sentence, stems(bare), _joined(bare), _plain(sentence), cues))
     return tuple(out)
 
 
@@ -369,14 +187,12 @@ def _tied(shared: frozenset[str], rule_stems: frozenset[str], lone: int, *, half
 
 def _reverses(sentence: CuedSentence, rule: RuleShape) -> bool:
     shared = shared_stems(sentence, rule)
-    if sentence.change:
+    cues = sentence.cues
+    if cues.change:
         return _tied(shared, rule.stems, MIN_LONE_STEM, half=True)
-    weak = (
-        (rule.forbidding and sentence.permission)
-        or sentence.alteration
-        or sentence.back
-        or (not rule.forbidding and sentence.release)
-    )
+    if cues.release and _tied(shared & rule.ordered, rule.ordered, MIN_LONE_STEM_WEAK):
+        return True  # it releases what the rule orders done
+    weak = (rule.forbidding and cues.permission) or cues.alteration or cues.back
     return weak and _tied(shared, rule.stems, MIN_LONE_STEM_WEAK)
 
 
