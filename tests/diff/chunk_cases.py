@@ -186,7 +186,8 @@ def balanced() -> Case:
 def carried() -> Case:
     kept = [OfferedMessage("u2", "Never push to main without a review."), OfferedMessage("u3", "c" * 700)]
     span = turns(range(5, 11), lines=30)
-    return Case(inputs(span, range(5, 11), carried=kept), _after_system(4286), frozenset({"u2"}))
+    # u3 is over 600 characters, so QUOTE-4's instruction rides in the user prompt (233 characters)
+    return Case(inputs(span, range(5, 11), carried=kept), _after_system(4286 + 233), frozenset({"u2"}))
 
 
 def takeover() -> Case:

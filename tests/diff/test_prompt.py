@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from longhaul_daemon.passes.answers.extract import Defect, normalize, parse_answer
 from longhaul_daemon.passes.answers.schema import ANSWER_KEYS, AnswerShape
-from longhaul_daemon.passes.prompting.instructions import QUESTION_SYSTEM_PROMPT, SCHEMA, SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.instructions import (
+    LONG_MESSAGE_IDS,
+    QUESTION_SYSTEM_PROMPT,
+    REPLACEMENT_IDS,
+    SCHEMA,
+    SYSTEM_PROMPT,
+)
 from longhaul_daemon.passes.prompting.message_text import collapse_repeats
 from longhaul_daemon.passes.prompting.prompt import (
     EXCERPT_CHARS,
@@ -129,8 +135,16 @@ def test_diff_11_prompt_snapshot() -> None:
 
 
 def test_diff_11_every_instruction_is_in_the_prompt() -> None:
-    """DIFF-11: LABEL-6, LABEL-9..13, LIFT-7/8, exact words over 600, values with turns, user's own words."""
-    system = prompt().system
+    """DIFF-11: LABEL-6, LABEL-9..13, LIFT-7/8, exact words over 600, values with turns, user's own words;
+    ours: LABEL-9 and LIFT-7/8 ride in the user prompt when a rule in force replaced others, QUOTE-4 when a
+    message over 600 characters is offered (the example has both)."""
+    state, span, extra = example()
+    replacing = state.model_copy(
+        update={"rules": [*state.rules, Rule(id="R3", words="w", message="u7", seq=7, span=1)]}
+    )
+    replacing.rules[1] = replacing.rules[1].model_copy(update={"liftedBy": "u7"})
+    built = build_prompt(replacing, span, **extra)
+    system = built.system + "\n" + built.user
     required = {
         "LABEL-6",
         "LABEL-9",
@@ -162,6 +176,23 @@ def test_diff_11_every_instruction_is_in_the_prompt() -> None:
         "name something it set beyond them",
     ]:
         assert phrase in system
+
+
+def test_ours_situational_instructions_only_when_their_situation_holds() -> None:
+    """Ours (DIFF-11): with no rule in force that replaced another, the narrowing and replacement rules are
+    not sent; with no message over 600 characters offered, the exact-words rule is not; the pass may decide
+    the latter for all its chunks (``long_messages``)."""
+    state, span, extra = example()
+    short_span = [m for m in span if m.user_id != "u9"]
+    user_prompt = build_prompt(state, short_span, **extra).user
+    for rid, text in INSTRUCTIONS:
+        if rid in REPLACEMENT_IDS or rid in LONG_MESSAGE_IDS:
+            assert text not in user_prompt and text not in SYSTEM_PROMPT
+    assert "For this span also" not in user_prompt
+    quote_4 = dict(INSTRUCTIONS)["QUOTE-4"]
+    assert quote_4 in build_prompt(state, span, **extra).user
+    assert quote_4 in build_prompt(state, short_span, **extra, long_messages=True).user
+    assert quote_4 not in build_prompt(state, span, **extra, long_messages=False).user
 
 
 def test_lift_12_question_call_states_only_the_label_rules() -> None:
@@ -286,10 +317,11 @@ def test_diff_10_state_so_far_is_in_the_prompt() -> None:
         "- E2 (C3): no rule to make dist",
         "- the exporter lives in csvx/",
         "Objective: Ship the CSV export.",
-        "- dev server port: 5173 (turn u5)",
     ]:
         assert line in state_block
     assert "R2" not in state_block  # a lifted rule is not in force
+    # ours: values are carried by code, never named again by a model, so no call pays for them
+    assert "5173" not in prompt().user
 
 
 def test_diff_12_focus_is_text_only() -> None:

@@ -14,9 +14,12 @@ __all__ = [
     "INSTRUCTIONS",
     "LABEL_SYSTEM_PROMPT",
     "LONG_MESSAGE",
+    "LONG_MESSAGE_IDS",
     "QUESTION_SYSTEM_PROMPT",
+    "REPLACEMENT_IDS",
     "SCHEMA",
     "SYSTEM_PROMPT",
+    "situational_instructions",
 ]
 
 LONG_MESSAGE = 600  # QUOTE-4: over this many characters a rule needs its exact words
@@ -123,13 +126,29 @@ SCHEMA = (
     "words are optional."
 )
 
+# Instructions that can matter only in some passes go in the user prompt of those alone (prompt.py), since a
+# small model on a CPU pays for every token of every call: the narrowing and replacement rules when a rule in
+# force replaced others, the exact-words rule when a message over LONG_MESSAGE characters is offered.
+REPLACEMENT_IDS: tuple[str, ...] = ("LABEL-9", "LIFT-7", "LIFT-8")
+LONG_MESSAGE_IDS: tuple[str, ...] = ("QUOTE-4",)
+_SITUATIONAL = frozenset(REPLACEMENT_IDS + LONG_MESSAGE_IDS)
+
 SYSTEM_PROMPT = (
     "You update the carried state of a coding session that is being compacted. Read the state and the "
     "span's conversation, then answer in JSON.\n\n"
-    + "\n".join(f"- {text}" for _, text in INSTRUCTIONS)
+    + "\n".join(f"- {text}" for rid, text in INSTRUCTIONS if rid not in _SITUATIONAL)
     + "\n\n"
     + SCHEMA
 )
+
+
+def situational_instructions(*, replacements: bool, long_messages: bool) -> tuple[str, ...]:
+    """The DIFF-11 instructions this pass needs beyond the system prompt's: the replacement rules when a rule
+    in force replaced others (LABEL-9, LIFT-7, LIFT-8), the exact-words rule when a long message is offered
+    (QUOTE-4)."""
+    wanted = (REPLACEMENT_IDS if replacements else ()) + (LONG_MESSAGE_IDS if long_messages else ())
+    return tuple(text for rid, text in INSTRUCTIONS if rid in wanted)
+
 
 # The question call asks only about labels (LIFT-12): it needs the label grammar and the lifting rules,
 # not the whole answer's.

@@ -27,6 +27,7 @@ from longhaul_daemon.passes.answers.quotes import OfferedMessage as QuotableMess
 from longhaul_daemon.passes.answers.schema import BOUNDS
 from longhaul_daemon.passes.close_events import pending_rules
 from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN, TOOL_EDGES, ChunkPlan, plan_chunks
+from longhaul_daemon.passes.prompting.instructions import LONG_MESSAGE
 from longhaul_daemon.passes.prompting.message_text import (
     EXCERPT_CHARS,
     SpanSize,
@@ -95,7 +96,15 @@ def chunk_prompt(
         tool_edge=edge,
         earlier=takeover.earlier if first and takeover else (),
         foreign_summary=takeover.summary if first and takeover else None,
+        long_messages=_offers_long_message(inputs),
     )
+
+
+def _offers_long_message(inputs: DiffInputs) -> bool:
+    """Whether any chunk of the pass offers a message over LONG_MESSAGE characters: decided for the pass, so
+    every chunk's span-less prompt is the one :class:`PromptSizer` measured."""
+    earlier = inputs.takeover.earlier if inputs.takeover else ()
+    return any(len(m.text) > LONG_MESSAGE for m in offered_messages(inputs.carried, inputs.span, earlier))
 
 
 class PromptSizer:

@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.extract import Defect
-from longhaul_daemon.passes.prompting.instructions import INSTRUCTIONS, SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.instructions import (
+    INSTRUCTIONS,
+    LONG_MESSAGE,
+    SYSTEM_PROMPT,
+    situational_instructions,
+)
 from longhaul_daemon.passes.prompting.message_text import (
     EXCERPT_CHARS,
     TAG_CHARS,
@@ -102,7 +107,9 @@ def _newest(items: Sequence[str], limit: int, what: str) -> list[str]:
 def state_lines(
     state: State, commands: Sequence[Command], errors: Sequence[ErrorEntry], remembered: Sequence[Note]
 ) -> list[str]:
-    """The state so far as the prompt shows it (DIFF-10): rules, items, open errors, values, ledger, notes."""
+    """The state so far as the prompt shows it (DIFF-10): rules, items, open errors, ledger, notes. Values
+    are carried by code and need no model's eye (ours): no answer names an old one, and a small model shown
+    them copied them into its own answer, where VALUE-2 dropped them, at the price of every call's tokens."""
     out: list[str] = []
     if state.objective:
         out.append(f"Objective: {_indent(state.objective)}")
@@ -126,9 +133,6 @@ def state_lines(
     out += _newest(
         [f"- {e.id} ({e.command or e.tool}): {_indent(e.text)}" for e in open_errors], LEDGER_ERRORS, "errors"
     )
-    if state.values:
-        out.append("Values:")
-        out += [f"- {_indent(v.what)}: {_indent(v.value)} (turn {v.turn})" for v in state.values]
     out.append("Ledger, commands:" if commands else "Ledger, commands: none")
     out += _newest(
         [f"- {c.id} exit {c.exit}: {_indent(c.text)}" for c in commands], LEDGER_COMMANDS, "commands"
@@ -142,6 +146,12 @@ def state_lines(
             f"- {f'({n.kind}) ' if n.kind and n.kind != 'note' else ''}{_indent(n.text)}" for n in remembered
         ]
     return out
+
+
+def _replaced_any(state: State) -> bool:
+    """Whether a rule in force replaced others (LIFT-7, LIFT-8 and LABEL-9 can matter only then)."""
+    in_force = {r.message for r in state.rules if not r.lifted}
+    return any(r.liftedBy in in_force for r in state.rules if r.lifted)
 
 
 def _earlier_header(tag: str, message: EarlierMessage) -> str:
@@ -163,6 +173,7 @@ def build_prompt(
     tool_edge: int = TOOL_RESULT_EDGE,
     earlier: Sequence[EarlierMessage] = (),
     foreign_summary: str | None = None,
+    long_messages: bool | None = None,
 ) -> Prompt:
     """The system and user prompt for one chunk (DIFF-7..12).
 
@@ -171,6 +182,8 @@ def build_prompt(
     ``/compact`` custom instructions (DIFF-12); ``tool_edge`` how much of each end of a long tool result
     stays (DIFF-2: cut harder when a span would not fit four chunks). ``earlier`` and ``foreign_summary``
     are set only when the pass takes over from another compactor (TAKEOVER-1, TAKEOVER-3, TAKEOVER-25).
+    ``long_messages``: whether the pass offers a message over 600 characters in any chunk (QUOTE-4's
+    instruction is sent then); None reads this chunk's messages.
     """
     commands = state.commands if commands is None else commands
     errors = state.errors if errors is None else errors
@@ -236,6 +249,11 @@ def build_prompt(
             "stress. It is not a rule, not a message to label and never quotable."
         )
         sections.append(data_block("focus", tag, clean(focus)))
+    texts = [*(m.text for m in earlier), *(m.text for m in carried), *(t for _, t in offered)]
+    long_messages = any(len(t) > LONG_MESSAGE for t in texts) if long_messages is None else long_messages
+    extra = situational_instructions(replacements=_replaced_any(state), long_messages=long_messages)
+    if extra:
+        sections.append("For this span also:\n" + "\n".join(f"- {text}" for text in extra))
     needed = [m.user_id for m in earlier if not m.picked]
     all_ids = needed + [m.user_id for m in carried] + [uid for uid, _ in offered]
     sections.append(f"Label exactly these messages: {id_list(all_ids)}.")
