@@ -338,6 +338,14 @@ def test_a_one_off_request_the_model_called_a_rule_is_recorded_in_doubt() -> Non
         "I'd like a CSV export for the report.",
         "Ok, let's split app.py into two modules.",
         "Why does the parser crash on empty files? Please look.",
+        # an interjection or a failure report beside a request, or assent alone
+        "OK. What's left on the list?",
+        "Sounds good, carry on.",
+        "Thanks! Can you also add a --verbose flag?",
+        "The export crashes on empty files. Fix it.",
+        "parse_date raises a ValueError for ISO weeks. Please handle that.",
+        "The date filter doesn't work with time zones. Can you look?",
+        "Got it, thanks.",
     ],
 )
 def test_ours_a_one_off_request_the_model_called_a_rule_records_nothing(text: str) -> None:
@@ -366,6 +374,12 @@ def test_ours_a_one_off_request_the_model_called_a_rule_records_nothing(text: st
         "Run the tests after every change.",
         "Add a regression test for every bug you fix.",
         "Use four spaces for indentation.",
+        # a statement or an order beside an interjection or a failure report is no request
+        "Tests go under tests/.",
+        "OK. Keep commit messages short.",
+        "Tests fail when run in parallel, so always run them serially.",
+        "Builds fail on Fridays. Never deploy on a Friday.",
+        "The export crashes on empty files.",
     ],
 )
 def test_ours_a_standing_marker_or_no_scope_marker_keeps_the_models_rule(text: str) -> None:

@@ -22,10 +22,14 @@ Decisions (ours):
   "let's") and holds no standing cue is a task, not a rule: a weak model labels every message of a pass
   `rule` at times, and a recorded task reads to every later turn as an order.
 - A text is a request when every sentence is a question, a report-back or a piece of work, and none reads
-  as a standing instruction.
+  as a standing instruction. Two kinds of sentence go with a request and change nothing: an interjection
+  (:data:`INTERJECTIONS`: "Right.", "Sounds good.", "Thanks!") and a report of a failure (:data:`FAILURES`:
+  "prune.py dies with an IndexError on a name without a date."), which says what is wrong, not how to work;
+  a text of these alone asks for nothing.
 - Words longer than a short message (a message of 301 to 600 characters is recorded whole, QUOTE-3) are
-  read sentence by sentence and are a one-off only when every sentence is, so a "for now" in one sentence
-  does not make a rule stated in another a one-off.
+  read sentence by sentence and are a one-off only when every sentence is one or goes with one (an
+  interjection, a failure report with no standing cue), so a "for now" in one sentence does not make a rule
+  stated in another a one-off.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from longhaul_daemon.passes.answers.quotes import SHORT_MESSAGE
 from longhaul_daemon.passes.answers.rule_reading import read_possible_rule, read_standing_rule, sentence_texts
 
 __all__ = [
+    "FAILURES",
+    "INTERJECTIONS",
     "ONE_OFF_SCOPE",
     "REPORT_BACK",
     "WORK_UNITS",
@@ -115,6 +121,18 @@ _LEAD_INS_TEXT = "please now ok okay so and then also next first right alright f
 _LEAD_INS = frozenset(_LEAD_INS_TEXT.split())
 _WISHES: tuple[tuple[str, ...], ...] = (("i'd", "like"), ("i", "would", "like"), ("i", "want"), ("let's",))
 _WORD = re.compile(r"[\w'’-]+")
+_INTERJECTIONS_TEXT = """
+    right ok okay sure great good fine thanks thank you cool nice perfect alright yes yeah yep hm hmm wait
+    well anyway so sounds got it excellent lovely awesome
+"""
+INTERJECTIONS = frozenset(_INTERJECTIONS_TEXT.split())
+"""Words that make up a sentence saying nothing but assent or a pause ("Right.", "Sounds good, thanks.")."""
+FAILURES = re.compile(
+    r"(?<![\w'’-])(?:crash(?:es|ed|ing)?|dies|died|fail(?:s|ed|ing)?|broken|breaks|hangs|errors?|exceptions?|"
+    r"traceback|bug|(?:does|do|is|are)(?:n['’]t|\s+not)\s+work(?:ing)?|\w+(?:Error|Exception))(?![\w'’-])",
+    re.IGNORECASE,
+)
+"""A report of a failure: "dies with an IndexError", "the export crashes", "the date filter doesn't work"."""
 
 
 def one_off_request(text: str) -> bool:
@@ -125,7 +143,11 @@ def one_off_request(text: str) -> bool:
     judged = judged_text(text)
     if len(judged) > SHORT_MESSAGE:
         sentences = sentence_texts(judged)
-        return bool(sentences) and all(_one_off_sentence(sentence) for sentence in sentences)
+        verdicts = [_one_off_sentence(sentence) for sentence in sentences]
+        return any(verdicts) and all(
+            one_off or (_goes_with_a_request(sentence) and not read_possible_rule(sentence).picked)
+            for one_off, sentence in zip(verdicts, sentences, strict=True)
+        )
     return _one_off_sentence(judged)
 
 
@@ -147,7 +169,21 @@ def _one_off_sentence(judged: str) -> bool:
     if REPORT_BACK.search(judged):
         return True
     sentences = sentence_texts(judged)
-    return bool(sentences) and all(s.endswith("?") or _work_request(s) for s in sentences)
+    if sentences and all(_interjection(s) for s in sentences):
+        return True  # "Got it, thanks.": nothing standing in it
+    asks = [s.endswith("?") or _work_request(s) for s in sentences]
+    return any(asks) and all(ask or _goes_with_a_request(s) for ask, s in zip(asks, sentences, strict=True))
+
+
+def _interjection(sentence: str) -> bool:
+    words = [w.casefold().replace("’", "'") for w in _WORD.findall(sentence)]
+    return bool(words) and all(w in INTERJECTIONS for w in words)
+
+
+def _goes_with_a_request(sentence: str) -> bool:
+    """An interjection or a failure report: said beside a request, it orders nothing (the caller has found
+    no standing cue in the text)."""
+    return _interjection(sentence) or FAILURES.search(sentence) is not None
 
 
 def _work_request(sentence: str) -> bool:
@@ -155,7 +191,7 @@ def _work_request(sentence: str) -> bool:
     with one of :data:`WORK_VERBS`, or with a wish ("I'd like", "let's"). The caller has found no standing
     cue in it."""
     words = [w.casefold().replace("’", "'") for w in _WORD.findall(sentence)]
-    while words and words[0] in _LEAD_INS:
+    while words and (words[0] in _LEAD_INS or words[0] in INTERJECTIONS):
         words.pop(0)
     if words[:2] in (["can", "you"], ["could", "you"], ["would", "you"]):
         words = words[2:]
