@@ -317,6 +317,9 @@ DRY_RULE = "From now on start every commit message with the DRY: prefix."
 DRY_WITHDRAWN = "The DRY: prefix rule no longer applies."
 PRINT_RULE = "Never use print statements for logging in this project."
 PRINT_REVERSED = "Print statements for logging are fine now."  # no LIFT-2 expression: reversals.py's reading
+CHANGELOG_RULE = "Add a changelog entry for every user-facing change."
+# work no longer done, no LIFT-2 expression: reversal_cues.py
+CHANGELOG_DROPPED = "We don't write changelog entries anymore, the release tool does that."
 NEW_RULE = "Never force-push to a shared branch."
 NEW_PLAIN_RULE = "Keep every commit message under fifty characters."  # no rule word: the wider reading's
 
@@ -340,13 +343,13 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
     record_property: Any,
 ) -> None:
     """Issue "Fidelity on sessions it was not tuned on" (LIFT-1, LIFT-16, TAKEOVER-6, FAIL-11): the user gives
-    the DRY: rule and a print rule, compacts, withdraws the first, reverses the second in words no withdrawal
-    expression covers (passes/answers/reversals.py) and adds two new rules, one with no rule word ("Keep every
-    commit message …"), compacts again. Only the daemon's Diff talks to the real model (the ``summarizer``
-    route); pi's agent is the scripted server, so the session costs no real-model turn. Whatever the model
-    answers, each withdrawn rule is lifted, flagged under the rule, or only the user's carried words, never
-    a plain standing rule; the new rules' words are in the summary, whatever the model labeled them (issue
-    23 item 2)."""
+    the DRY: rule, a print rule and a changelog rule, compacts, withdraws the first, reverses the others in
+    words no withdrawal expression covers (a permission; work no longer done: reversal_cues.py) and adds two
+    new rules, one with no rule word ("Keep every commit message …"), compacts again. Only the daemon's Diff
+    talks to the real model (the ``summarizer`` route); pi's agent is the scripted server, so the session
+    costs no real-model turn. Whatever the model answers, each withdrawn rule is lifted, flagged under the
+    rule, or only the user's carried words, never a plain standing rule; the new rules' words are in the
+    summary, whatever the model labeled them (issue 23 item 2)."""
     models_path = sandbox.agent_dir / "models.json"
     config = json.loads(models_path.read_text())
     config["providers"].update(models_json(server.base_url)["providers"])
@@ -357,8 +360,8 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
     summaries: list[str] = []
     sent: list[str] = []  # every user message, the wrap-ups included: a rule must be words of one of them
     for nth, messages in (
-        (1, (DRY_RULE, PRINT_RULE)),
-        (2, (DRY_WITHDRAWN, PRINT_REVERSED, NEW_RULE, NEW_PLAIN_RULE)),
+        (1, (DRY_RULE, PRINT_RULE, CHANGELOG_RULE)),
+        (2, (DRY_WITHDRAWN, PRINT_REVERSED, CHANGELOG_DROPPED, NEW_RULE, NEW_PLAIN_RULE)),
     ):
         for message in messages:
             pi.prompt(message)
@@ -376,7 +379,7 @@ def test_real_model_a_withdrawn_rule_is_never_shown_plainly_standing(
     summary = summaries[-1]
     standing = section(summary, RULES_HEADING)
     for block in _rule_blocks(standing):
-        if DRY_RULE in block.splitlines()[0] or PRINT_RULE in block.splitlines()[0]:
+        if any(rule in block.splitlines()[0] for rule in (DRY_RULE, PRINT_RULE, CHANGELOG_RULE)):
             assert "possibly withdrawn by" in block, f"a withdrawn rule shown as standing:\n{summary}"
     kept = standing + section(summary, CARRIED_TITLE)
     for new_rule in (NEW_RULE, NEW_PLAIN_RULE):
