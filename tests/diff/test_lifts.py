@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from longhaul_daemon.passes.answers import lifts as lifts_module
 from longhaul_daemon.passes.answers.lifts import (
     DROPPING_VERBS,
     ENDED_STATES,
@@ -451,3 +452,27 @@ def test_lift_10_every_expression_may_withdraw_and_plain_words_may_not(expressio
 def test_lift_2_ours_off_and_over_end_no_rule(text: str) -> None:
     """LIFT-2 (ours): "off" and "over" after a rule noun describe the limit, they do not end it."""
     assert passes_lift_check(text, "Keep the line length limit at 100 characters.").reason == "no-withdrawal"
+
+
+_WITHDRAWAL_WORDS = sorted(
+    {w for e in (*WITHDRAWAL_EXPRESSIONS, *NEGATED_OBLIGATIONS, *FORGET_WHAT_I_SAID) for w in e.split()}
+    | set(RULE_NOUNS)
+    | set(ENDED_STATES)
+    | {"never", "mind", "anymore", "any", "more", "longer", "instead", "of", "the", "tabs", "X"}
+)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_WITHDRAWAL_WORDS),
+            st.sampled_from([" ", "  ", "\n", ", ", ". ", "-", "_", "'", "’", "²", "é", "3"]),
+            st.text(alphabet="abcXYZ_-'’é²3 ", max_size=4),
+        ),
+        max_size=14,
+    ).map("".join)
+)
+def test_lift_2_the_anchor_word_look_never_changes_what_may_withdraw_says(text: str) -> None:
+    """Ours: ``may_withdraw`` first looks for a word every withdrawal expression starts with or holds, so a
+    message with none costs one scan; the answer is the full reading's, whatever the text."""
+    assert may_withdraw(text) == lifts_module._holds_expression(text.replace("\u2019", "'"))

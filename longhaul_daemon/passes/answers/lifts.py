@@ -359,10 +359,25 @@ def rule_withdrawals_in(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+# Every withdrawal expression starts with, or holds, one of these words: a text with none of them (most
+# messages) is read once. Not after a letter, where no expression may start (QUOTE-6); anything else may.
+_FIRST_WORDS = (*WITHDRAWAL_EXPRESSIONS, INSTEAD_OF, *NEGATED_OBLIGATIONS)
+_ANCHOR_WORDS = {e.split()[0].casefold() for e in _FIRST_WORDS} | {n.casefold() for n in RULE_NOUNS}
+_ANCHOR_WORDS |= {"never", "forget", "ignore", "disregard", "changed"}  # never mind; forget what I said …
+_ANCHOR = re.compile(
+    r"(?<![^\W\d_])(?:" + "|".join(map(re.escape, sorted(_ANCHOR_WORDS))) + ")", re.IGNORECASE
+)
+
+
 def may_withdraw(judged: str) -> bool:
     """Whether ``judged`` holds any withdrawal expression, "instead of" included, whatever the rule: when it
     holds none, :func:`withdrawal_expressions_in` finds none against any rule, so no rule need be tried."""
     text = judged.replace("\u2019", "'")
+    return _ANCHOR.search(text) is not None and _holds_expression(text)
+
+
+def _holds_expression(text: str) -> bool:
+    """:func:`may_withdraw` without its first look for an anchor word."""
     if any(any(_whole_word_matches(pattern, text)) for _, pattern in (*_PATTERNS, (INSTEAD_OF, _INSTEAD_OF))):
         return True
     return bool(released_obligations_in(text) or rule_withdrawals_in(text))
