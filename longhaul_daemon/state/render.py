@@ -188,7 +188,10 @@ _DOUBTS = {
 def _rule(rule: Rule) -> str:
     """One rule in force, with code's doubts under it (passes/answers/doubts.py): fixed words, the ids
     and the user's withdrawing words made inert, so no flag can forge a line of structure."""
-    lines = [_quoted(inert(rule.id, _ID), rule.words, f" ({inert(rule.message, _ID)})")]
+    # A flag says so on the rule's own line too: a reader (or an agent) skimming the rules in force must not
+    # take a rule the user may have withdrawn for a plain one before it reads the line under it.
+    flagged = "; may be withdrawn, see below" if rule.possiblyWithdrawnBy is not None else ""
+    lines = [_quoted(inert(rule.id, _ID), rule.words, f" ({inert(rule.message, _ID)}{flagged})")]
     if rule.doubt is not None:
         lines.append(_DOUBTS[rule.doubt])
     if rule.possiblyWithdrawnBy is not None:
@@ -224,6 +227,8 @@ def _carried(carried: Sequence[CarriedMessage]) -> list[str]:
         room -= len(msg.text)
         cut = msg.chars > len(msg.text)
         tail = f" (the first {len(msg.text):,} of {msg.chars:,} characters; {recall})" if cut else ""
+        if msg.possiblyWithdrawnBy is not None:
+            tail += " (may be withdrawn, see below)"
         shown[at] = _quoted(uid, msg.text, tail, max_chars=len(msg.text) + 1, cut=cut)
         if msg.possiblyWithdrawnBy is not None:  # ours, as under a rule: the user's withdrawing words
             said = inert(msg.withdrawalWords or "", _FLAG_WORDS)

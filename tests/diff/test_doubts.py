@@ -528,7 +528,7 @@ async def test_a_withdrawal_not_confirmed_is_shown_flagged_never_plainly_standin
     state, summary, kinds = await _close(SPAN, MISSED, reply)
     assert kinds == ["first", "question"]
     assert not state.rules[0].lifted and state.rules[0].possiblyWithdrawnBy == "u9"
-    rule_line = f'- R3 "{DRY_WORDS}" (u2)'
+    rule_line = f'- R3 "{DRY_WORDS}" (u2; may be withdrawn, see below)'
     flag_line = '  possibly withdrawn by u9: "The DRY: prefix rule no longer applies."'
     assert f"{rule_line}\n{flag_line}\n" in summary
 
@@ -696,7 +696,10 @@ async def test_ours_an_untied_withdrawal_the_model_names_shows_its_rule_flagged(
     state, summary, kinds = await _close([user("u9", UNTIED)], answer({"u9": "lifts R3"}))
     assert kinds == ["first"] and not state.rules[0].lifted
     assert state.rules[0].possiblyWithdrawnBy == "u9"
-    assert f'- R3 "{DRY_WORDS}" (u2)\n  possibly withdrawn by u9: "{UNTIED}"\n' in summary
+    assert (
+        f'- R3 "{DRY_WORDS}" (u2; may be withdrawn, see below)\n  possibly withdrawn by u9: "{UNTIED}"\n'
+        in summary
+    )
 
 
 @pytest.mark.parametrize("final", [False, True])

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -449,9 +449,15 @@ def section(summary: str, title: str) -> str:
     return match.group(1) if match else ""
 
 
-def rule_line(rule_id: str, words: str, message: str) -> str:
-    """How the summary lists a rule in force under ``## Standing rules`` (PASS-8 layout)."""
-    return f'- {rule_id} "{words}" ({message})'
+def is_flagged(state: Mapping[str, Any], rule_id: str) -> bool:
+    """Whether the state's rule ``rule_id`` is flagged possibly withdrawn (its summary line says so)."""
+    return any(r.get("id") == rule_id and r.get("possiblyWithdrawnBy") for r in state.get("rules", []))
+
+
+def rule_line(rule_id: str, words: str, message: str, *, flagged: bool = False) -> str:
+    """How the summary lists a rule in force under ``## Standing rules`` (PASS-8 layout); a rule flagged
+    possibly withdrawn says so on its own line too."""
+    return f'- {rule_id} "{words}" ({message}{"; may be withdrawn, see below" if flagged else ""})'
 
 
 def notices(pi: PiRpc, start: int = 0) -> list[str]:

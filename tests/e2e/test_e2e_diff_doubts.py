@@ -69,7 +69,8 @@ def test_a_withdrawal_the_model_keeps_stays_flagged_in_every_later_summary(
     rule = rules_by_id(found.state)["R1"]
     assert rule["lifted"] is False and rule["possiblyWithdrawnBy"] == u_withdrawal, rule
     rules = section(found.summary, "Standing rules")
-    flagged = f'{rule_line("R1", DRY, u_rule)}\n  possibly withdrawn by {u_withdrawal}: "{WITHDRAWAL}"'
+    flag = f'  possibly withdrawn by {u_withdrawal}: "{WITHDRAWAL}"'
+    flagged = f"{rule_line('R1', DRY, u_rule, flagged=True)}\n{flag}"
     assert flagged in rules, rules
     assert_whole(found)
 

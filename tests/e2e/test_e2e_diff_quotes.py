@@ -24,6 +24,7 @@ from .diff_script import (
     Responder,
     answer,
     answer_questions,
+    is_flagged,
     lifts,
     notices,
     raw,
@@ -110,7 +111,10 @@ def test_paraphrased_rule_words(pi: PiRpc, model_server: ModelServer) -> None:
         assert paraphrase not in state_text(found) and paraphrase not in found.summary
     standing = section(found.summary, "Standing rules")
     for rule in rules.values():
-        assert rule_line(str(rule["id"]), str(rule["words"]), str(rule["message"])) in standing
+        flagged = bool(rule.get("possiblyWithdrawnBy"))
+        assert (
+            rule_line(str(rule["id"]), str(rule["words"]), str(rule["message"]), flagged=flagged) in standing
+        )
     assert_whole(found)
 
 
@@ -208,7 +212,8 @@ def test_lifts_need_withdrawal_words_and_permissions_lift_nothing(
     note = script.calls[1].last_user
     assert RETRY_NOTE_MARKER in note and rule_text in note, f"LIFT-5: the note must show R1's words:\n{note}"
     assert standing_rules(found.state).keys() == {"R1"}, found.state["rules"]
-    assert rule_line("R1", rule_text, u_rule) in section(found.summary, "Standing rules")
+    line = rule_line("R1", rule_text, u_rule, flagged=is_flagged(found.state, "R1"))
+    assert line in section(found.summary, "Standing rules")
     assert_whole(found)
 
     # Span 3: the user's own withdrawal lifts R1.
@@ -317,7 +322,7 @@ def test_pasted_withdrawal_raises_no_question(
     rules = {r["id"]: (r["words"], r["message"]) for r in standing_rules(found.state).values()}
     assert rules == {"R1": (tabs, u_tabs), "R2": (pasted, u_pasted)}, rules
     standing = section(found.summary, "Standing rules")
-    assert rule_line("R1", tabs, str(u_tabs)) in standing
+    assert rule_line("R1", tabs, str(u_tabs), flagged=is_flagged(found.state, "R1")) in standing
     assert_whole(found)
 
 
@@ -359,7 +364,7 @@ def test_question_replies_can_only_add_the_asked_lift(
         assert set(standing_rules(found.state)) == {"R2"} and tabs not in found.summary
     else:
         assert set(standing_rules(found.state)) == {"R1", "R2"}, rules
-        assert rule_line("R1", tabs, u_tabs) in standing
+        assert rule_line("R1", tabs, u_tabs, flagged=is_flagged(found.state, "R1")) in standing
     assert_whole(found)
 
 
@@ -538,7 +543,7 @@ def test_lifting_a_rule_a_narrowing_replaced_asks_about_the_narrowing(
         # withdrawal leaves the narrowing flagged with the user's sentence, never plainly standing
         assert not rules["R2"]["lifted"], rules["R2"]
         flag = f'  possibly withdrawn by {u_withdrawal}: "{withdrawal}"'
-        assert standing == rule_line("R2", narrowing, str(u_narrowing)) + "\n" + flag, standing
+        assert standing == rule_line("R2", narrowing, str(u_narrowing), flagged=True) + "\n" + flag, standing
     assert_whole(found)
 
 
@@ -583,5 +588,6 @@ def test_a_relayed_withdrawal_lifts_nothing(pi: PiRpc, model_server: ModelServer
     assert script.kinds() == ["first", "retry"]
     assert script.calls[0].rule_ref(tabs) == "R1"
     assert list(standing_rules(found.state)) == ["R1"], found.state["rules"]
-    assert rule_line("R1", tabs, u_tabs) in section(found.summary, "Standing rules")
+    line = rule_line("R1", tabs, u_tabs, flagged=is_flagged(found.state, "R1"))
+    assert line in section(found.summary, "Standing rules")
     assert_whole(found)

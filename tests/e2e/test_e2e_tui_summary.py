@@ -44,7 +44,7 @@ SUCCEEDING = [f"echo ok-{n}" for n in range(1, 21)]  # the 20 recent commands, a
 CHECKS = "Please run the lint and the checks."
 RAN = "Ran the lint and the checks."
 
-RULE_ROW = rule_line("R1", DRY, "u1")
+RULE_ROW = rule_line("R1", DRY, "u1", flagged=True)
 FLAG_ROW = f'possibly withdrawn by u2: "{WITHDRAWAL}"'
 ERROR_ROW = "- E1 bash: lint failed (from C1 exit 2: {})".format(" ".join(FAILING.split()))
 EXPAND_KEY = "C-o"  # pi's default for app.tools.expand, which the collapsed block names

@@ -370,7 +370,7 @@ def test_inspect_2_code_s_doubts_show_under_their_rules_in_text_and_json(
     code, out, err = _run(capsys, str(path))
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    at = lines.index('- R1 "Never push to main." (u1)')
+    at = lines.index('- R1 "Never push to main." (u1; may be withdrawn, see below)')
     assert lines[at + 1].startswith('  possibly withdrawn by u3: "No need to keep main untouched any longer.')
     assert "R9 forged" in lines[at + 1] and not any(line.startswith("- R9") for line in lines)
     assert not any(line.startswith("## Standing rules") for line in lines[at:])

@@ -399,7 +399,7 @@ def test_ours_a_carried_rule_a_later_message_withdraws_is_shown_with_the_users_s
     }
     summary = render_summary(after, pass_id="p3")
     assert (
-        '- u7 "Never add third-party dependencies."\n'
+        '- u7 "Never add third-party dependencies." (may be withdrawn, see below)\n'
         '  possibly withdrawn by u9: "On second thought, third-party dependencies are fine."'
     ) in summary
     later = _close(after, user_ids=("u10",), texts={"u10": "Run the tests."})
