@@ -27,7 +27,7 @@ Pure regular expressions over the sentence; nothing raises.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.lifts import may_withdraw
@@ -200,7 +200,8 @@ ALTERATIONS: tuple[str, ...] = (
     "ignore",
 )
 NEGATIONS: tuple[str, ...] = ("not", "never", "no", "cannot", "nobody", "nothing", "nowhere")  # and any n't
-# the scope phrases a request for this once holds; doubts.py's one-off reading uses them too
+# the scope phrases a request for this once holds: a sentence holding one reverses nothing (one_offs.py reads
+# the wider ONE_OFF_SCOPE for its own question)
 THIS_ONCE: tuple[str, ...] = (
     "this once",
     "this one time",
@@ -325,13 +326,6 @@ def _permitted(sentence: str, pattern: re.Pattern[str]) -> bool:
         if pattern.search(part) and not _NEGATION.search(part):
             return True
     return False
-
-
-def _cue_words_out(sentence: str, patterns: Sequence[re.Pattern[str]]) -> str:
-    """The sentence with its cues' own words blanked, so "changed my mind" ties no rule about minds."""
-    for pattern in patterns:
-        sentence = pattern.sub(lambda m: " " * len(m.group()), sentence)
-    return sentence
 
 
 @dataclass(frozen=True, slots=True)
