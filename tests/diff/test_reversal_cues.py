@@ -57,7 +57,6 @@ def _flagged(rule: str, text: str) -> bool:
         (SHELL, "I'm okay with Python helper scripts now."),
         (SHELL, "Write helper scripts in whatever language you like."),
         (SHELL, "Python is back on the menu for helper scripts."),
-        (SHELL, "Helper scripts can be Python too."),
         (PUSH, "You have my blessing to push to the remote."),
         (PUSH, "Pushing to the remote is fine by me now."),
         # a release of what a prohibition orders done under its condition
@@ -84,6 +83,8 @@ def test_ours_a_withdrawal_without_a_lift_2_expression_flags_its_rule(rule: str,
         # ordered away, or a permission against an order
         ("Start every commit subject with the DRY: prefix.", "Don't drop the DRY: prefix from subjects."),
         ("Always log through the logger module.", "The logger module can be smaller, trim it."),
+        ("never run migrations against prod", "Keep the migration scripts idempotent so they can be rerun."),
+        ("Never run migrations against prod.", "I rely on you to run the migrations against staging."),
         # a release sharing no word with the rule
         (CHANGELOG, "Quit the dev server before you rebuild."),
     ],

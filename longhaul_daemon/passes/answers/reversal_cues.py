@@ -9,7 +9,8 @@ that weigh differently against a rule (reversals.py):
   "forget the"; ours besides, the rule called relaxed, ended or of no weight ("relax the rule about",
   "consider it retired", "doesn't matter", "not a priority any more", "off the hook"). Against any rule.
 - a *permission* (:data:`PERMISSIONS`, "whatever … you like"), with no negation in its clause: "print is fine
-  now", "you have my blessing to push", "back on the menu". Against a rule that forbids or restricts.
+  now", "you have my blessing to push", "back on the menu". Against a rule that forbids or restricts. Not
+  "can be" nor "on you", which plain work uses ("keep the migrations idempotent so they can be rerun").
 - a permission to change something (:data:`ALTERATIONS`: "feel free to change the format"). Against any rule.
 - a *return* (:data:`RETURNS`) with no negation: "go back to tabs".
 - a *release* of work a rule orders done: :data:`RELEASES` not ordered away ("stop running black", "quit
@@ -74,7 +75,6 @@ PERMISSIONS: tuple[str, ...] = (
     "are okay",
     "is acceptable",
     "are acceptable",
-    "can be",
     "fine by me",
     "fine with me",
     "ok with",
@@ -83,7 +83,6 @@ PERMISSIONS: tuple[str, ...] = (
     "okay by me",
     "my blessing",
     "yours to",
-    "on you",
     "back on the table",
     "back on the menu",
     "fair game",
