@@ -133,6 +133,7 @@ FAILURES = re.compile(
     re.IGNORECASE,
 )
 """A report of a failure: "dies with an IndexError", "the export crashes", "the date filter doesn't work"."""
+_OPENERS = _LEAD_INS | INTERJECTIONS  # what may come before a request's verb: "Please", "Ok", "Sounds good"
 
 
 def one_off_request(text: str) -> bool:
@@ -175,8 +176,12 @@ def _one_off_sentence(judged: str) -> bool:
     return any(asks) and all(ask or _goes_with_a_request(s) for ask, s in zip(asks, sentences, strict=True))
 
 
+def _words(sentence: str) -> list[str]:
+    return [w.casefold().replace("’", "'") for w in _WORD.findall(sentence)]
+
+
 def _interjection(sentence: str) -> bool:
-    words = [w.casefold().replace("’", "'") for w in _WORD.findall(sentence)]
+    words = _words(sentence)
     return bool(words) and all(w in INTERJECTIONS for w in words)
 
 
@@ -190,8 +195,8 @@ def _work_request(sentence: str) -> bool:
     """A sentence that asks for a piece of work: it opens (after "please", "ok", "can you" and the like)
     with one of :data:`WORK_VERBS`, or with a wish ("I'd like", "let's"). The caller has found no standing
     cue in it."""
-    words = [w.casefold().replace("’", "'") for w in _WORD.findall(sentence)]
-    while words and (words[0] in _LEAD_INS or words[0] in INTERJECTIONS):
+    words = _words(sentence)
+    while words and words[0] in _OPENERS:
         words.pop(0)
     if words[:2] in (["can", "you"], ["could", "you"], ["would", "you"]):
         words = words[2:]

@@ -213,17 +213,14 @@ THIS_ONCE: tuple[str, ...] = (
     "this particular",
 )
 ONCE: tuple[str, ...] = (*THIS_ONCE, "for the moment", "right now", "just now", "today only")
-# a rule that forbids: a release cue against it restates it ("no more new dependencies")
-_FORBIDDING = re.compile(
-    r"(?<![\w'-])(?:never|don't|do not|doesn't|does not|no|avoid|without|nothing|mustn't|must not|"
-    r"shouldn't|should not|cannot|can't|nobody|forbidden|only)(?![\w'-])",
-    re.IGNORECASE,
+_PROHIBITING_WORDS = (
+    "never|don't|do not|doesn't|does not|no|avoid|nothing|mustn't|must not|shouldn't|should not|cannot|can't|"
+    "nobody|forbidden"
 )
-_PROHIBITION = re.compile(
-    r"(?<![\w'-])(?:never|don't|do not|doesn't|does not|no|avoid|nothing|mustn't|must not|shouldn't|"
-    r"should not|cannot|can't|nobody|forbidden)(?![\w'-])",
-    re.IGNORECASE,
-)
+# a rule that forbids or restricts: a permission reverses it ("print is fine now" against "never use print")
+_FORBIDDING = re.compile(rf"(?<![\w'-])(?:{_PROHIBITING_WORDS}|without|only)(?![\w'-])", re.IGNORECASE)
+# a rule that prohibits something ("without" and "only" restrict, but say what to do)
+_PROHIBITION = re.compile(rf"(?<![\w'-])(?:{_PROHIBITING_WORDS})(?![\w'-])", re.IGNORECASE)
 _CONDITIONAL_ORDER = re.compile(
     r"(?<![\w'-])(?:never|don't|do not|no|mustn't|must not|shouldn't|should not|cannot|can't)(?![\w'-])"
     r"[^.!?;:]*?(?<![\w'-])(?:without|unless|until|before|except)(?![\w'-])(?P<condition>[^.!?;:]*)",
