@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from longhaul_daemon.evaluation.harness.callers import content_text
+from longhaul_daemon.passes.prompting.message_text import LISTED_WHOLE
 
 __all__ = ["Reading", "read_conversation", "scripted_diff_answer", "scripted_pi_summary"]
 
@@ -36,6 +37,9 @@ _TASK = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 _STOP = frozenset({"the", "and", "you", "your", "that", "this", "with", "for", "are", "any", "all", "now"})
 _LABEL_LIST = re.compile(r"^Label exactly these messages: (.*)\.$", re.M)
 _STATE_RULE = re.compile(r"^- ([Ru]\d+) \(given by (u\d+)\): (.*)$", re.M)
+_LISTED = re.compile(
+    r"^--- (u\d+) \(\d+ characters[^)\n]*\) [0-9a-f]+ ---\n(.*?)(?=\n--- u\d+ \(|\Z)", re.M | re.S
+)
 _QUESTION = re.compile(r"^- (u\d+) is labeled `.*?answer (?:`[^`]+` or )*`([^`]+)`", re.M)
 
 
@@ -215,7 +219,12 @@ def scripted_diff_answer(body: dict[str, Any]) -> str:
     question = _question_reply(prompt)
     if question is not None:
         return question
-    reading = read_conversation(_diff_blocks(_data(prompt, "conversation")))
+    listed = dict(_LISTED.findall(_data(prompt, "messages")))
+    blocks = [
+        (label, listed.get(label[5:], text) if label.startswith("user u") and text == LISTED_WHOLE else text)
+        for label, text in _diff_blocks(_data(prompt, "conversation"))
+    ]  # a short message is named in the conversation and shown whole in the label listing
+    reading = read_conversation(blocks)
     asked = re.findall(r"u\d+", _LABEL_LIST.findall(prompt)[-1]) if _LABEL_LIST.search(prompt) else []
     texts = dict(reading.users)
     state_rules = {m.group(3): m.group(1) for m in _STATE_RULE.finditer(_data(prompt, "state"))}

@@ -24,10 +24,12 @@ from longhaul_daemon.passes.prompting.message_text import collapse_repeats
 from longhaul_daemon.passes.prompting.prompt import (
     EXCERPT_CHARS,
     INSTRUCTIONS,
+    LEDGER_COMMANDS,
     OfferedMessage,
     Prompt,
     build_prompt,
     clean,
+    command_lines,
     excerpt,
     retry_note,
 )
@@ -226,14 +228,18 @@ def test_diff_8_carried_messages_whole_and_before_the_conversation() -> None:
 
 def test_diff_9_conversation_in_pi_style_with_ledger_ids() -> None:
     """DIFF-9: pi-style blocks; ledger ids named; thinking and !! commands left out; data block delimited."""
-    conversation = _block(prompt().user, "conversation")
-    assert "[User u8]: Please never add new dependencies without asking me first." in conversation
+    user = prompt().user
+    conversation = _block(user, "conversation")
+    # a short message is named, not written twice: the listing above shows it whole (DIFF-7)
+    assert "[User u8]: (shown whole in the list above)" in conversation
+    assert "Please never add new dependencies without asking me first." in _block(user, "messages")
+    assert "Please never add new dependencies" not in conversation
     assert '[Tool call C2]: bash(command="ruff check .")' in conversation
     assert "[Tool result bash, error C2, E1]: F401 unused import" in conversation
     assert "[User ran C3, E2]: !make dist" in conversation
     assert "[Assistant error E3]: overloaded" in conversation
     assert "secret plan" not in conversation and "secrets" not in conversation
-    assert "[User u9]: " + "x" * 700 in conversation  # the conversation shows user messages whole
+    assert "[User u9]: " + "x" * 700 in conversation  # the listing cuts a long one: the conversation has it
 
 
 def test_diff_9_tool_results_cut_to_head_and_tail() -> None:
@@ -322,6 +328,28 @@ def test_diff_10_state_so_far_is_in_the_prompt() -> None:
     assert "R2" not in state_block  # a lifted rule is not in force
     # ours: values are carried by code, never named again by a model, so no call pays for them
     assert "5173" not in prompt().user
+
+
+def test_diff_10_a_rerun_command_joins_its_line_and_the_ledger_shows_its_newest_lines() -> None:
+    """DIFF-10 (ours): a command run again with the same exit status is one ledger line naming its newest
+    ids, moved to where its newest run stands; only the newest LEDGER_COMMANDS lines are shown, the rest
+    counted, and evidence may still cite any id."""
+    reruns = [Command(id=f"C{n}", text="pytest -q", exit=1, span=1) for n in (1, 3, 5, 7, 9)]
+    others = [Command(id=f"C{n}", text=f"grep -n x{n} a.py", exit=0, span=1) for n in (2, 4, 6, 8)]
+    passing = Command(id="C10", text="pytest -q", exit=0, span=2)
+    ledger = sorted([*reruns, *others, passing], key=lambda c: int(c.id[1:]))
+    assert command_lines(ledger) == [
+        "- C2 exit 0: grep -n x2 a.py",
+        "- C4 exit 0: grep -n x4 a.py",
+        "- C6 exit 0: grep -n x6 a.py",
+        "- C8 exit 0: grep -n x8 a.py",
+        "- C5, C7, C9 (and 2 earlier) exit 1: pytest -q",
+        "- C10 exit 0: pytest -q",  # another exit status is another line
+    ]
+    many = [Command(id=f"C{n}", text=f"cat f{n}.txt", exit=0, span=1) for n in range(1, LEDGER_COMMANDS + 6)]
+    state_block = _block(build_prompt(State(commands=many), []).user, "state")
+    assert "(5 earlier commands not shown)" in state_block
+    assert "- C5 exit 0" not in state_block and f"- C{LEDGER_COMMANDS + 5} exit 0" in state_block
 
 
 def test_diff_12_focus_is_text_only() -> None:

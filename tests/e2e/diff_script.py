@@ -39,6 +39,7 @@ from longhaul_daemon.evaluation.harness.model_server import ModelServer
 from longhaul_daemon.evaluation.harness.pi_rpc import PiRpc
 from longhaul_daemon.evaluation.harness.replies import Reply, cut_off, delayed, http_error, text
 from longhaul_daemon.evaluation.harness.sandbox import Sandbox
+from longhaul_daemon.passes.prompting.message_text import LISTED_WHOLE
 
 __all__ = [
     "NULL",
@@ -188,7 +189,9 @@ def _conversation_users(body: str | None) -> dict[str, str]:
     found: dict[str, str] = {}
     for match in _USER_BLOCK.finditer(body):
         end = body.find("\n\n[", match.end())
-        found[match.group(1)] = body[match.end() : end if end >= 0 else len(body)]
+        shown = body[match.end() : end if end >= 0 else len(body)]
+        if shown != LISTED_WHOLE:  # named only: the label listing shows this one whole
+            found[match.group(1)] = shown
     return found
 
 

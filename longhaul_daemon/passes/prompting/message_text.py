@@ -49,6 +49,9 @@ __all__ = [
 EXCERPT_CHARS = 240  # DIFF-7
 TOOL_RESULT_EDGE = 1000  # DIFF-9: head and tail kept of a long tool result
 TAG_CHARS = 12  # the data blocks' tag: this many hex digits of the data's hash, whatever the data
+# A user message the label listing shows whole is named, not written again, in the conversation: written
+# twice, a span's short messages cost a small model on a CPU about 250 prompt tokens a pass (DIFF-9, ours).
+LISTED_WHOLE = "(shown whole in the list above)"
 
 # How the prompt joins the span's parts, and what it shows when there are none
 _LINE_JOIN, _NO_LINES = "\n\n", "(empty)"
@@ -179,8 +182,11 @@ def serialize(item: SpanMessage, ids: LedgerIds, edge: int = TOOL_RESULT_EDGE) -
     message = item.parsed
     role = message.role
     if role == "user":
-        who = f"User {item.user_id}" if item.user_id else "User"
-        return [f"[{who}]: {clean(message.text)}"]
+        if item.user_id is None:
+            return [f"[User]: {clean(message.text)}"]
+        if len(item.text) <= EXCERPT_CHARS:
+            return [f"[User {item.user_id}]: {LISTED_WHOLE}"]  # the label listing shows it whole (DIFF-7)
+        return [f"[User {item.user_id}]: {clean(message.text)}"]
     if role == "assistant":
         lines = [f"[Assistant]: {clean(collapse_repeats(message.text))}"] if message.text.strip() else []
         for call in message.tool_calls:

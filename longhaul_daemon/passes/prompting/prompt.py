@@ -35,7 +35,7 @@ from longhaul_daemon.passes.prompting.message_text import (
     message_header,
     serialize,
 )
-from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, State
+from longhaul_daemon.state.model import Command, ErrorEntry, ExitCode, Item, Note, State
 from longhaul_daemon.state.sanitize import sanitize
 from longhaul_daemon.transcript.messages import SpanMessage
 
@@ -48,6 +48,7 @@ __all__ = [
     "Prompt",
     "build_prompt",
     "clean",
+    "command_lines",
     "data_block",
     "excerpt",
     "label_prompt",
@@ -56,8 +57,14 @@ __all__ = [
     "state_lines",
 ]
 
-LEDGER_COMMANDS = 80  # newest commands shown; evidence may still cite any ledger id
+# Newest ledger lines shown; evidence may still cite any ledger id. The span's own commands are also in its
+# conversation with their ids, and an older command matters to the answer only through an open error (all
+# shown, up to LEDGER_ERRORS) or a decision already carried, so a long ledger costs every call its tokens for
+# little: a small model on a CPU reads about 150 prompt tokens a second.
+LEDGER_COMMANDS = 12
 LEDGER_ERRORS = 40
+LEDGER_CLOSED = 12
+RUN_IDS = 3  # the newest ids shown on a line of commands run again and again
 STATE_ITEMS = 30  # newest decisions and dead ends shown
 
 
@@ -104,6 +111,21 @@ def _newest(items: Sequence[str], limit: int, what: str) -> list[str]:
     return ([f"({len(items) - limit} earlier {what} not shown)"] if len(items) > limit else []) + shown
 
 
+def command_lines(commands: Sequence[Command]) -> list[str]:
+    """The ledger's command lines: a command run again with the same exit status joins its earlier line,
+    which moves to where the newest run stands and names the newest :data:`RUN_IDS` ids (a session re-runs
+    the same tests and greps dozens of times)."""
+    runs: dict[tuple[ExitCode, str], list[str]] = {}
+    for command in commands:
+        key = (command.exit, command.text)
+        runs[key] = [*runs.pop(key, []), command.id]
+    lines = []
+    for (exit_status, text), ids in runs.items():
+        more = f" (and {len(ids) - RUN_IDS} earlier)" if len(ids) > RUN_IDS else ""
+        lines.append(f"- {', '.join(ids[-RUN_IDS:])}{more} exit {exit_status}: {_indent(text)}")
+    return lines
+
+
 def state_lines(
     state: State, commands: Sequence[Command], errors: Sequence[ErrorEntry], remembered: Sequence[Note]
 ) -> list[str]:
@@ -134,12 +156,10 @@ def state_lines(
         [f"- {e.id} ({e.command or e.tool}): {_indent(e.text)}" for e in open_errors], LEDGER_ERRORS, "errors"
     )
     out.append("Ledger, commands:" if commands else "Ledger, commands: none")
-    out += _newest(
-        [f"- {c.id} exit {c.exit}: {_indent(c.text)}" for c in commands], LEDGER_COMMANDS, "commands"
-    )
+    out += _newest(command_lines(commands), LEDGER_COMMANDS, "commands")
     closed = [f"- {e.id} ({e.command or e.tool}): {_indent(e.text)}" for e in errors if not e.open]
     out.append("Ledger, closed errors:" if closed else "Ledger, closed errors: none")
-    out += _newest(closed, LEDGER_ERRORS, "errors")
+    out += _newest(closed, LEDGER_CLOSED, "closed errors")
     if remembered:
         out.append("Remembered notes (the agent's own, never the user's; never rules):")
         out += [
@@ -237,7 +257,10 @@ def build_prompt(
             data_block("carried", tag, body),
         ]
     listing = [listing_entry(tag, uid, text) for uid, text in offered]
-    sections.append("User messages of this span to label (the conversation below shows them whole):")
+    sections.append(
+        "User messages of this span to label (the conversation below names the ones shown whole here by "
+        "their id, and shows the longer ones whole):"
+    )
     sections.append(data_block("messages", tag, listing_body(listing)))
     sections += [
         "The span's conversation:",
