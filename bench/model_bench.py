@@ -2,7 +2,8 @@
 
 ``python bench/model_bench.py`` (``make bench-model`` runs it) generates the corpus of :mod:`bench_corpus`
 (6 sessions per half: a tuning half, a held-out half and a second held-out half written blind to the
-compactor's heuristics, from separate template banks and seeds; ``--half`` picks, ``both`` is the first two),
+compactor's heuristics, from separate template banks and seeds; ``--half`` picks, ``both`` is the first two,
+``all`` the three; ``held-out-3``, a third blind half, runs only when named),
 plays each session through real pi 0.73.1 (``pi --mode rpc`` with the shim loaded) once per compactor:
 Longhaul with the Diff (``longhaul``), the Diff with every model call made through pi (``longhaul-via-pi``:
 ``serve --via-pi openai-completions``, the shim's ``model.complete``), Longhaul in turns mode (``turns``,
@@ -53,6 +54,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 from bench_bank_heldout import HELD_OUT  # noqa: E402
 from bench_bank_heldout2 import HELD_OUT_2  # noqa: E402
+from bench_bank_heldout3 import HELD_OUT_3  # noqa: E402
 from bench_bank_tuning import TUNING  # noqa: E402
 from bench_corpus import GROUPS, HALVES, Bank, Half, Session, half_sessions  # noqa: E402
 from e2e.diff_script import write_longhaul_settings  # noqa: E402
@@ -88,14 +90,20 @@ COMPACT_TIMEOUT_S = 420.0
 # The agent's own turns (requests carrying tools) answer in at most this many tokens and reuse the previous
 # turn's KV cache; the compaction calls of both compactors keep the full cap and an empty cache.
 AGENT_MAX_TOKENS = 128
+# The third blind half: not one of bench_corpus's halves, so no group (both, all) holds it; --half names it.
 DOC_START = "<!-- model-bench:start -->"
 DOC_END = "<!-- model-bench:end -->"
 
 
 def corpus(half: str, seed: int) -> list[Session]:
-    """The sessions of ``half`` (tuning, held-out, held-out-2, both: the first two, or all), each half from
-    its own bank and seed."""
-    banks: list[tuple[Bank, Half]] = [(TUNING, "tuning"), (HELD_OUT, "held-out"), (HELD_OUT_2, "held-out-2")]
+    """The sessions of ``half`` (tuning, held-out, held-out-2, held-out-3, both: the first two, or all: the
+    first three), each half from its own bank and seed."""
+    banks: list[tuple[Bank, Half]] = [
+        (TUNING, "tuning"),
+        (HELD_OUT, "held-out"),
+        (HELD_OUT_2, "held-out-2"),
+        (HELD_OUT_3, "held-out-3"),
+    ]
     picked = GROUPS.get(half, (half,))
     return [s for bank, name in banks if name in picked for s in half_sessions(bank, name, seed)]
 

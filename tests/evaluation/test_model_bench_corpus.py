@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from bench_bank_heldout import HELD_OUT
 from bench_bank_heldout2 import HELD_OUT_2
+from bench_bank_heldout3 import HELD_OUT_3
 from bench_bank_tuning import TUNING
 from bench_corpus import (
     CHAIN_STRETCHES,
@@ -50,9 +51,10 @@ from longhaul_daemon.inspector.session_file import read_transcript
 TUNING_SESSIONS = half_sessions(TUNING, "tuning", 0)
 HELD_OUT_SESSIONS = half_sessions(HELD_OUT, "held-out", 0)
 HELD_OUT_2_SESSIONS = half_sessions(HELD_OUT_2, "held-out-2", 0)
-ALL = TUNING_SESSIONS + HELD_OUT_SESSIONS + HELD_OUT_2_SESSIONS
-BANKS = (TUNING, HELD_OUT, HELD_OUT_2)
-HALVES_SESSIONS = (TUNING_SESSIONS, HELD_OUT_SESSIONS, HELD_OUT_2_SESSIONS)
+HELD_OUT_3_SESSIONS = half_sessions(HELD_OUT_3, "held-out-3", 0)
+ALL = TUNING_SESSIONS + HELD_OUT_SESSIONS + HELD_OUT_2_SESSIONS + HELD_OUT_3_SESSIONS
+BANKS = (TUNING, HELD_OUT, HELD_OUT_2, HELD_OUT_3)
+HALVES_SESSIONS = (TUNING_SESSIONS, HELD_OUT_SESSIONS, HELD_OUT_2_SESSIONS, HELD_OUT_3_SESSIONS)
 FAILING = {c for bank in BANKS for c in bank.failing}
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -66,8 +68,8 @@ def _sentences(bank: Bank) -> set[str]:
     return {s.strip().lower() for t in texts for s in re.split(r"(?<=[.:;?!])\s+", t) if s.strip()}
 
 
-def test_eighteen_sessions_in_three_halves_one_chain_each() -> None:
-    assert len(ALL) >= 18
+def test_twenty_four_sessions_in_four_halves_one_chain_each() -> None:
+    assert len(ALL) >= 24
     for half in HALVES_SESSIONS:
         assert len(half) == 6 and half[0].chain and not any(s.chain for s in half[1:])
         chains = [s for s in half if s.chain]
@@ -90,11 +92,21 @@ def test_halves_share_no_sentence_and_no_session_name(one: int, other: int) -> N
     assert BANKS[one].log_name != BANKS[other].log_name
 
 
-@pytest.mark.parametrize("other", ["bench_bank_tuning.py", "bench_bank_heldout.py"])
-def test_the_blind_bank_has_no_sentence_of_the_other_banks_sources(other: str) -> None:
+@pytest.mark.parametrize(
+    ("bank", "other"),
+    [
+        (HELD_OUT_2, "bench_bank_tuning.py"),
+        (HELD_OUT_2, "bench_bank_heldout.py"),
+        (HELD_OUT_3, "bench_bank_tuning.py"),
+        (HELD_OUT_3, "bench_bank_heldout.py"),
+        (HELD_OUT_3, "bench_bank_heldout2.py"),
+    ],
+    ids=lambda x: x.name if isinstance(x, Bank) else x,
+)
+def test_the_blind_banks_have_no_sentence_of_the_other_banks_sources(bank: Bank, other: str) -> None:
     """Checked against the other banks' source text, so nothing in them has to be read to write this one."""
     source = " ".join((BENCH / other).read_text(encoding="utf-8").lower().split())
-    assert not [s for s in _sentences(HELD_OUT_2) if len(s.split()) >= 3 and s in source]
+    assert not [s for s in _sentences(bank) if len(s.split()) >= 3 and s in source]
 
 
 _STOP = frozenset(
@@ -119,6 +131,27 @@ def test_the_blind_banks_withdrawals_name_their_rule_and_its_phrasings_vary() ->
         assert len(ways) >= 2, key
         for lift, (_, words) in itertools.product(ways, bank.rules[key]):
             assert _distinctive(lift) & _distinctive(words), (key, lift)
+
+
+def test_the_third_blind_banks_withdrawals_name_their_rule_only_about_half_the_time() -> None:
+    """The others name what they lift by paraphrase or by its subject: no naming word of any wording."""
+    bank = HELD_OUT_3
+    assert set(bank.lifts) == set(bank.rules) and len(bank.rules) >= 6
+    named = 0
+    for key, ways in bank.lifts.items():
+        assert len(ways) >= 4, key
+        naming = [
+            any(_distinctive(lift) & _distinctive(words) for _, words in bank.rules[key]) for lift in ways
+        ]
+        assert any(naming) and not all(naming), key
+        named += sum(naming)
+    lifts = sum(len(ways) for ways in bank.lifts.values())
+    assert lifts / 3 <= named <= 2 * lifts / 3
+    assert len(bank.one_offs) >= 6 and len(bank.tasks) >= 10 and len(bank.chatter) >= 10
+
+
+@pytest.mark.parametrize("bank", [HELD_OUT_2, HELD_OUT_3], ids=lambda b: b.name)
+def test_the_blind_banks_phrasings_vary(bank: Bank) -> None:
     lifts = [lift for ways in bank.lifts.values() for lift in ways]
     openings = {tuple(lift.lower().split()[:2]) for lift in lifts}
     assert len(openings) >= 0.75 * len(lifts)
@@ -316,7 +349,9 @@ def test_half_table_has_a_column_per_compactor_that_ran_in_the_issues_order() ->
 
 
 @pytest.mark.parametrize(
-    "session", [TUNING_SESSIONS[0], HELD_OUT_SESSIONS[1], HELD_OUT_2_SESSIONS[0]], ids=lambda s: s.name
+    "session",
+    [TUNING_SESSIONS[0], HELD_OUT_SESSIONS[1], HELD_OUT_2_SESSIONS[0], HELD_OUT_3_SESSIONS[0]],
+    ids=lambda s: s.name,
 )
 def test_transcripts_replay_their_cuts_and_key_what_the_script_holds(
     session: Session, tmp_path: Path
@@ -391,15 +426,22 @@ def test_the_half_flag_picks_one_bank_the_first_two_or_all_three() -> None:
     import model_bench  # imports the e2e helpers it runs with; nothing starts
 
     assert [s.name for s in model_bench.corpus("held-out-2", 0)] == [s.name for s in HELD_OUT_2_SESSIONS]
+    assert [s.name for s in model_bench.corpus("held-out-3", 0)] == [s.name for s in HELD_OUT_3_SESSIONS]
+    assert {s.half for s in model_bench.corpus("held-out-3", 0)} == {"held-out-3"}
     assert {s.half for s in model_bench.corpus("both", 0)} == {"tuning", "held-out"}
-    assert len(model_bench.corpus("all", 0)) == len(ALL)
+    assert {s.half for s in model_bench.corpus("all", 0)} == {"tuning", "held-out", "held-out-2"}
+    assert len(model_bench.corpus("all", 0)) == len(ALL) - len(HELD_OUT_3_SESSIONS)
     assert [s.name for s in model_bench.corpus("tuning", 0)] == [s.name for s in TUNING_SESSIONS]
 
 
 def test_each_session_counts_its_work_requests_as_tasks_once() -> None:
     """Issue 23 item 2: the tasks a session asks for are measured too (a task under Standing rules reads to
     every later turn as an order); they are the bank's own work requests, each counted once."""
-    for bank, sessions in ((TUNING, TUNING_SESSIONS), (HELD_OUT, HELD_OUT_SESSIONS)):
+    for bank, sessions in (
+        (TUNING, TUNING_SESSIONS),
+        (HELD_OUT, HELD_OUT_SESSIONS),
+        (HELD_OUT_3, HELD_OUT_3_SESSIONS),
+    ):
         for session in sessions:
             tasks = session.tasks(len(session.stretches) - 1)
             assert tasks and set(tasks) <= set(bank.tasks) and len(tasks) == len(set(tasks))
