@@ -21,7 +21,9 @@ so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second l
   :mod:`.one_offs` reads as a one-off request records no rule at all (verify.py); only the words a rule
   would record are judged (the whole of a short message, the quoted sentence of a long one).
 - A message that states a withdrawal code ties to no rule (:func:`untied_withdrawal`) is offered the rules
-  in force by the call's schema; the rule the model names is flagged, never lifted (verify.py).
+  in force by the call's schema; the rule the model names is flagged, never lifted (verify.py). Ours
+  besides: when its sentence says the change lasts and no rule's stems tie it, the rules its words are
+  loosely about (:func:`.reversals.closest_rules`) are flagged whatever the model says.
 """
 
 from __future__ import annotations
@@ -37,12 +39,16 @@ from longhaul_daemon.passes.answers.labels import Label, format_label, id_number
 from longhaul_daemon.passes.answers.lifts import may_withdraw, passes_lift_check, significant_words
 from longhaul_daemon.passes.answers.one_offs import one_off_request
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
+from longhaul_daemon.passes.answers.reversal_cues import forbids, may_state_withdrawal
 from longhaul_daemon.passes.answers.reversals import (
     SENTENCE,
+    CuedSentence,
     RuleShape,
+    closest_rules,
     cued_sentences,
     reversal_of,
     rule_shape,
+    rule_topics,
 )
 from longhaul_daemon.passes.answers.rule_reading import Reading, read_possible_rule, read_standing_rule
 from longhaul_daemon.state.clean import clean_line, clean_span
@@ -143,9 +149,9 @@ def withdrawal_candidates(
             continue  # LIFT-6: text without a marker or a reversal cue raises nothing
         here = message_number(message.id)
         own_words = significant_words(judged)
-        for rule in rules:
-            if rule.message == message.id or message_number(rule.message) >= here:
-                continue
+        before = len(out)
+        eligible = [r for r in rules if r.message != message.id and message_number(r.message) < here]
+        for rule in eligible:
             if withdraws or forgotten_marker:
                 verdict = passes_lift_check(judged, rule.words, rule.replaced_words)
                 named = withdraws and _names(judged, rule)
@@ -162,17 +168,42 @@ def withdrawal_candidates(
             reversing = reversal_of(cued, shape)  # ours: flagged only, the lift check never passes
             if reversing is not None:
                 out.append(WithdrawalCandidate(message.id, rule, False, _cut(" ".join(reversing.split()))))
+        if len(out) == before:
+            out += _loosely_tied(message.id, cued, eligible)
     return tuple(out)
 
 
+def _loosely_tied(
+    msg: str, cued: Sequence[CuedSentence], rules: Sequence[StandingRule]
+) -> list[WithdrawalCandidate]:
+    """A message that states a lasting withdrawal no rule's stems tie: the rules its first such sentence is
+    most likely about (:func:`.reversals.closest_rules`), flagged only (ours)."""
+    stated = next((c for c in cued if c.cues.states_withdrawal), None)
+    if stated is None:
+        return []
+    cues = stated.cues
+    if not (cues.change or cues.permission or cues.alteration or cues.about_order):
+        # a release of the act alone restates a prohibition ("we don't push to main anymore"), unlike one
+        # of the order itself ("the no-external-libraries restriction is gone")
+        rules = [r for r in rules if not forbids(r.words)]
+    names = set(closest_rules(stated.text, {r.name: rule_topics(r.words, r.replaced_words) for r in rules}))
+    words = _cut(" ".join(stated.text.split()))
+    return [WithdrawalCandidate(msg, r, False, words) for r in rules if r.name in names]
+
+
 def untied_withdrawal(message: OfferedMessage, candidates: Sequence[WithdrawalCandidate]) -> bool:
-    """A message whose judged text states a withdrawal (LIFT-2: "no longer applies", "is withdrawn") that
-    code's reading ties to no rule in force (``candidates``: this chunk's, from
-    :func:`withdrawal_candidates`): the user withdrew something in words that name no rule's distinctive
-    words, so only the model can say which."""
+    """A message whose judged text states a withdrawal (LIFT-2: "no longer applies", "is withdrawn"; ours: a
+    change, release or permission said to last, :attr:`.reversal_cues.Cues.states_withdrawal`) that no
+    lift check passes for (``candidates``: this chunk's, from :func:`withdrawal_candidates`): the user
+    withdrew something in words that name no rule's distinctive words, so only the model can say which."""
     if any(c.msg == message.id and c.passes for c in candidates):
         return False
-    return may_withdraw(judged_text(message.text))
+    judged = judged_text(message.text)
+    if may_withdraw(judged):
+        return True
+    if not may_state_withdrawal(judged):
+        return False  # the usual message: no marker, so no sentence need be read
+    return any(c.cues.states_withdrawal for c in cued_sentences(judged, withdrawing=False))
 
 
 def withdrawal_question_text(candidate: WithdrawalCandidate, given: Label | None) -> str:

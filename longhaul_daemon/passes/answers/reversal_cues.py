@@ -1,5 +1,5 @@
-"""The words that mark a reversal in a user's sentence, and what a rule orders done: the vocabulary
-:mod:`~longhaul_daemon.passes.answers.reversals` ties to rules.
+"""How a user's sentence is read for a reversal, and what a rule orders done: the cues
+:mod:`~longhaul_daemon.passes.answers.reversals` ties to rules, read with :mod:`.reversal_words`.
 
 Kept apart from the tying so the vocabulary can grow without touching how a sentence meets a rule. A cue is
 read in one sentence that is neither a question nor scoped to this once (:data:`ONCE`), and comes in kinds
@@ -22,6 +22,11 @@ that weigh differently against a rule (reversals.py):
   "no more new dependencies" restates "never add dependencies", and "no need for --dry-run any more"
   releases "never run a migration without --dry-run".
 
+A sentence may also say that its change lasts (:attr:`Cues.states_withdrawal`, ours): a lasting time
+(:data:`.reversal_words.LASTING`: "anymore", "from now on"), or the order itself named or said to be over
+(:data:`.reversal_words.EARLIER_ORDERS`: "the rule I mentioned"; "the freeze is over"), unless it says the
+order still stands. Such a sentence withdraws something even when no rule's stems tie it.
+
 Pure regular expressions over the sentence; nothing raises.
 """
 
@@ -32,187 +37,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.lifts import may_withdraw
+from longhaul_daemon.passes.answers.reversal_words import (
+    ALTERATIONS,
+    CHANGES_OF_MIND,
+    CLAUSE_END_RELEASES,
+    EARLIER_ORDERS,
+    LASTING,
+    NEGATIONS,
+    ONCE,
+    PERMISSIONS,
+    PRACTICES,
+    RELEASES,
+    RETURNS,
+)
 
 __all__ = [
-    "ALTERATIONS",
-    "CHANGES_OF_MIND",
-    "CLAUSE_END_RELEASES",
-    "NEGATIONS",
-    "ONCE",
-    "PERMISSIONS",
-    "PRACTICES",
-    "RELEASES",
-    "RETURNS",
-    "THIS_ONCE",
     "Cues",
     "forbids",
+    "may_state_withdrawal",
     "ordered_words",
     "sentence_cues",
     "without_cue_words",
+    "without_marker_words",
 ]
 
-PERMISSIONS: tuple[str, ...] = (
-    "you may",
-    "you can",
-    "you could",
-    "feel free",
-    "go ahead",
-    "free to",
-    "fine to",
-    "ok to",
-    "okay to",
-    "allowed",
-    "permitted",
-    "whatever you like",
-    "whatever you want",
-    "up to you",
-    "welcome to",
-    "is fine",
-    "are fine",
-    "is ok",
-    "are ok",
-    "is okay",
-    "are okay",
-    "is acceptable",
-    "are acceptable",
-    "fine by me",
-    "fine with me",
-    "ok with",
-    "okay with",
-    "ok by me",
-    "okay by me",
-    "my blessing",
-    "yours to",
-    "back on the table",
-    "back on the menu",
-    "fair game",
-    "free rein",
-    "your call",
-    "go for it",
-    "by all means",
-)
-RETURNS: tuple[str, ...] = ("go back to", "back to", "switch back", "revert to", "as before")
-CHANGES_OF_MIND: tuple[str, ...] = (
-    "changed my mind",
-    "change of plan",
-    "change of plans",
-    "on second thought",
-    "on second thoughts",
-    "take that back",
-    "take back",
-    "scratch that",
-    "disregard",
-    "forget",
-    "never mind",
-    "ignore my",
-    "ignore the earlier",
-    "ignore the previous",
-    "ignore what i",
-    "done with",
-    "over with",
-    "the opposite",
-    # ours, beyond a change of mind: the user calls the rule itself relaxed, ended or of no weight
-    "nevermind",
-    "reconsidered",
-    "rethought",
-    "relax",
-    "relaxing",
-    "loosen",
-    "off the hook",
-    "doesn't matter",
-    "don't matter",
-    "does not matter",
-    "do not matter",
-    "no big deal",
-    "not a priority",
-    "not a requirement",
-    "isn't a requirement",
-    "aren't a requirement",
-    "isn't a priority",
-    "aren't a priority",
-    "not worth it",
-    "isn't worth",
-    "aren't worth",
-    "don't worry about",
-    "do not worry about",
-    "stop worrying",
-    "no need to worry",
-    "has ended",
-    "have ended",
-    "retired",
-    "suspended",
-    "waived",
-    "revoked",
-    "rescinded",
-    "abandoned",
-)
-RELEASES: tuple[str, ...] = (
-    "stop",
-    "skip",
-    "no more",
-    "optional",
-    "don't bother",
-    "do not bother",
-    "no need",
-    "not needed",
-    "not necessary",
-    "unnecessary",
-    "not required",
-    "don't have to",
-    "do not have to",
-    "needn't",
-    # ours: work the rule orders, left undone from now on ("quit adding type hints", "we dropped the
-    # changelog"); like every release, not after "don't" or "never" ("don't drop the prefix")
-    "quit",
-    "leave out",
-    "omit",
-    "live without",
-    "do without",
-    "drop",
-    "dropped",
-    "dropping",
-    "ditch",
-    "retire",
-    "abandon",
-)
-# releases that end their clause ("the test-first routine can go, just fix things"): followed by more words
-# they are plain work ("it can go in utils.py", "the build is over budget")
-CLAUSE_END_RELEASES: tuple[str, ...] = (
-    "can go",
-    "is over",
-    "are over",
-    "is history",
-    "are history",
-)
-# changes a permission can allow: "feel free to change the output format" reverses an order to keep it
-ALTERATIONS: tuple[str, ...] = (
-    "change",
-    "drop",
-    "remove",
-    "skip",
-    "rename",
-    "rewrite",
-    "reformat",
-    "alter",
-    "modify",
-    "break",
-    "ignore",
-)
-NEGATIONS: tuple[str, ...] = ("not", "never", "no", "cannot", "nobody", "nothing", "nowhere")  # and any n't
-# the scope phrases a request for this once holds: a sentence holding one reverses nothing (one_offs.py reads
-# the wider ONE_OFF_SCOPE for its own question)
-THIS_ONCE: tuple[str, ...] = (
-    "this once",
-    "this one time",
-    "this time",
-    "for now",
-    "for this change",
-    "for this commit",
-    "for this fix",
-    "for the next commit",
-    "this particular",
-)
-ONCE: tuple[str, ...] = (*THIS_ONCE, "for the moment", "right now", "just now", "today only")
 _PROHIBITING_WORDS = (
     "never|don't|do not|doesn't|does not|no|avoid|nothing|mustn't|must not|shouldn't|should not|cannot|can't|"
     "nobody|forbidden"
@@ -251,27 +99,16 @@ _NOT_NEEDED = re.compile(
     r"(?![\w-])",
     re.IGNORECASE,
 )
-# ours: a way of working said to be over ("the dry-run step is gone", "that check is off now"); a thing said
-# to be gone is news ("the integration flake is gone"), so the subject must name a practice
-PRACTICES: tuple[str, ...] = (
-    "step",
-    "check",
-    "habit",
-    "routine",
-    "business",
-    "thing",
-    "arrangement",
-    "process",
-    "practice",
-    "ritual",
-    "dance",
-    "stuff",
-    "workflow",
-    "procedure",
-)
 _PRACTICE_ENDED = re.compile(
-    rf"(?<![\w'-])(?:{'|'.join(PRACTICES)})s?\s+(?:is|are|'s|has\s+been|have\s+been)\s+"
-    r"(?:gone|off|done|dead|over|history|finished)(?![\w'-])",
+    rf"(?<![\w'-])(?:{'|'.join(PRACTICES)})s?\s+(?:is|are|'s|has\s+been|have\s+been)\s+(?:now\s+)?"
+    r"(?:gone|off|done|dead|over|history|finished|lifted|retired|dropped|scrapped|cancell?ed|removed)(?![\w'-])",
+    re.IGNORECASE,
+)
+_LASTING = re.compile(
+    r"(?<![\w'-])(?:" + "|".join(r"\s+".join(p.split()) for p in LASTING) + r")(?![\w'-])", re.IGNORECASE
+)
+_EARLIER_ORDER = re.compile(
+    r"(?<![\w'-])(?:" + "|".join(r"\s+".join(p.split()) for p in EARLIER_ORDERS) + r")(?![\w'-])",
     re.IGNORECASE,
 )
 # ours: a person no longer doing it, in one clause ("we don't run the dry run anymore", "nobody runs the
@@ -292,6 +129,10 @@ _ALTERATION = re.compile(
     r"(?<![\w'-])(?:free to|fine to|ok to|okay to|allowed to|welcome to|can|may|could)\s+(?:[\w-]+\s+)?"
     rf"(?:{'|'.join(ALTERATIONS)})(?![\w-])",
     re.IGNORECASE,
+)
+# "the rule still stands otherwise": whatever else the sentence says, the order is said to hold
+_STILL_HOLDS = re.compile(
+    r"(?<![\w'-])still\s+(?:stands?|holds?|applies|apply|in\s+force|valid)(?![\w'-])", re.IGNORECASE
 )
 _NEGATION = re.compile(rf"(?<![\w'-])(?:{'|'.join(NEGATIONS)})(?![\w'-])|\w+n't(?![\w'-])", re.IGNORECASE)
 _ORDERED_AWAY = re.compile(r"(?:\b\w+n't|\bnot|\bnever)\s+\Z", re.IGNORECASE)
@@ -333,9 +174,17 @@ class Cues:
     back: bool
     release: bool
     alteration: bool
+    lasting: bool = False  # the sentence says its change lasts (LASTING)
+    about_order: bool = False  # it names the order itself (EARLIER_ORDERS) or says a practice ended
 
     def __bool__(self) -> bool:
         return self.change or self.permission or self.back or self.release or self.alteration
+
+    @property
+    def states_withdrawal(self) -> bool:
+        """A change, release or permission said to last: it withdraws something, named or not."""
+        said = self.lasting or self.about_order
+        return said and (self.change or self.release or self.permission or self.alteration)
 
 
 def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
@@ -347,6 +196,7 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
     change = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
     change = change or (withdrawing and may_withdraw(sentence))
     negated = _NEGATION.search(sentence) is not None
+    holds = _STILL_HOLDS.search(sentence) is not None
     release = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _RELEASE.finditer(sentence))
     cues = Cues(
         change=change,
@@ -354,8 +204,18 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
         back=not negated and _RETURN.search(sentence) is not None,
         release=release or any(p.search(sentence) for p in _ENDED_WORK),
         alteration=_permitted(sentence, _ALTERATION),
+        lasting=_LASTING.search(sentence) is not None and not holds,
+        about_order=(_EARLIER_ORDER.search(sentence) or _PRACTICE_ENDED.search(sentence)) is not None
+        and not holds,
     )
     return cues if cues else None
+
+
+def may_state_withdrawal(text: str) -> bool:
+    """Whether ``text`` holds a marker a sentence needs for :attr:`Cues.states_withdrawal`: when it holds
+    none, no sentence of it states a withdrawal, and no sentence need be read."""
+    text = text.replace("\u2019", "'")
+    return any(p.search(text) for p in (_LASTING, _EARLIER_ORDER, _PRACTICE_ENDED))
 
 
 def without_cue_words(sentence: str) -> str:
@@ -363,3 +223,10 @@ def without_cue_words(sentence: str) -> str:
     for pattern in _CUES:
         sentence = pattern.sub(lambda m: " " * len(m.group()), sentence)
     return sentence
+
+
+def without_marker_words(sentence: str) -> str:
+    """:func:`without_cue_words`, and the lasting markers blanked too ("the rule I mentioned" names no
+    topic)."""
+    sentence = _LASTING.sub(lambda m: " " * len(m.group()), without_cue_words(sentence))
+    return _EARLIER_ORDER.sub(lambda m: " " * len(m.group()), sentence)
