@@ -13,7 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from longhaul_daemon.passes.answers.doubts import StandingRule, untied_withdrawal, withdrawal_candidates
+from longhaul_daemon.passes.answers.doubts import (
+    StandingRule,
+    lift_checked,
+    untied_withdrawal,
+    withdrawal_candidates,
+)
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.answers.reversal_cues import may_state_withdrawal, sentence_cues
 from longhaul_daemon.passes.answers.reversals import SENTENCE, closest_rules, rule_topics
@@ -99,9 +104,9 @@ def test_lift_8_what_a_replacement_took_over_ties_nothing_loosely() -> None:
 def test_a_lasting_withdrawal_is_offered_to_the_model_even_when_no_rule_meets_it() -> None:
     """untied_withdrawal: the model is offered the rules in force for it (call_schemas.lift_targets)."""
     message = OfferedMessage("u9", "Scrap the coffee machine thing I mentioned.")
-    assert untied_withdrawal(message, withdrawal_candidates((message,), RULES))
+    assert untied_withdrawal(message, lift_checked(withdrawal_candidates((message,), RULES)))
     plain = OfferedMessage("u9", "Run the tests and tell me what fails.")
-    assert not untied_withdrawal(plain, withdrawal_candidates((plain,), RULES))
+    assert not untied_withdrawal(plain, lift_checked(withdrawal_candidates((plain,), RULES)))
 
 
 def test_topic_families_name_a_subject_in_its_many_words() -> None:

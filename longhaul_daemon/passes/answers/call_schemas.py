@@ -33,6 +33,7 @@ from typing import Any, Final
 from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.passes.answers.doubts import (
     StandingRule,
+    lift_checked,
     message_number,
     standing_rules,
     untied_withdrawal,
@@ -96,8 +97,9 @@ def lift_targets(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> di
         if candidate.passes and candidate.rule.name not in found.get(candidate.msg, ()):
             found.setdefault(candidate.msg, []).append(candidate.rule.name)
     in_force = standing_rules(rules)  # an earlier message of the chunk is no rule before it is labeled
+    lifted = lift_checked(candidates)
     for message in offered:
-        if untied_withdrawal(message, candidates):
+        if untied_withdrawal(message, lifted):
             here = message_number(message.id)
             older = [r.name for r in in_force if message_number(r.message) < here]
             if older:
@@ -112,7 +114,8 @@ def untied_messages(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) ->
     """The offered messages that state a withdrawal code ties to no rule (:func:`~.doubts.untied_withdrawal`),
     read as :func:`lift_targets` reads them."""
     candidates = withdrawal_candidates(offered, _lift_standing(offered, rules))
-    return frozenset(m.id for m in offered if untied_withdrawal(m, candidates))
+    lifted = lift_checked(candidates)
+    return frozenset(m.id for m in offered if untied_withdrawal(m, lifted))
 
 
 def _lift_standing(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> list[StandingRule]:

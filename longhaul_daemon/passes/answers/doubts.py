@@ -64,6 +64,7 @@ __all__ = [
     "flag_carried_withdrawals",
     "flag_withdrawn_carried",
     "forgets",
+    "lift_checked",
     "message_number",
     "reads_as_request",
     "rule_doubts",
@@ -141,6 +142,7 @@ def withdrawal_candidates(
     """
     out: list[WithdrawalCandidate] = []
     shapes: dict[str, RuleShape] = {}  # each rule read once, and only when some message may reverse it
+    topics: dict[str, frozenset[str]] = {}  # and its topics, only when a message states a withdrawal
     for message in sorted(offered, key=lambda m: message_number(m.id)):
         judged = judged_text(message.text)
         withdraws, forgotten_marker = may_withdraw(judged), forgets(judged)
@@ -169,12 +171,12 @@ def withdrawal_candidates(
             if reversing is not None:
                 out.append(WithdrawalCandidate(message.id, rule, False, _cut(" ".join(reversing.split()))))
         if len(out) == before:
-            out += _loosely_tied(message.id, cued, eligible)
+            out += _loosely_tied(message.id, cued, eligible, topics)
     return tuple(out)
 
 
 def _loosely_tied(
-    msg: str, cued: Sequence[CuedSentence], rules: Sequence[StandingRule]
+    msg: str, cued: Sequence[CuedSentence], rules: Sequence[StandingRule], known: dict[str, frozenset[str]]
 ) -> list[WithdrawalCandidate]:
     """A message that states a lasting withdrawal no rule's stems tie: the rules its first such sentence is
     most likely about (:func:`.reversals.closest_rules`), flagged only (ours)."""
@@ -186,17 +188,26 @@ def _loosely_tied(
         # a release of the act alone restates a prohibition ("we don't push to main anymore"), unlike one
         # of the order itself ("the no-external-libraries restriction is gone")
         rules = [r for r in rules if not forbids(r.words)]
-    names = set(closest_rules(stated.text, {r.name: rule_topics(r.words, r.replaced_words) for r in rules}))
+    for rule in rules:  # ``known``: each rule's topics, read once a chunk
+        if rule.name not in known:
+            known[rule.name] = rule_topics(rule.words, rule.replaced_words)
+    names = set(closest_rules(stated.text, {r.name: known[r.name] for r in rules}))
     words = _cut(" ".join(stated.text.split()))
     return [WithdrawalCandidate(msg, r, False, words) for r in rules if r.name in names]
 
 
-def untied_withdrawal(message: OfferedMessage, candidates: Sequence[WithdrawalCandidate]) -> bool:
+def lift_checked(candidates: Iterable[WithdrawalCandidate]) -> frozenset[str]:
+    """The messages some candidate's lift check passes for: none of them is untied."""
+    return frozenset(c.msg for c in candidates if c.passes)
+
+
+def untied_withdrawal(message: OfferedMessage, lifted: Collection[str]) -> bool:
     """A message whose judged text states a withdrawal (LIFT-2: "no longer applies", "is withdrawn"; ours: a
     change, release or permission said to last, :attr:`.reversal_cues.Cues.states_withdrawal`) that no
-    lift check passes for (``candidates``: this chunk's, from :func:`withdrawal_candidates`): the user
-    withdrew something in words that name no rule's distinctive words, so only the model can say which."""
-    if any(c.msg == message.id and c.passes for c in candidates):
+    lift check passes for (``lifted``: :func:`lift_checked` of this chunk's :func:`withdrawal_candidates`,
+    read once for the chunk): the user withdrew something in words that name no rule's distinctive words,
+    so only the model can say which."""
+    if message.id in lifted:
         return False
     judged = judged_text(message.text)
     if may_withdraw(judged):
