@@ -27,8 +27,8 @@ from bench_bank_tuning import TUNING
 from bench_corpus import Bank
 from withdrawal_dev import LIFTS, NEGATIVES, RULES
 
-from longhaul_daemon.passes.answers.doubts import StandingRule, withdrawal_candidates
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.answers.withdrawal_reading import StandingRule, withdrawal_candidates
 
 
 @dataclass

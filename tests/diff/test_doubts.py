@@ -17,12 +17,7 @@ from hypothesis import strategies as st
 
 from longhaul_daemon.models.call_errors import RetryableError
 from longhaul_daemon.passes.answers.call_schemas import lift_targets
-from longhaul_daemon.passes.answers.doubts import (
-    StandingRule,
-    doubted_reading,
-    reads_as_request,
-    withdrawal_candidates,
-)
+from longhaul_daemon.passes.answers.doubts import doubted_reading, reads_as_request
 from longhaul_daemon.passes.answers.events import ChunkContext, Evaluation
 from longhaul_daemon.passes.answers.extract import parse_answer
 from longhaul_daemon.passes.answers.one_offs import one_off_request
@@ -30,6 +25,7 @@ from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.answers.reversals import reversal_in
 from longhaul_daemon.passes.answers.rule_reading import read_possible_rule, read_standing_rule
 from longhaul_daemon.passes.answers.verify import evaluate
+from longhaul_daemon.passes.answers.withdrawal_reading import StandingRule, withdrawal_candidates
 from longhaul_daemon.passes.close import close_span, user_texts
 from longhaul_daemon.passes.diff.diff_stage import run_diff
 from longhaul_daemon.passes.ledger import LedgerResult

@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from longhaul_daemon.passes.answers.doubts import (
+from longhaul_daemon.passes.answers.quotes import OfferedMessage
+from longhaul_daemon.passes.answers.reversal_cues import may_state_withdrawal, sentence_cues
+from longhaul_daemon.passes.answers.reversals import SENTENCE, closest_rules, rule_topics
+from longhaul_daemon.passes.answers.rule_topics import topic_families
+from longhaul_daemon.passes.answers.withdrawal_reading import (
     StandingRule,
     lift_checked,
     untied_withdrawal,
     withdrawal_candidates,
 )
-from longhaul_daemon.passes.answers.quotes import OfferedMessage
-from longhaul_daemon.passes.answers.reversal_cues import may_state_withdrawal, sentence_cues
-from longhaul_daemon.passes.answers.reversals import SENTENCE, closest_rules, rule_topics
-from longhaul_daemon.passes.answers.rule_topics import topic_families
 
 DOCSTRINGS = "Every public function gets a docstring."
 HINTS = "Annotate every new function with type hints."

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from longhaul_daemon.passes.answers.doubts import StandingRule, withdrawal_candidates
 from longhaul_daemon.passes.answers.lifts import STOP_WORDS, passes_lift_check
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.answers.reversal_cues import ordered_words
 from longhaul_daemon.passes.answers.reversals import stems
+from longhaul_daemon.passes.answers.withdrawal_reading import StandingRule, withdrawal_candidates
 
 HINTS = "Every new function gets full type hints."
 DRY_RUN = "Always do a dry run with --dry-run before the real run."

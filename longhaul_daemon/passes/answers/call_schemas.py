@@ -31,7 +31,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from longhaul_daemon.models.structured import OutputSchema
-from longhaul_daemon.passes.answers.doubts import (
+from longhaul_daemon.passes.answers.one_offs import bounded_to_once
+from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
+from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
+from longhaul_daemon.passes.answers.withdrawal_reading import (
     StandingRule,
     lift_checked,
     message_number,
@@ -39,9 +42,6 @@ from longhaul_daemon.passes.answers.doubts import (
     untied_withdrawal,
     withdrawal_candidates,
 )
-from longhaul_daemon.passes.answers.one_offs import bounded_to_once
-from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
-from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
 from longhaul_daemon.state.model import Rule
 
 __all__ = [
@@ -84,7 +84,7 @@ def lift_targets(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> di
     """For each offered message, the targets whose lift the store's check would pass on its words (LIFT-1,
     LIFT-2, LIFT-4): the rules in force (``rules``, by the id a label uses) and the earlier offered messages
     short enough to be a rule whole, read as the rule they would give. Code's own withdrawal reading
-    (:func:`~.doubts.withdrawal_candidates`), run before the call instead of after it.
+    (:func:`~.withdrawal_reading.withdrawal_candidates`), run before the call instead of after it.
 
     Ours besides: a message that states a withdrawal code ties to no rule (:func:`untied_messages`) is
     offered the newest :data:`UNTIED_TARGETS` rules in force given before it (never an earlier message of
@@ -111,8 +111,8 @@ def lift_targets(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> di
 
 
 def untied_messages(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> frozenset[str]:
-    """The offered messages that state a withdrawal code ties to no rule (:func:`~.doubts.untied_withdrawal`),
-    read as :func:`lift_targets` reads them."""
+    """The offered messages that state a withdrawal code ties to no rule
+    (:func:`~.withdrawal_reading.untied_withdrawal`), read as :func:`lift_targets` reads them."""
     candidates = withdrawal_candidates(offered, _lift_standing(offered, rules))
     lifted = lift_checked(candidates)
     return frozenset(m.id for m in offered if untied_withdrawal(m, lifted))

@@ -26,12 +26,7 @@ from types import MappingProxyType
 
 from longhaul_daemon.passes.answers.call_schemas import untied_messages
 from longhaul_daemon.passes.answers.defects import lift_defect, quote_defect
-from longhaul_daemon.passes.answers.doubts import (
-    StandingRule,
-    rule_doubts,
-    withdrawal_look,
-    withdrawing_sentence,
-)
+from longhaul_daemon.passes.answers.doubts import rule_doubts, withdrawal_look
 from longhaul_daemon.passes.answers.events import (
     ChunkContext,
     ChunkEvents,
@@ -63,6 +58,7 @@ from longhaul_daemon.passes.answers.schema import (
     says_something,
 )
 from longhaul_daemon.passes.answers.values import ValueCandidate, check_values
+from longhaul_daemon.passes.answers.withdrawal_reading import StandingRule, withdrawing_sentence
 from longhaul_daemon.state.clean import clean_span, clean_text
 from longhaul_daemon.state.model import Rule
 
