@@ -80,12 +80,14 @@ bench: $(PY_STAMP)
 load-bench: $(PY_STAMP)
 	$(BIN)/python bench/daemon_load.py
 
-# Real pi and the real small model, the compactors side by side on a generated corpus of 18 sessions in three
-# halves of six: tuning (bench/bench_bank_tuning.py), held-out (bench/bench_bank_heldout.py) and held-out-2
-# (bench/bench_bank_heldout2.py, written blind; prompt and heuristic work never reads either held-out bank);
-# hours: every pi turn is a real completion on the CPU (default all three; `both`: the first two). Prints a
-# table of measures per half and one row per compaction (docs/performance.md, "Against a real small model").
-# MODEL_BENCH_ARGS: --half tuning|held-out|held-out-2|both|all, --only SESSION, --compactors pi,longhaul,..., --list.
+# Real pi and the real small model, the compactors side by side on a generated corpus of 24 sessions in four
+# halves of six: tuning (bench/bench_bank_tuning.py), held-out (bench/bench_bank_heldout.py), held-out-2 and
+# held-out-3 (bench/bench_bank_heldout2.py, bench_bank_heldout3.py, written blind; prompt and heuristic work
+# never reads a held-out bank); hours: every pi turn is a real completion on the CPU (default `all`: the first
+# three; `both`: the first two; held-out-3 only by name). Prints a table of measures per half and one row per
+# compaction (docs/performance.md, "Against a real small model").
+# MODEL_BENCH_ARGS: --half tuning|held-out|held-out-2|held-out-3|both|all, --only SESSION, --compactors
+# pi,longhaul,..., --list.
 MODEL_BENCH_ARGS ?=
 bench-model: install
 	$(BIN)/python bench/model_bench.py $(MODEL_BENCH_ARGS)
@@ -132,7 +134,7 @@ bench-compare: install
 
 # The side by side that opens docs/performance.md: `score` with the real small model for both compactors on the
 # model bench's corpus, tuning and held-out half apart (hours on two cores); writes its table into the doc.
-# COMPARE_REAL_ARGS: --half tuning|held-out|held-out-2|both|all, --only SESSION, --threads N.
+# COMPARE_REAL_ARGS: --half tuning|held-out|held-out-2|held-out-3|both|all, --only SESSION, --threads N.
 COMPARE_REAL_ARGS ?=
 bench-compare-real: install
 	$(BIN)/python bench/compare.py --real-model --write $(COMPARE_REAL_ARGS)
