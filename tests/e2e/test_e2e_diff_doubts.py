@@ -112,3 +112,37 @@ def test_a_standing_rule_the_model_called_a_one_off_is_kept_in_doubt(
     assert f'"{wider_rule}"' in rules and "in doubt: the model read this as no rule" in rules
     assert "in doubt: reads as a one-off request" in rules and report not in found.summary.split("## Now")[0]
     assert_whole(found)
+
+
+HINTS = "Every new function gets full type hints."
+REMOTE = "Never push to the remote yourself."
+SCRAPPED = "Honestly, the annotation rule I mentioned was overkill, scrap it."
+
+
+def test_a_lasting_withdrawal_in_other_words_flags_the_rule_it_is_about(
+    pi: PiRpc, model_server: ModelServer
+) -> None:
+    """Ours (withdrawal_reading.py, reversals.closest_rules): "the annotation rule I mentioned … scrap it"
+    shares no stem with the typing rule, and the model calls it `not a rule`; the rule is flagged with the
+    user's sentence all the same, asked nothing, and the other rule in force is left plain."""
+    install(model_server, answer([Lab(HINTS, "rule"), Lab(REMOTE, "rule")]))
+    pi.prompt(HINTS)
+    pi.prompt(REMOTE)
+    found = close_span(pi, 1)
+    by_words = {str(r["words"]): r for r in rules_by_id(found.state).values()}
+    hints, remote = by_words[HINTS], by_words[REMOTE]
+
+    script = install(model_server, answer([Lab(SCRAPPED, "not a rule")]))
+    pi.prompt(SCRAPPED)
+    pi.prompt("Now rename the parser module.")
+    found = close_span(pi, 2)
+    assert script.kinds() == ["first"], "a loose tie can only be flagged, so nothing is asked"
+    u_scrapped = str(script.calls[0].id_of(SCRAPPED))
+    state = rules_by_id(found.state)
+    assert state[str(hints["id"])]["possiblyWithdrawnBy"] == u_scrapped, state
+    assert state[str(remote["id"])]["possiblyWithdrawnBy"] is None, state
+    rules = section(found.summary, "Standing rules")
+    flagged = rule_line(str(hints["id"]), HINTS, str(hints["message"]), flagged=True)
+    assert f'{flagged}\n  possibly withdrawn by {u_scrapped}: "{SCRAPPED}"' in rules, rules
+    assert rule_line(str(remote["id"]), REMOTE, str(remote["message"])) + "\n" in rules + "\n", rules
+    assert_whole(found)
