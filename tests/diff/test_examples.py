@@ -258,18 +258,34 @@ async def test_ex_6_long_message_without_words_goes_back_and_exact_words_record(
 @pytest.mark.parametrize(
     "words", ["very dry-run line must start with DRY:", "every dry-run line must start with DRY:"]
 )
-async def test_ex_6_cut_or_miscased_words_in_the_retry_hold_the_message_back(words: str) -> None:
-    """EX-6, QUOTE-5, QUOTE-6: the one retry is spent and no rule is recorded from words that do not verify.
-    Ours (QUOTE-4's open choice): u12 is not judged but held back, so the span closes partial and u12 is
-    carried, with its words, to be labeled again; the rule it states is not lost."""
+async def test_ex_6_cut_or_miscased_words_in_the_retry_are_refused_and_code_reads_the_rule(
+    words: str,
+) -> None:
+    """EX-6, QUOTE-5, QUOTE-6: the one retry is spent and the words that do not verify are refused. Ours
+    (QUOTE-4's open choice): the rule is not dropped; code's own standing-rule reading picks its words in
+    u12 (the user's own, verbatim, at most 600 characters), so the span closes whole. A weak model seldom
+    copies a sentence exactly, and holding such a message back left every pass of a span partial."""
     out = await close_example(State(), [_u12()], answer({"u12": "rule"}), answer({"u12": ("rule", words)}))
     assert out.kinds == ["first", "retry"]
+    assert (out.result.closed_as, out.result.dropped) == ("whole", {"rejected-quotes": 1})
+    read = DRY + " The flag is --dry-run and it prints the plan only."
+    assert _rules(out.state) == [("R1", read, "u12", False)] and out.state.carried == []
+    assert f'- R1 "{read}" (u12)' in out.summary
+
+
+async def test_ex_6_a_long_message_code_reads_no_rule_in_is_held_back() -> None:
+    """Ours (QUOTE-4's open choice): when code's readings pick nothing either, u12 is not judged but held
+    back, so the span closes partial and u12 is carried, with its words, to be labeled again."""
+    text = _sized("The exporter writes one CSV file per account, sorted by date.", 700)
+    out = await close_example(
+        State(), [user("u12", text)], answer({"u12": "rule"}), answer({"u12": ("rule", "the exporter")})
+    )
     assert (out.result.closed_as, out.result.dropped) == (
         "partial",
         {"rejected-quotes": 1, "rules-held-unquoted": 1},
     )
     assert out.result.chunks[0].judged == frozenset() and out.state.rules == []
-    assert out.state.carried == ["u12"] and "Every dry-run line must start with DRY:" in out.summary
+    assert out.state.carried == ["u12"] and "sorted by date" in out.summary
 
 
 def _tool_turn(uid: str, ask: str, command: str, output: str) -> list[SpanMessage]:

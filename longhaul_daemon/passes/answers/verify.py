@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 from longhaul_daemon.passes.answers.call_schemas import untied_messages
 from longhaul_daemon.passes.answers.defects import lift_defect, quote_defect
-from longhaul_daemon.passes.answers.doubts import rule_doubts, withdrawal_look
+from longhaul_daemon.passes.answers.doubts import doubted_reading, rule_doubts, withdrawal_look
 from longhaul_daemon.passes.answers.events import (
     ChunkContext,
     ChunkEvents,
@@ -48,6 +48,7 @@ from longhaul_daemon.passes.answers.quotes import (
     quotable_text,
     resolve_rule_words,
 )
+from longhaul_daemon.passes.answers.rule_reading import read_possible_rule
 from longhaul_daemon.passes.answers.schema import (
     DeadEnd,
     Decision,
@@ -114,8 +115,13 @@ class _Run:
             if label.words:
                 self.rejected.append((label.msg, label.words))
         if verdict.outcome == "dropped" and verdict.reason in _UNQUOTED and verdict.cited == label.msg:
-            # QUOTE-4, ours: a long message labeled `rule` whose words never verified is held back, not
-            # dropped: it is carried with its words and offered again, so the rule it states is not lost
+            read = self._read_words(label.msg)
+            if read is not None:
+                self.keep_rule(label.msg, read)
+                return
+            # QUOTE-4, ours: a long message labeled `rule` whose words never verified, and in which code's
+            # own readings pick no rule, is held back, not dropped: it is carried with its words and offered
+            # again, so the rule it states is not lost
             self.judged.discard(label.msg)
             self.dropped["rules-held-unquoted"] += 1
             return
@@ -126,6 +132,20 @@ class _Run:
         cut_here = holder[verdict.start : verdict.end] == verdict.text
         words = clean_span(holder, verdict.start, verdict.end) if cut_here else clean_text(verdict.text)
         self.keep_rule(label.msg, NewRule(verdict.message, words, verdict.start, verdict.end))
+
+    def _read_words(self, msg: str) -> NewRule | None:
+        """QUOTE-4, ours: the words code's own readings pick in a long message the model labeled `rule` but
+        quoted wrongly, after its retry (the standing-rule reading, else the wider one; at most 600
+        characters, the user's own words): a weak model seldom copies a sentence exactly, and holding the
+        message back left every pass of such a span partial."""
+        message = self.offered.get(msg)
+        if message is None:
+            return None
+        found = doubted_reading(message.text) or doubted_reading(message.text, read_possible_rule)
+        if found is None:
+            return None
+        start, end = found
+        return NewRule(msg, clean_span(quotable_text(message.text), start, end), start, end)
 
     def keep_rule(self, msg: str, rule: NewRule) -> None:
         """FAIL-18, QUOTE-7: ``msg``'s label gave ``rule``, unless its holder already has those very words."""
