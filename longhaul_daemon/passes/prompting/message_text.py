@@ -49,8 +49,8 @@ __all__ = [
 EXCERPT_CHARS = 240  # DIFF-7
 TOOL_RESULT_EDGE = 1000  # DIFF-9: head and tail kept of a long tool result
 TAG_CHARS = 12  # the data blocks' tag: this many hex digits of the data's hash, whatever the data
-# A user message the label listing shows whole is named, not written again, in the conversation: written
-# twice, a span's short messages cost a small model on a CPU about 250 prompt tokens a pass (DIFF-9, ours).
+# A user message the label listing shows whole is named, not written again, in the conversation (DIFF-9,
+# ours): every prompt token costs a small model on a CPU time, and the second copy says nothing new.
 LISTED_WHOLE = "(shown whole in the list above)"
 
 # How the prompt joins the span's parts, and what it shows when there are none
