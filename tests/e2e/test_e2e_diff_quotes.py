@@ -230,19 +230,23 @@ def test_lifts_need_withdrawal_words_and_permissions_lift_nothing(
     assert_whole(found)
 
 
+DRY_LINE = "Every dry-run line must start with DRY: so I can grep for it later."
+NO_RULE = "The exporter writes one CSV file per account, sorted by date."
+
+
 @pytest.mark.parametrize(
     "retry_words",
     ["very dry-run line must start with DRY:", "every dry-run line must start with DRY:"],
     ids=["starts-inside-a-word", "wrong-case"],
 )
-def test_long_rule_without_exact_words_is_held_after_the_retry(
+def test_long_rule_without_exact_words_takes_code_s_reading_after_the_retry(
     pi: PiRpc, model_server: ModelServer, retry_words: str
 ) -> None:
     """EX-6, QUOTE-4, QUOTE-5, QUOTE-6, FAIL-1, FAIL-2: a rule label on a 700-character message without
     words goes back in the retry note asking for exact words; a retry whose words start inside a word or
-    differ in case does not verify, so no rule is recorded. Ours (QUOTE-4): the message is held, not
-    dropped: the span closes partial and carries it, the user's sentence shown verbatim, to the next pass."""
-    long = padded("Every dry-run line must start with DRY: so I can grep for it later.", 700)
+    differ in case does not verify. Ours (QUOTE-4): code's own standing-rule reading picks the rule's words
+    in the message, the user's own, and they are recorded; the span closes whole."""
+    long = padded(DRY_LINE, 700)
     script = install(
         model_server,
         answer([Lab("Every dry-run line", "rule")]),
@@ -252,12 +256,35 @@ def test_long_rule_without_exact_words_is_held_after_the_retry(
     found = close_span(pi, 1)
 
     assert script.kinds() == ["first", "retry"]
-    u_long = script.calls[0].id_of("Every dry-run line")
+    u_long = str(script.calls[0].id_of("Every dry-run line"))
     note = script.calls[1].last_user
-    assert str(u_long) in note and "words" in note, note
+    assert u_long in note and "words" in note, note
+    rule = single_rule(found)
+    assert (rule["id"], rule["words"], rule["message"]) == ("R1", DRY_LINE, u_long), rule
+    assert rule_line("R1", DRY_LINE, u_long) in section(found.summary, "Standing rules")
+    assert_whole(found)
+
+
+def test_long_message_code_reads_no_rule_in_is_held_after_the_retry(
+    pi: PiRpc, model_server: ModelServer
+) -> None:
+    """Ours (QUOTE-4): when code's readings pick no rule in the long message either, no rule is recorded and
+    the message is held, not dropped: the span closes partial and carries it, the user's words shown
+    verbatim, to the next pass."""
+    long = padded(NO_RULE, 700)
+    script = install(
+        model_server,
+        answer([Lab("The exporter writes", "rule")]),
+        answer([Lab("The exporter writes", "rule", words="the exporter writes")]),
+    )
+    pi.prompt(long)
+    found = close_span(pi, 1)
+
+    assert script.kinds() == ["first", "retry"]
+    u_long = str(script.calls[0].id_of("The exporter writes"))
     assert found.state["rules"] == [], found.state["rules"]
     assert section(found.summary, "Standing rules") == ""
-    assert_held(found, str(u_long), "Every dry-run line must start with DRY: so I can grep for it later.")
+    assert_held(found, u_long, NO_RULE)
 
 
 def test_quote_no_message_holds_under_a_long_message_is_sent_back(
