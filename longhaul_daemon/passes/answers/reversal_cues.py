@@ -77,9 +77,10 @@ _CONDITIONAL_ORDER = re.compile(
 _CLAUSE = re.compile(r"[^,;:\u2014\u2013]+")
 
 
-def _cue(phrases: Iterable[str]) -> re.Pattern[str]:
+def _cue(phrases: Iterable[str], *, ends: str = r"(?![\w-])") -> re.Pattern[str]:
+    """Any of ``phrases`` as whole words, any spacing between their words; ``ends``: what may not follow."""
     body = "|".join(r"\s+".join(map(re.escape, p.split())) for p in phrases)
-    return re.compile(rf"(?<![\w'-])(?:{body})(?![\w-])", re.IGNORECASE)
+    return re.compile(rf"(?<![\w'-])(?:{body}){ends}", re.IGNORECASE)
 
 
 _PERMISSION = _cue(PERMISSIONS)
@@ -104,13 +105,8 @@ _PRACTICE_ENDED = re.compile(
     r"(?:gone|off|done|dead|over|history|finished|lifted|retired|dropped|scrapped|cancell?ed|removed)(?![\w'-])",
     re.IGNORECASE,
 )
-_LASTING = re.compile(
-    r"(?<![\w'-])(?:" + "|".join(r"\s+".join(p.split()) for p in LASTING) + r")(?![\w'-])", re.IGNORECASE
-)
-_EARLIER_ORDER = re.compile(
-    r"(?<![\w'-])(?:" + "|".join(r"\s+".join(p.split()) for p in EARLIER_ORDERS) + r")(?![\w'-])",
-    re.IGNORECASE,
-)
+_LASTING = _cue(LASTING, ends=r"(?![\w'-])")
+_EARLIER_ORDER = _cue(EARLIER_ORDERS, ends=r"(?![\w'-])")
 # ours: a person no longer doing it, in one clause ("we don't run the dry run anymore", "nobody runs the
 # generator any more"); a thing that no longer does something is news, not a release ("the benchmarks
 # don't fail anymore"); against a rule that forbids, it restates it ("we don't push to main any more")
