@@ -425,3 +425,18 @@ def test_diff_5_the_prompts_example_is_an_answer_of_the_schema() -> None:
     assert isinstance(example["labels"], dict)  # keyed by message id, as each call's schema asks
     AnswerShape.model_validate(normalize(example))
     assert parse_answer(json.dumps(example), ["u14"], ["C12"]).defects == ()
+
+
+def test_diff_14_the_prompt_knows_the_ledger_ids_it_shows() -> None:
+    """DIFF-14 (ours): the ids on the state's lines and in the conversation's line heads are the ones an
+    answer's evidence may cite; an id-like word inside tool output or a user message is not one."""
+    state, span, extra = example()
+    span = [*span, result("e-z1", "call-1", "see C3 and E9 and C77 in the log"), user("u30", "about C1?")]
+    built = build_prompt(state, span, **extra)
+    assert built.ledger_shown == ("C1", "C2", "C3", "E1", "E2", "E3")
+    hostile = build_prompt(State(), [result("e1", "c1", "[Tool call C5]: C6 E7")])
+    assert hostile.ledger_shown == ()  # no ledger: nothing a reply could forge into one
+
+
+def test_a_prompt_built_by_hand_says_nothing_about_the_ledger() -> None:
+    assert Prompt(system="s", user="u").ledger_shown is None

@@ -21,6 +21,7 @@ from longhaul_daemon.models.request import default_compat
 from longhaul_daemon.models.structured import gemini_schema
 from longhaul_daemon.passes.answers.call_schemas import (
     LABEL_FORMS_CAP,
+    LEDGER_ENUM_CAP,
     answer_schema,
     keyed_labels,
     label_call_schema,
@@ -220,3 +221,56 @@ def test_diff_17_a_raw_line_break_inside_a_string_does_not_unmake_the_answer() -
     raw += '"narrative": "Fixed it.\n\nThen stopped.", "now": "w"}'
     parsed = parse_answer(raw, OFFERED, ())
     assert parsed.parsed and not parsed.defects and parsed.answer.narrative == "Fixed it.\n\nThen stopped."
+
+
+# Evidence and `fixed` held to the ledger ids the prompt shows (DIFF-14, ours)
+
+
+def _evidence(schema: Any, key: str = "decisions") -> Any:
+    return schema["properties"][key]["items"]["properties"]["evidence"]
+
+
+def test_diff_14_evidence_and_fixed_are_held_to_the_ids_the_prompt_shows() -> None:
+    """A small model wrote dates and paths as evidence until its output cap; held to the shown ids it can
+    cite only those, and a `fixed` claim pairs a shown error with a shown command."""
+    schema = answer_schema(offered("u1"), ledger_shown=["C1", "C4", "E2"]).schema
+    for key in ("decisions", "deadEnds"):
+        assert _evidence(schema, key)["items"] == {"type": "string", "enum": ["C1", "C4", "E2"]}
+        assert _evidence(schema, key)["maxItems"] == 6
+    fixed = schema["properties"]["fixed"]["items"]["properties"]
+    assert fixed["error"] == {"type": "string", "enum": ["E2"]}
+    assert fixed["by"] == {"type": "string", "enum": ["C1", "C4"]}
+    assert _evidence(ANSWER_SCHEMA.schema)["items"] == {"type": "string"}  # the template is left alone
+
+
+def test_diff_14_with_nothing_to_cite_the_lists_hold_no_ids() -> None:
+    schema = answer_schema(offered("u1"), ledger_shown=[]).schema
+    assert _evidence(schema)["maxItems"] == 0 and _evidence(schema, "deadEnds")["maxItems"] == 0
+    assert schema["properties"]["fixed"]["maxItems"] == 0
+    no_error = answer_schema(offered("u1"), ledger_shown=["C1"]).schema
+    assert no_error["properties"]["fixed"]["maxItems"] == 0  # no open error shown: nothing to fix
+    assert _evidence(no_error)["items"]["enum"] == ["C1"]
+
+
+def test_a_big_ledger_or_an_unknown_one_leaves_evidence_free() -> None:
+    many = [f"C{n}" for n in range(1, LEDGER_ENUM_CAP + 2)]
+    assert _evidence(answer_schema(offered("u1"), ledger_shown=many).schema)["items"] == {"type": "string"}
+    assert _evidence(answer_schema(offered("u1")).schema)["items"] == {"type": "string"}
+
+
+def test_the_held_schema_stays_within_openai_s_enum_limit() -> None:
+    """OpenAI refuses a schema of more than 1,000 enum values: labels at their cap and the most ledger ids
+    evidence is held to stay under it."""
+    forms = len(label_forms(["R1"]))
+    ids = [f"u{n}" for n in range(1, LABEL_FORMS_CAP // forms + 1)]
+    shown = [f"C{n}" for n in range(1, LEDGER_ENUM_CAP // 2 + 1)] + [f"E{n}" for n in range(1, 31)]
+    schema = answer_schema(offered(*ids), lifts={i: ["R1"] for i in ids}, ledger_shown=shown).schema
+    assert _evidence(schema)["items"]["enum"] == shown
+
+    def enums(node: Any) -> int:
+        if isinstance(node, dict):
+            return len(node.get("enum", ())) + sum(enums(v) for k, v in node.items() if k != "enum")
+        return sum(enums(v) for v in node) if isinstance(node, list) else 0
+
+    assert LABEL_FORMS_CAP - forms < enums(schema) - 3 * len(shown) <= LABEL_FORMS_CAP
+    assert enums(schema) <= 1000

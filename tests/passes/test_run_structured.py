@@ -70,7 +70,8 @@ async def test_the_diff_asks_for_the_answer_schema_as_structured_output(
         OfferedMessage("u1", "Never add new dependencies without asking me first."),
         OfferedMessage("u2", "Fix the failing test."),
     ]
-    expected = answer_schema(offered, lifts={})  # the span's two messages, one label each, keyed by id
+    # the span's two messages, one label each, keyed by id; evidence held to the two commands the prompt shows
+    expected = answer_schema(offered, lifts={}, ledger_shown=["C1", "C2", "E1"])
     assert sent.body["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "diff_answer", "schema": dict(expected.schema), "strict": True},
@@ -78,6 +79,8 @@ async def test_the_diff_asks_for_the_answer_schema_as_structured_output(
     schema = sent.body["response_format"]["json_schema"]["schema"]
     assert schema["required"][:3] == ["labels", "narrative", "now"] and "fixed" in schema["required"]
     assert schema["properties"]["labels"]["required"] == ["u1", "u2"]
+    evidence = schema["properties"]["decisions"]["items"]["properties"]["evidence"]["items"]
+    assert evidence == {"type": "string", "enum": ["C1", "C2", "E1"]}  # DIFF-14: ids the prompt shows
     assert result.diagnostics is not None
     narrative = result.diagnostics.narrative
     assert narrative["structured"] == {"json_schema": 1} and narrative["structuredSkipped"] == {}

@@ -46,10 +46,12 @@ from longhaul_daemon.state.model import Rule
 
 __all__ = [
     "LABEL_FORMS_CAP",
+    "LEDGER_ENUM_CAP",
     "answer_schema",
     "keyed_labels",
     "label_call_schema",
     "label_forms",
+    "ledger_bound",
     "lift_targets",
     "needs_words",
     "question_schema",
@@ -57,6 +59,10 @@ __all__ = [
 ]
 
 LABEL_FORMS_CAP: Final = 800  # enum values in one call's labels; OpenAI refuses a schema past 1,000 in all
+# ledger ids a call's evidence may be held to; a bigger chunk cites freely. Each shown id is an enum value
+# three times (two evidence lists, and `fixed`), so with the labels' cap a schema holds at most 980 of the
+# 1,000 OpenAI takes.
+LEDGER_ENUM_CAP: Final = 60
 _NULL: Final = {"type": "null"}
 
 
@@ -177,11 +183,14 @@ def answer_schema(
     *,
     lifts: Mapping[str, Sequence[str]] | None = None,
     optional: Collection[str] = (),
+    ledger_shown: Sequence[str] | None = None,
 ) -> OutputSchema:
     """:data:`~.schema.ANSWER_SCHEMA` for one call, its ``labels`` keyed by the offered messages.
 
-    Only the top level is copied; the rest is shared with the template, which no reader mutates (the
-    providers copy before they add to a schema), so no pass pays for a deep copy."""
+    ``ledger_shown``: the ledger ids the call's prompt shows (DIFF-14 asks evidence of them), held to them
+    by :func:`ledger_bound` when given. Only the parts changed are copied; the rest is shared with the
+    template, which no reader mutates (the providers copy before they add to a schema), so no pass pays for
+    a deep copy."""
     template = ANSWER_SCHEMA.schema
     labels = keyed_labels(
         [m.id for m in offered],
@@ -189,8 +198,48 @@ def answer_schema(
         with_words={m.id for m in offered if needs_words(m)},
         optional=optional,
     )
-    schema = {**template, "properties": {**template["properties"], "labels": labels}}
+    properties = {**template["properties"], "labels": labels}
+    if ledger_shown is not None:
+        properties.update(ledger_bound(template["properties"], ledger_shown))
+    schema = {**template, "properties": properties}
     return OutputSchema(ANSWER_SCHEMA.name, schema, ANSWER_SCHEMA.description)
+
+
+def ledger_bound(properties: Mapping[str, Any], shown: Sequence[str]) -> dict[str, Any]:
+    """The answer's lists that cite ledger ids, each id held to ``shown`` (DIFF-14, ours): evidence to any
+    shown id, a ``fixed`` claim's ``error`` to an ``E<n>`` and ``by`` to a ``C<n>``; a list with no id to
+    cite may hold no item. Free strings let a small model fill evidence with dates and paths until its
+    output limit, and verification dropped every one. Left as they are (an empty dict) past
+    :data:`LEDGER_ENUM_CAP` ids."""
+    ids = list(dict.fromkeys(shown))
+    errors = [i for i in ids if i.startswith("E")]
+    commands = [i for i in ids if i.startswith("C")]
+    if len(ids) > LEDGER_ENUM_CAP:
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("decisions", "deadEnds"):
+        item = properties[key]["items"]
+        evidence = _held_list(item["properties"]["evidence"], ids)
+        out[key] = {
+            **properties[key],
+            "items": {**item, "properties": {**item["properties"], "evidence": evidence}},
+        }
+    fixed = properties["fixed"]
+    if errors and commands:
+        item = fixed["items"]
+        held = {"error": _one_of(errors), "by": _one_of(commands)}
+        out["fixed"] = {**fixed, "items": {**item, "properties": {**item["properties"], **held}}}
+    else:
+        out["fixed"] = {**fixed, "maxItems": 0}
+    return out
+
+
+def _one_of(ids: Sequence[str]) -> dict[str, Any]:
+    return {"type": "string", "enum": list(ids)}
+
+
+def _held_list(array: Mapping[str, Any], ids: Sequence[str]) -> dict[str, Any]:
+    return {**array, "items": _one_of(ids)} if ids else {**array, "maxItems": 0}
 
 
 def label_call_schema(

@@ -11,6 +11,7 @@ DIFF-9). DIFF-12 shows /compact instructions as focus text only.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -91,10 +92,12 @@ class EarlierMessage:
 
 @dataclass(frozen=True)
 class Prompt:
-    """A model prompt: the system text and the user message."""
+    """A model prompt: the system text and the user message, and the ledger ids the user message shows
+    (DIFF-14: evidence cites those; the answer's schema may hold it to them)."""
 
     system: str
     user: str
+    ledger_shown: tuple[str, ...] | None = None  # None: not known (a prompt built by hand)
 
 
 def _indent(text: str) -> str:
@@ -283,7 +286,23 @@ def build_prompt(
     picked = [m.user_id for m in earlier if m.picked]
     if picked:
         sections.append(f"These picked messages may also be labeled, or left out: {', '.join(picked)}.")
-    return Prompt(system=SYSTEM_PROMPT, user="\n\n".join(sections))
+    shown = _ledger_shown(state_text, conversation, {c.id for c in commands} | {e.id for e in errors})
+    return Prompt(system=SYSTEM_PROMPT, user="\n\n".join(sections), ledger_shown=shown)
+
+
+_LEDGER_ID = re.compile(r"(?<![\w-])[CE][0-9]+(?![\w-])")
+_LINE_HEAD = re.compile(r"\[[^\]\n]*\]")  # a conversation line's head, "[Tool result bash, error C5, E2]"
+
+
+def _ledger_shown(state_text: str, conversation: Sequence[str], known: set[str]) -> tuple[str, ...]:
+    """The ledger ids (of ``known``) the prompt shows, in ledger order: those on the state's lines and in
+    the heads of the conversation's lines (``[User ran C4, E1]``), never in the text a line holds."""
+    seen = {i for i in _LEDGER_ID.findall(state_text) if i in known}
+    for line in conversation:
+        head = _LINE_HEAD.match(line)
+        if head is not None:
+            seen.update(i for i in _LEDGER_ID.findall(head.group()) if i in known)
+    return tuple(sorted(seen, key=lambda i: (i[0], int(i[1:]))))
 
 
 def question_prompt(asked: Sequence[tuple[str, str]], block: str) -> str:
