@@ -1,7 +1,8 @@
 """One result shape for every provider, so the pass never looks at a provider's own field names.
 
-Stop reasons are normalised: ``"stop"`` (finished), ``"length"`` (cut off at the output limit, FAIL-7),
-``"refusal"`` (the provider's safety stop), ``"other"``; the provider's own value stays in ``raw_stop``.
+Stop reasons are normalised: ``"stop"`` (finished), ``"length"`` (cut off at the output limit, FAIL-7, or
+ended by the daemon at a loop inside a string, ``looped``), ``"refusal"`` (the provider's safety stop),
+``"other"``; the provider's own value stays in ``raw_stop``.
 """
 
 from __future__ import annotations
@@ -118,13 +119,17 @@ class CompletionResult:
     raw_stop: str | None
     usage: Usage
     request_id: str | None = None
-    stopped_early: bool = False  # the stream was ended at the first complete JSON object it wanted
+    stopped_early: bool = False  # the stream was ended by the daemon: at its answer, or at a loop in it
     tool_calls: tuple[ToolCall, ...] = ()
+    # the stream was ended at a loop inside one of the answer's strings (models/string_loops.py): the text
+    # stops in that string, after the loop's first copy, and the reply counts as cut off
+    looped: bool = False
 
     @property
     def cut_off(self) -> bool:
-        """True when the reply hit the output limit (FAIL-7 decides whether to raise the budget)."""
-        return self.stop_reason == "length"
+        """True when the reply stops short of its end: it hit the output limit (FAIL-7 decides whether to
+        raise the budget) or was ended at a loop inside a string (``looped``: no raise buys anything)."""
+        return self.stop_reason == "length" or self.looped
 
 
 @dataclass
@@ -150,6 +155,12 @@ class CallTrace:
     stopped_early: bool = False
     tool_calls: int = 0  # calls of offered tools the reply made (turns mode's ``show``)
 
+    @property
+    def looped(self) -> bool:
+        """The stream was ended at a loop inside a string of the answer: of the replies the daemon ends
+        early, only that one is cut off (a reply ended at its answer or at a repeated item is whole)."""
+        return self.stopped_early and self.stop_reason == "length"
+
     def as_dict(self) -> dict[str, Any]:
         """The JSON form the ``compaction`` record's ``narrative`` fields are built from (LOG-17)."""
         return {
@@ -170,5 +181,6 @@ class CallTrace:
             "structured": self.structured,
             "structuredSkip": self.structured_skip,
             "stoppedEarly": self.stopped_early,
+            "looped": self.looped,
             "toolCalls": self.tool_calls,
         }

@@ -11,6 +11,10 @@ group JSON strings are read (a brace or quote inside a string, or escaped, count
 when its braces balance. A group is handed back as text whether or not it is valid JSON: deciding that, and
 whether the object is the one wanted, is the caller's business. Text outside groups is skipped unread, so a
 quote in prose never opens a string. A group that never closes is left open (:meth:`ObjectScanner.pending`).
+
+A scanner made with ``watch_strings`` also reads each string value inside a group (not a key) for a model
+looping in it (:mod:`.string_loops`) and stops at the first such loop (:attr:`ObjectScanner.string_loop`):
+the stream is to end there, so nothing after it is read.
 """
 
 from __future__ import annotations
@@ -18,20 +22,24 @@ from __future__ import annotations
 import json
 import re
 
+from longhaul_daemon.models.string_loops import LoopFinder, StringLoop
+
 __all__ = ["SALVAGE_TRIES", "ObjectScanner", "closed_in_string", "closed_prefix", "top_level_groups"]
 
 _SPECIAL = re.compile(r'[{}"\\]')  # the only characters that change the scanner's state inside a group
 _IN_STRING = re.compile(r'["\\]')
+_WATCHED = re.compile(r'[{}\[\]:,"\\]')  # and, to tell a value from a key, what comes before a string
 
 
 class ObjectScanner:
     """Feed text in any chunking; :meth:`feed` returns the top-level groups completed by that piece.
 
     Work is linear in the text fed: each character is looked at once, and text outside groups is skipped
-    with ``str.find``. Only the open group's text is kept.
+    with ``str.find``. Only the open group's text is kept. With ``watch_strings``, string values are read
+    for loops too (the module docstring), and feeding stops at the first.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, watch_strings: bool = False) -> None:
         self._group: list[str] = []  # pieces of the open group, from its "{"
         self._group_chars = 0  # characters in ``_group``
         self._depth = 0
@@ -47,6 +55,14 @@ class ObjectScanner:
         self._looping: str | None = (
             None  # the item of the loop ``repeated`` cut; its further copies add nothing
         )
+        self._special = _WATCHED if watch_strings else _SPECIAL
+        self._containers: list[str] = []  # the group's open "{" and "[", innermost last (watched only)
+        self._value_next = False  # a string opening now is a value, not a key (watched only)
+        self._finder: LoopFinder | None = None  # reads the open string value (watched only)
+        self._string_from = 0  # where the open string's text unread by ``_finder`` starts, in the piece
+        self._string_start = 0  # the open string's first character, as an offset in all text fed
+        # the first loop inside a string value, offsets in all text fed; nothing after it is read
+        self.string_loop: StringLoop | None = None
 
     @property
     def pending(self) -> str | None:
@@ -57,6 +73,8 @@ class ObjectScanner:
         """The groups this piece completed, each with the offset just past its ``}`` in all text fed."""
         base = self.consumed
         self.consumed += len(piece)
+        if self.string_loop is not None:
+            return []  # stopped at a loop: the stream ends there
         done: list[tuple[str, int]] = []
         at = 0
         size = len(piece)
@@ -67,14 +85,16 @@ class ObjectScanner:
                     return done
                 self._depth, self._in_string, self._escaped = 1, False, False
                 self._group, self._group_chars, self._last_item = [], 0, None
+                self._containers, self._value_next = ["{"], False
                 at = start + 1
                 group_start = start
             else:
                 group_start = at
             end = self._scan(piece, at, group_start)
             if end is None:
-                self._group.append(piece[group_start:])
-                self._group_chars += size - group_start
+                stop = size if self.string_loop is None else self.string_loop.found - base
+                self._group.append(piece[group_start:stop])
+                self._group_chars += stop - group_start
                 return done
             self._group.append(piece[group_start:end])
             done.append(("".join(self._group), base + end))
@@ -117,38 +137,81 @@ class ObjectScanner:
         return text[len(text) - need :]
 
     def _scan(self, piece: str, at: int, group_start: int) -> int | None:
-        """Advance through ``piece`` from ``at`` inside an open group; the index after its closing brace."""
+        """Advance through ``piece`` from ``at`` inside an open group; the index after its closing brace.
+
+        None when the piece ends first, or when a watched string loops (:attr:`string_loop` says where)."""
         size = len(piece)
+        self._string_from = at
         while at < size:
             if self._escaped:
                 self._escaped = False
                 at += 1
                 continue
-            pattern = _IN_STRING if self._in_string else _SPECIAL
+            pattern = _IN_STRING if self._in_string else self._special
             found = pattern.search(piece, at)
             if found is None:
-                return None
+                break
             ch = found.group()
             at = found.end()
             if self._in_string:
                 if ch == "\\":
                     self._escaped = True
-                else:
-                    self._in_string = False
+                    continue
+                self._in_string = False
+                if self._finder is not None and self._string_looped(self._finder, piece, at - 1):
+                    return None
+                self._finder = None
             elif ch == '"':
                 self._in_string = True
+                if self._value_next:
+                    self._finder, self._string_from = LoopFinder(), at
+                    self._string_start = self.consumed - size + at
+                self._value_next = False
             elif ch == "{":
                 self._depth += 1
                 if self._depth == 2:
                     self._item_start = self._group_chars + at - 1 - group_start
+                self._containers.append("{")
+                self._value_next = False
             elif ch == "}":
                 self._depth -= 1
+                while self._containers and self._containers.pop() != "{":
+                    pass  # an array left open inside the object closes with it (the group will not decode)
+                self._value_next = False
                 if self._depth == 0:
                     return at
                 if self._depth == 1:
                     self._item_closed(piece, group_start, at)
+            else:
+                self._punctuation(ch)
             # a backslash outside a string is not JSON; it changes nothing and the group will not decode
+        if self._in_string and self._finder is not None:
+            self._string_looped(self._finder, piece, size)
         return None
+
+    def _punctuation(self, ch: str) -> None:
+        """``[``, ``]``, ``:`` or ``,`` (read only when watching strings): whether a value comes next."""
+        if ch == "[":
+            self._containers.append("[")
+            self._value_next = True
+        elif ch == "]":
+            if self._containers and self._containers[-1] == "[":
+                self._containers.pop()
+            self._value_next = False
+        elif ch == ":":
+            self._value_next = True
+        elif ch == ",":
+            self._value_next = bool(self._containers) and self._containers[-1] == "["
+
+    def _string_looped(self, finder: LoopFinder, piece: str, stop: int) -> bool:
+        """Give the open string value's text up to ``piece[stop]`` to its finder; True when it looped."""
+        loop = finder.extend(piece[self._string_from : stop])
+        self._string_from = stop
+        if loop is None:
+            return False
+        start = self._string_start
+        self.string_loop = StringLoop(start + loop.cut, start + loop.found, loop.unit)
+        return True
 
 
 def _item_value(text: str) -> object:

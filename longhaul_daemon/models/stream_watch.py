@@ -1,10 +1,12 @@
-"""Where a streamed reply may end: at the first whole answer object, or at a list item the model repeats.
+"""Where a streamed reply may end: at the first whole answer object, at a list item the model repeats, or
+at a loop inside one of the object's strings.
 
 A model that sends its answer and keeps going (prose, the answer again, padding) until its output limit is
 paid for every token, and a small model held to the schema by a grammar can loop inside the object, writing
-the same item until the limit. :class:`StreamWatch` reads the answer text piece by piece (whether the daemon
-streams it itself or pi streams it and the shim forwards the pieces) and says when the stream should end;
-the caller then closes the connection, or tells the shim to stop (:mod:`.via_pi`).
+the same item, or the same few characters inside a string, until the limit. :class:`StreamWatch` reads the
+answer text piece by piece (whether the daemon streams it itself or pi streams it and the shim forwards the
+pieces) and says when the stream should end; the caller then closes the connection, or tells the shim to
+stop (:mod:`.via_pi`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ class StreamWatch:
     object cut after a list item that the model then wrote again word for word: the stream should end
     there too, and the reply is that cut object (:attr:`cut`). A loop it refuses (the labels looping before
     the prose came) leaves the next loop to be looked at.
+
+    With ``cut_at`` (a caller that takes loop cuts: the Diff's calls), a string value of the object that
+    ends in a short unit written again and again (:mod:`.string_loops`) ends the stream too, whatever
+    ``stop_at`` and ``cut_at`` make of it: the reply is the text cut just after the unit's first copy,
+    inside the string, and it counts as cut off (:attr:`looped`), so the caller salvages what came before
+    rather than paying for more of the loop. A caller without ``cut_at`` (turns mode) reads such a reply to
+    its output limit, as before: it raises the budget for any reply cut off.
     """
 
     def __init__(
@@ -41,12 +50,13 @@ class StreamWatch:
     ) -> None:
         self._stop_at = stop_at
         self._cut_at = cut_at
-        self._scanner = ObjectScanner()
+        self._scanner = ObjectScanner(watch_strings=cut_at is not None)
         self._answer_end: int | None = None  # where the wanted object ended, in characters of reply text
         self._seen = 0
-        self._looped: str | None = None  # the last loop cut looked at, so each is decoded once
+        self._item_loop: str | None = None  # the last item loop cut looked at, so each is decoded once
         self._parts: list[str] = []
         self.cut: str | None = None
+        self.looped = False  # ended at a loop inside a string: ``cut`` stops in that string
         self.ended = False
 
     @property
@@ -67,20 +77,32 @@ class StreamWatch:
         elif (
             self._answer_end is None
             and self._cut_at is not None
-            and self._scanner.repeated is not self._looped
+            and self._scanner.repeated is not self._item_loop
         ):
-            self._looped = (
+            self._item_loop = (
                 self._scanner.repeated
             )  # a new loop: an earlier one the caller refused stays refused
-            self.cut = _looped(self._scanner, self._cut_at)
+            self.cut = _item_cut(self._scanner, self._cut_at)
             self.ended = self.cut is not None
+        loop = self._scanner.string_loop
+        if not self.ended and self._answer_end is None and loop is not None:
+            # the scanner read nothing past the loop, so an item loop or answer it saw came before it
+            self.cut, self.looped, self.ended = self.text[: loop.cut], True, True
         return self.ended
 
     def result(self, partial: CompletionResult) -> CompletionResult:
         """The reply of a stream ended here: the partial result, cut at the loop when it looped, with its
-        usage estimated where the server had not counted it yet."""
+        usage estimated where the server had not counted it yet (from all the text read, which was paid
+        for). A reply cut inside a looping string is cut off (``"length"``, ``looped``): its answer never
+        closed, and more room would only buy more of the loop."""
         result = estimated(partial)
-        return replace(result, text=self.cut, stopped_early=True) if self.cut is not None else result
+        if self.looped and self.cut is not None:
+            return replace(
+                result, text=self.cut, stop_reason="length", raw_stop=None, stopped_early=True, looped=True
+            )
+        # ended at a whole answer: finished, even when pi's stop came at its limit as the daemon stopped it
+        whole = replace(result, stop_reason="stop", stopped_early=True)
+        return replace(whole, text=self.cut) if self.cut is not None else whole
 
 
 def _accepted(groups: list[tuple[str, int]], stop_at: Callable[[dict[str, Any]], bool]) -> int | None:
@@ -96,7 +118,7 @@ def _accepted(groups: list[tuple[str, int]], stop_at: Callable[[dict[str, Any]],
     return None
 
 
-def _looped(scanner: ObjectScanner, stop_at: Callable[[dict[str, Any]], bool]) -> str | None:
+def _item_cut(scanner: ObjectScanner, stop_at: Callable[[dict[str, Any]], bool]) -> str | None:
     """The reply cut after a list item the model then wrote again, when that cut is an object ``stop_at``
     wants: a looping model repeats an item until its output limit, and a copy says nothing new."""
     if scanner.repeated is None:

@@ -9,10 +9,17 @@ chunk. The first budget is what the chunk's answer can need (DIFF-19 decision), 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import pytest
 
-from longhaul_daemon.models.completion import StopReason
+from longhaul_daemon.models.completion import CompletionResult, StopReason
+from longhaul_daemon.models.request import Message
+from longhaul_daemon.models.stream_watch import StreamWatch
+from longhaul_daemon.models.structured import OutputSchema
 from longhaul_daemon.passes.answers.events import ChunkContext
+from longhaul_daemon.passes.answers.extract import answer_shaped, answer_with_prose
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.prompting.planning import FLOOR_TOKENS, answer_tokens, chunk_tokens
 
@@ -223,3 +230,57 @@ async def test_a_salvaged_answer_with_a_defect_gets_no_format_retry() -> None:
     result = await run(SPAN, model)
     assert [c.kind for c in model.calls] == ["first"]
     assert result.closed_as == "whole" and result.dropped.get("values") == 1
+
+
+# Ours, after FAIL-7: a reply the stream ended at a loop inside its narrative gets no raised budget.
+
+LABELS_THEN_LOOP = (
+    '{"labels": {"u1": {"label": "rule"}, "u2": {"label": "not a rule"}}, "narrative": "Fixed the bug'
+    + ". See the build" * 40
+)
+
+
+class StreamedModel(ScriptedModel):
+    """Each scripted reply read as a direct call reads its stream: in small pieces through the daemon's
+    :class:`StreamWatch`, with the Diff's own stop and cut rules; a reply the watch ends comes back as the
+    watch hands it on, and the model writes nothing past that."""
+
+    async def call(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_output_tokens: int,
+        schema: OutputSchema | None = None,
+    ) -> CompletionResult:
+        whole = await super().call(
+            system, messages, kind=kind, max_output_tokens=max_output_tokens, schema=schema
+        )
+        watch = StreamWatch(answer_shaped, answer_with_prose)
+        for at in range(0, len(whole.text), 4):
+            if watch.feed(whole.text[at : at + 4]):
+                return watch.result(replace(whole, text=watch.text, stop_reason="stop", stopped_early=True))
+        return whole
+
+
+async def test_fail_7_a_reply_ended_at_a_loop_in_its_narrative_is_salvaged_with_one_call() -> None:
+    """DIFF-19's first budget could be raised, but a model looping in its narrative would loop on in more
+    room: the reply the stream ended at the loop is salvaged as it is, its labels kept and its narrative the
+    text before the loop and one copy of it. One call, no raised-budget retry, no format retry."""
+    model = StreamedModel((LABELS_THEN_LOOP, LENGTH))
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first"]
+    assert (result.closed_as, result.narrative) == ("whole", "Fixed the bug. See the build")
+    [chunk] = result.chunks
+    assert chunk.judged == {"u1", "u2"} and [label.msg for label in chunk.labels] == ["u1"]
+    assert result.dropped.get("cut-reply-tail") == 1 and model.unusable == 0
+
+
+async def test_fail_7_the_same_loop_run_to_the_cap_unwatched_still_gets_the_raised_budget() -> None:
+    """Without the stream ended at the loop (a reply read whole, cut at its limit), FAIL-7 stands: a begun
+    answer cut where the budget can still grow is asked again with more room."""
+    model = ScriptedModel((LABELS_THEN_LOOP, LENGTH), GOOD)
+    result = await run(SPAN, model)
+    assert [c.kind for c in model.calls] == ["first", "raised-budget"]
+    assert result.closed_as == "whole"

@@ -249,3 +249,53 @@ def test_scanner_cuts_only_an_item_copied_right_after_itself(text: str) -> None:
     scanner = ObjectScanner()
     scanner.feed(text)
     assert scanner.repeated is None
+
+
+# a small model under a grammar looping inside its narrative (SmolLM2-135M: "See the build. " to 512 tokens)
+LOOPING_NARRATIVE = '{"labels":[{"msg":"u1","label":"rule"}],"narrative":"Fixed the parser. '
+NARRATIVE_UNIT = "See the build. "
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
+async def test_a_stream_looping_inside_a_string_is_ended_and_cut_after_the_first_copy(
+    wire: Wire, client: HttpClient
+) -> None:
+    """FAIL-7, ours: a reply looping inside its narrative is ended once the loop is plain, not at the output
+    limit; the server sees the client go. The reply handed on stops inside the narrative after one copy of
+    the loop, and it is cut off and marked looped, so the Diff salvages it instead of raising the budget."""
+    pieces = [LOOPING_NARRATIVE[:30], LOOPING_NARRATIVE[30:], NARRATIVE_UNIT]
+    loop = answer_stream(wire, pieces, repeat=NARRATIVE_UNIT)
+    traces: list[CallTrace] = []
+    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
+        result = await complete(
+            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
+            budget=Budget.after(WAIT_S),
+            client=client,
+            on_trace=traces.append,
+        )
+        assert await disconnected(server), "the server never saw the client go"
+    # the loop starts at the "." before the first "See": that copy is kept, the rest is not
+    assert result.text == LOOPING_NARRATIVE[:-2] + ". See the build"
+    assert result.looped and result.cut_off and result.stopped_early and result.stop_reason == "length"
+    assert result.usage.output >= len(LOOPING_NARRATIVE + NARRATIVE_UNIT * 6) // 3  # what was read is paid
+    [trace] = traces
+    assert trace.as_dict()["looped"] is True and trace.as_dict()["stopReason"] == "length"
+
+
+async def test_a_stream_ended_at_its_answer_is_not_marked_looped(client: HttpClient) -> None:
+    """A loop in the text after the answer does not matter: the answer is the reply, whole."""
+    wire = WIRES[0]
+    text = json.dumps(ANSWER)
+    loop = answer_stream(wire, [text, ' {"narrative": "'], repeat="10:")
+    traces: list[CallTrace] = []
+    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
+        result = await complete(
+            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
+            budget=Budget.after(WAIT_S),
+            client=client,
+            on_trace=traces.append,
+        )
+        assert await disconnected(server)
+    assert result.text.startswith(text) and result.stopped_early
+    assert not result.looped and not result.cut_off and result.stop_reason == "stop"
+    assert traces[0].as_dict()["looped"] is False

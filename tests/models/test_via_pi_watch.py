@@ -214,3 +214,21 @@ async def test_without_a_shim_an_oauth_credential_is_never_sent_by_the_daemon(cl
             await complete(diff_request(oauth), budget=Budget.after(10), client=client)
         assert raised.value.code == "needs-pi"
         assert server.requests == []
+
+
+@pytest.mark.anyio
+async def test_through_pi_a_loop_inside_a_string_ends_the_call_as_a_direct_stream_would(
+    client: HttpClient,
+) -> None:
+    """FAIL-7, ours: pi streams a narrative written as "10:" again and again; the daemon stops the shim once
+    the loop is plain, and the reply stops inside the narrative after one copy, cut off and marked looped."""
+    head = '{"labels": [], "narrative": "'
+    shim = StreamingShim([head, *["10:"] * 200])
+    traces: list[CallTrace] = []
+    result = await complete(
+        diff_request(target()), budget=Budget.after(10), client=client, peer=shim, on_trace=traces.append
+    )
+    assert shim.stopped and shim.sent < 40  # 22 copies make the loop; pi never wrote the other 178
+    assert result.text == head + "10:"
+    assert result.looped and result.cut_off and result.stopped_early
+    assert traces[0].as_dict()["looped"] is True
