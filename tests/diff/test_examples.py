@@ -55,9 +55,13 @@ class Example:
         return [c.kind for c in self.calls]
 
     def problems(self) -> list[str]:
-        """The problem lines of the retry call's note: the first answer's defects as the model read them."""
-        note = next(c for c in self.calls if c.kind == "retry").last_user
-        head, *lines = note.split("\n")
+        """The problem lines of the retry call's note: the first answer's defects as the model read them.
+        The words call (FAIL-1, ours) shows them under its messages, after "What was wrong:"."""
+        call = next(c for c in self.calls if c.kind in ("retry", "words-retry"))
+        if call.kind == "words-retry":
+            noted = call.last_user.split("What was wrong:\n", 1)[1].split("\n\n", 1)[0]
+            return [line.removeprefix("- ") for line in noted.split("\n")]
+        head, *lines = call.last_user.split("\n")
         assert head == RETRY_HEADER
         return [line.removeprefix("- ") for line in lines]
 
@@ -89,6 +93,11 @@ async def close_example(state: State, span: Sequence[SpanMessage], *replies: Rep
         held=result.held,
     )
     return Example(result, model.calls, after, render_summary(after, pass_id=PASS_ID))
+
+
+def _words(**words: str) -> str:
+    """A reply to the words call: the rule's words for each message asked about."""
+    return json.dumps({"words": words})
 
 
 def _labels(labels: dict[str, str]) -> str:
@@ -162,8 +171,8 @@ async def test_ex_2_words_no_message_holds_go_back_for_a_long_message() -> None:
     insists spends the one retry. Ours (QUOTE-4's open choice): the rule is not dropped but u9 is held back,
     the span closes partial and carries u9 with its words, so the next pass is asked about it again."""
     wrong = _words_answer("run ruff before each commit")
-    out = await close_example(State(), _ex_2_span(), wrong, wrong)
-    assert out.kinds == ["first", "retry"]
+    out = await close_example(State(), _ex_2_span(), wrong, _words(u9="run ruff before each commit"))
+    assert out.kinds == ["first", "words-retry"]
     assert out.problems() == [
         "u9: no user message holds the given words; copy the rule's words exactly from u9"
     ]
@@ -247,9 +256,9 @@ def _u12() -> SpanMessage:
 
 async def test_ex_6_long_message_without_words_goes_back_and_exact_words_record() -> None:
     """EX-6, QUOTE-4, FAIL-1: the retry note asks for u12's exact words; the retry's exact words are R1."""
-    retry = answer({"u12": ("rule", "Every dry-run line must start with DRY:")})
+    retry = _words(u12="Every dry-run line must start with DRY:")
     out = await close_example(State(), [_u12()], answer({"u12": "rule"}), retry)
-    assert out.kinds == ["first", "retry"]
+    assert out.kinds == ["first", "words-retry"]
     assert out.problems() == ["u12 has 700 characters (over 600); give the rule's exact words in `words`"]
     assert _rules(out.state) == [("R1", "Every dry-run line must start with DRY:", "u12", False)]
     assert '- R1 "Every dry-run line must start with DRY:" (u12)' in out.summary
@@ -265,8 +274,8 @@ async def test_ex_6_cut_or_miscased_words_in_the_retry_are_refused_and_code_read
     (QUOTE-4's open choice): the rule is not dropped; code's own standing-rule reading picks its words in
     u12 (the user's own, verbatim, at most 600 characters), so the span closes whole. A weak model seldom
     copies a sentence exactly, and holding such a message back left every pass of a span partial."""
-    out = await close_example(State(), [_u12()], answer({"u12": "rule"}), answer({"u12": ("rule", words)}))
-    assert out.kinds == ["first", "retry"]
+    out = await close_example(State(), [_u12()], answer({"u12": "rule"}), _words(u12=words))
+    assert out.kinds == ["first", "words-retry"]
     assert (out.result.closed_as, out.result.dropped) == ("whole", {"rejected-quotes": 1})
     read = DRY + " The flag is --dry-run and it prints the plan only."
     assert _rules(out.state) == [("R1", read, "u12", False)] and out.state.carried == []
@@ -278,7 +287,7 @@ async def test_ex_6_a_long_message_code_reads_no_rule_in_is_held_back() -> None:
     back, so the span closes partial and u12 is carried, with its words, to be labeled again."""
     text = _sized("The exporter writes one CSV file per account, sorted by date.", 700)
     out = await close_example(
-        State(), [user("u12", text)], answer({"u12": "rule"}), answer({"u12": ("rule", "the exporter")})
+        State(), [user("u12", text)], answer({"u12": "rule"}), _words(u12="the exporter")
     )
     assert (out.result.closed_as, out.result.dropped) == (
         "partial",
@@ -449,3 +458,30 @@ async def test_ex_12_goal_message_records_the_objective_whole(words: str) -> Non
     assert _rules(out.state) == [("R1", OBJECTIVE, "u1", False)]
     assert "autonomously" not in out.state.model_dump_json()
     assert f'- R1 "{OBJECTIVE}" (u1)' in out.summary
+
+
+async def test_fail_1_the_words_retry_shows_only_the_messages_whose_words_failed() -> None:
+    """FAIL-1, QUOTE-4, ours: when a rule's words are the answer's only defect, the one retry is a short
+    call: u12 whole and what was wrong, no state and no conversation, keyed by message; the words it gives
+    verify against u12 as an answer's would, and the first answer's other parts stand."""
+    other = user("u13", "Thanks, carry on with the exporter.")
+    first = answer({"u12": "rule", "u13": "not a rule"}, narrative="Exporter work.", now="Adding --dry-run.")
+    out = await close_example(State(), [_u12(), other], first, _words(u12=DRY))
+    words_call = out.calls[1]
+    assert words_call.kind == "words-retry" and "exact words" in words_call.system
+    assert _u12().text in words_call.last_user and "carry on with the exporter" not in words_call.last_user
+    assert "BEGIN DATA state" not in words_call.last_user and "conversation" not in words_call.last_user
+    assert words_call.schema is not None and words_call.schema.schema["required"] == ["words"]
+    assert words_call.schema.schema["properties"]["words"]["required"] == ["u12"]
+    assert _rules(out.state) == [("R1", DRY, "u12", False)]
+    assert (out.result.closed_as, out.result.narrative) == ("whole", "Exporter work.")
+
+
+async def test_fail_1_a_rule_s_words_beside_another_defect_still_get_the_whole_retry() -> None:
+    """Only an answer whose every defect is a rule's words gets the words call; any other defect sends the
+    whole answer back with its note, as FAIL-1 says."""
+    other = user("u13", "Thanks, carry on with the exporter.")
+    retry = answer({"u12": ("rule", DRY), "u13": "not a rule"})
+    out = await close_example(State(), [_u12(), other], answer({"u12": "rule"}), retry)  # u13 unlabeled
+    assert out.kinds == ["first", "retry"]
+    assert _rules(out.state) == [("R1", DRY, "u12", False)]

@@ -10,7 +10,7 @@ from longhaul_daemon.passes.answers.extract import parse_answer
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.answers.schema import Defect
 from longhaul_daemon.passes.diff.label_call import label_call_prompt, missing_labels_only, with_labels
-from longhaul_daemon.passes.prompting.prompt import LABEL_CALL_FOOTER
+from longhaul_daemon.passes.prompting.retry_prompts import LABEL_CALL_FOOTER
 from longhaul_daemon.state.model import Rule
 
 RULES = (

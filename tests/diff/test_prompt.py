@@ -31,8 +31,8 @@ from longhaul_daemon.passes.prompting.prompt import (
     clean,
     command_lines,
     excerpt,
-    retry_note,
 )
+from longhaul_daemon.passes.prompting.retry_prompts import retry_note
 from longhaul_daemon.state.model import Command, ErrorEntry, Item, Note, Rule, State, Value
 from longhaul_daemon.transcript.messages import SpanMessage
 

@@ -15,7 +15,8 @@ budget) and answered by the next scripted responder:
 
 A call's kind is ``first`` (also a raised-budget repeat: same messages, bigger ``max_tokens``), ``retry`` (its
 last user message is the retry note), ``question`` (text after the prompt's "Label exactly these messages"
-line) or ``label`` (the label call, asking for the ``diff_label_reply`` schema). Every call the daemon makes
+line), ``label`` (the label call, asking for the ``diff_label_reply`` schema) or ``words`` (the words call,
+``diff_words_reply``; :func:`answer` replies to it with its labels' words). Every call the daemon makes
 itself asks for its schema as structured output (issue 11): the answer's, the label call's or the question
 call's. :attr:`DiffCall.schema` reads it from ``response_format``, and :meth:`DiffScript.unstructured` lists
 the calls that did not carry one. Matching is on each message's whole text, read from the conversation block,
@@ -44,6 +45,7 @@ from longhaul_daemon.passes.prompting.message_text import LISTED_WHOLE
 __all__ = [
     "NULL",
     "RETRY_NOTE_MARKER",
+    "WORDS_NOTE_MARKER",
     "CallKind",
     "DiffCall",
     "DiffScript",
@@ -73,17 +75,19 @@ __all__ = [
 ]
 
 RETRY_NOTE_MARKER = "Your previous answer had these problems"
+WORDS_NOTE_MARKER = "What was wrong:"  # opens the words call's note (FAIL-1, ours)
 QUESTION_HEADER = "A few labels of your answer need one more look."  # opens the question call's questions
 ANSWER_SCHEMA = "diff_answer"  # the response_format name of the Diff's answer
 LABEL_SCHEMA = "diff_label_reply"  # and of the label call's (FAIL-1, ours)
 QUESTION_SCHEMA = "diff_question_reply"  # and of the question call's (LIFT-14)
+WORDS_SCHEMA = "diff_words_reply"  # and of the words call's (FAIL-1, QUOTE-4, ours)
 _LABEL_LIST = re.compile(r"^Label exactly these messages: (.*)\.$", re.M)
 _HEADER = re.compile(r"^--- (u\d+) \((\d+) characters[^)\n]*\) [0-9a-f]+ ---$", re.M)
 _USER_BLOCK = re.compile(r"^\[User (u\d+)\]: ", re.M)
 _QUESTION = re.compile(r"^- (u\d+) is labeled `")
 _STATE_RULE = re.compile(r"^- ([Ru]\d+) \(given by (u\d+)\): (.*)$", re.M)  # u<n>: new in an earlier chunk
 
-CallKind = Literal["first", "retry", "question", "label"]
+CallKind = Literal["first", "retry", "question", "label", "words"]
 
 
 class _Null:
@@ -225,6 +229,8 @@ def parse_call(body: dict[str, Any], n: int) -> DiffCall:
     kind: CallKind = "first"
     if _schema_spec(body).get("name") == LABEL_SCHEMA:
         kind = "label"  # FAIL-1, ours: the retry of an answer whose only defects were missing labels
+    elif _schema_spec(body).get("name") == WORDS_SCHEMA:
+        kind = "words"  # FAIL-1, ours: the retry of an answer whose only defects were a rule's words
     elif len(users) > 1 and RETRY_NOTE_MARKER in last_user:
         kind = "retry"
     elif QUESTION_HEADER in prompt:
@@ -233,6 +239,8 @@ def parse_call(body: dict[str, Any], n: int) -> DiffCall:
     asked: tuple[str, ...] = ()
     if asked_match:
         asked = tuple(re.findall(r"u\d+", asked_match[-1].group(1)))
+    elif kind == "words":  # the words call lists only the messages whose words it asks for
+        asked = tuple(o.id for o in _offered_in(_data_block(prompt, "messages"), carried=True, whole={}))
     state = _data_block(prompt, "state") or ""
     rules = tuple(ShownRule(m.group(1), m.group(2), m.group(3)) for m in _STATE_RULE.finditer(state))
     whole = _conversation_users(_data_block(prompt, "conversation"))
@@ -339,10 +347,26 @@ def answer_object(
     return obj
 
 
+def words_object(call: DiffCall, labels: Sequence[Lab] = ()) -> dict[str, Any]:
+    """The words call's reply: each asked message's words from the ``Lab`` that picks it as a rule with
+    words; ``null`` (no rule after all) for an asked message no such ``Lab`` picks, as :func:`answer`'s
+    default `not a rule` would say."""
+    found: dict[str, str | None] = dict.fromkeys(call.asked)
+    for lab in labels:
+        if isinstance(lab.words, str):
+            for user_id in call.ids_with(lab.match):
+                if user_id in found:
+                    found[user_id] = lab.words
+    return {"words": found}
+
+
 def answer(labels: Sequence[Lab] = (), **options: Any) -> Responder:
-    """A responder sending :func:`answer_object` as the reply text."""
+    """A responder sending :func:`answer_object` as the reply text; to the words call, the words its
+    ``Lab`` items give (:func:`words_object`), as a model asked only for them would send."""
 
     def respond(call: DiffCall) -> Reply:
+        if call.kind == "words":
+            return text(json.dumps(words_object(call, labels)))
         return text(json.dumps(answer_object(call, labels, **options)))
 
     return respond

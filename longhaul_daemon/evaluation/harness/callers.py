@@ -34,17 +34,27 @@ PI_SUMMARY_OPENING = "You are a context summarization assistant."  # pi's SUMMAR
 
 @functools.cache
 def daemon_system_prompts() -> tuple[frozenset[str], str]:
-    """The daemon's system prompts (the Diff's, its label call's and question round's, turns mode's) and
+    """The daemon's system prompts (the Diff's, its label, words and question calls', turns mode's) and
     turns mode's alone.
 
     Imported on the first request, not with the harness: the Diff's and turns mode's modules bring the
     daemon's libraries, which ``replay`` and ``score`` need not load to refuse bad arguments.
     """
-    from longhaul_daemon.passes.prompting.instructions import LABEL_SYSTEM_PROMPT, QUESTION_SYSTEM_PROMPT
+    from longhaul_daemon.passes.prompting.instructions import (
+        LABEL_SYSTEM_PROMPT,
+        QUESTION_SYSTEM_PROMPT,
+        WORDS_SYSTEM_PROMPT,
+    )
     from longhaul_daemon.passes.prompting.instructions import SYSTEM_PROMPT as DIFF_SYSTEM_PROMPT
     from longhaul_daemon.passes.turns.asks import SYSTEM_PROMPT as TURNS_SYSTEM_PROMPT
 
-    daemons = {DIFF_SYSTEM_PROMPT, LABEL_SYSTEM_PROMPT, QUESTION_SYSTEM_PROMPT, TURNS_SYSTEM_PROMPT}
+    daemons = {
+        DIFF_SYSTEM_PROMPT,
+        LABEL_SYSTEM_PROMPT,
+        QUESTION_SYSTEM_PROMPT,
+        WORDS_SYSTEM_PROMPT,
+        TURNS_SYSTEM_PROMPT,
+    }
     return frozenset(daemons), TURNS_SYSTEM_PROMPT
 
 

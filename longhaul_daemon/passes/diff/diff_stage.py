@@ -8,14 +8,13 @@ an answer raises go out in one extra call (LIFT-10..18, FAIL-5, FAIL-6), never a
 closes the chunk ``unparsable-answer`` without a retry, as asking again did not help; and once the model in
 use has given no usable answer in this session, a chunk gets at most one retry of either kind.
 
-When every defect of the first answer is a missing label, the retry is the short label call of
-:mod:`~longhaul_daemon.passes.diff.label_call` instead. A chunk that never parsed adds nothing to the State
-(DIFF-13) and its user messages are carried (FAIL-12); when no chunk verifies the span closes narrative-less
-(FAIL-10, FAIL-19). Ours for FAIL-4: messages a verified answer still leaves unlabeled are held back, the rest
-of the answer counts, and the span closes ``partial``, carrying only those messages, with their words.
-Model errors end a chunk, never the pass: only a bug or cancellation escapes, and the RPC layer turns it into
-pi's own compaction (FAIL-13). The model is reached through :class:`DiffModel`; planning, prompts and
-verification run in a worker thread so the event loop keeps serving (PASS-21).
+When every defect is a missing label, or every one a rule's words, the retry is a short call instead
+(:mod:`.label_call`, :mod:`.words_call`). A chunk that never parsed adds nothing to the State (DIFF-13) and
+its user messages are carried (FAIL-12); when no chunk verifies the span closes narrative-less (FAIL-10,
+FAIL-19). Ours for FAIL-4: messages a verified answer still leaves unlabeled are held back, the rest counts,
+and the span closes ``partial``, carrying only those messages, with their words. Model errors end a chunk,
+never the pass: only a bug or cancellation escapes, and the RPC layer turns it into pi's own compaction
+(FAIL-13). Planning, prompts and verification run in a worker thread so the loop keeps serving (PASS-21).
 """
 
 from __future__ import annotations
@@ -38,12 +37,22 @@ from longhaul_daemon.passes.answers.call_schemas import (
     question_schema,
 )
 from longhaul_daemon.passes.answers.events import ChunkContext, ChunkEvents, Evaluation
-from longhaul_daemon.passes.answers.extract import ParsedAnswer, parse_answer, salvage
+from longhaul_daemon.passes.answers.extract import Defect, ParsedAnswer, parse_answer, salvage
 from longhaul_daemon.passes.answers.questions import question_block, read_question_reply, with_additions
 from longhaul_daemon.passes.answers.verify import evaluate
 from longhaul_daemon.passes.diff.label_call import label_call_prompt, missing_labels_only, with_labels
+from longhaul_daemon.passes.diff.words_call import (
+    rule_words_only,
+    with_words,
+    words_call_prompt,
+    words_call_schema,
+)
 from longhaul_daemon.passes.prompting.chunks import CHARS_PER_TOKEN
-from longhaul_daemon.passes.prompting.instructions import LABEL_SYSTEM_PROMPT, QUESTION_SYSTEM_PROMPT
+from longhaul_daemon.passes.prompting.instructions import (
+    LABEL_SYSTEM_PROMPT,
+    QUESTION_SYSTEM_PROMPT,
+    WORDS_SYSTEM_PROMPT,
+)
 from longhaul_daemon.passes.prompting.planning import (
     DiffInputs,
     chunk_tokens,
@@ -51,7 +60,8 @@ from longhaul_daemon.passes.prompting.planning import (
     prepare_chunk,
     span_tokens,
 )
-from longhaul_daemon.passes.prompting.prompt import Prompt, question_prompt, retry_note
+from longhaul_daemon.passes.prompting.prompt import Prompt
+from longhaul_daemon.passes.prompting.retry_prompts import question_prompt, retry_note
 from longhaul_daemon.state.model import ClosedAs
 
 __all__ = ["UNLABELED", "DiffInputs", "DiffModel", "DiffResult", "run_diff"]
@@ -147,7 +157,12 @@ class _Chunk:
         self._retries = 0
         self._ids = [m.id for m in ctx.offered]
         self._lifts = lifts  # the lifts each message's label may name: code's reading (call_schemas)
-        self._schema = answer_schema(ctx.offered, lifts=lifts, optional=ctx.label_optional)
+        shown = (
+            None if prompt.ledger_shown is None else [i for i in prompt.ledger_shown if i in ctx.ledger_ids]
+        )
+        self._schema = answer_schema(
+            ctx.offered, lifts=lifts, optional=ctx.label_optional, ledger_shown=shown
+        )
 
     async def _parse(self, text: str) -> ParsedAnswer:
         """The reply read as an answer; off the loop for a big pass, since a big span's answer is big too."""
@@ -169,14 +184,17 @@ class _Chunk:
             self._prompt.system, messages, kind=kind, max_output_tokens=self._budget, schema=self._schema
         )
         parsed = await self._parse(result.text)
-        if not parsed.parsed and result.cut_off and parsed.form == "begun" and self._last_room(kind):
+        if not parsed.parsed and result.cut_off and parsed.form == "begun" and self._last_room(kind, result):
             parsed = await self._salvaged(result.text, parsed)
         if not parsed.parsed:
             self._model.note_unusable()
         return result, parsed
 
-    def _last_room(self, kind: str) -> bool:
-        """Whether a cut reply of this call gets no more room: FAIL-7's raise is spent or impossible."""
+    def _last_room(self, kind: str, result: CompletionResult) -> bool:
+        """Whether a cut reply of this call gets no more room: FAIL-7's raise is spent or impossible, or the
+        reply was ended at a loop inside a string, which more room would only write longer (ours)."""
+        if result.looped:
+            return True
         return kind == "raised-budget" or self._raised or self._model.raised_budget(self._budget) is None
 
     async def _salvaged(self, text: str, parsed: ParsedAnswer) -> ParsedAnswer:
@@ -193,10 +211,13 @@ class _Chunk:
         return replace(kept, dropped=dict(dropped))
 
     async def _ask(self, messages: Sequence[Message], kind: str) -> tuple[CompletionResult, ParsedAnswer]:
-        """One call; a reply cut off with nothing usable is asked again, budget raised (FAIL-7, FAIL-8)."""
+        """One call; a reply cut off with nothing usable is asked again, budget raised (FAIL-7, FAIL-8),
+        unless it was ended at a loop (salvaged in :meth:`_call` instead)."""
         result, parsed = await self._call(messages, kind)
         if parsed.parsed or not result.cut_off or self._raised or not self._may_retry():
             return result, parsed
+        if result.looped:
+            return result, parsed  # ended at a loop inside a string: more room only buys more of the loop
         if parsed.form != "begun" and result.text.strip():
             return result, parsed  # prose or an echo ran to the cap: more room only buys more of it
         raised = self._model.raised_budget(self._budget)
@@ -225,9 +246,13 @@ class _Chunk:
             else parsed.form == "begun" and not reply.cut_off
         )
         unlabeled = missing_labels_only(first.defects) if parsed.parsed else ()
+        unquoted = rule_words_only(first.defects) if parsed.parsed and not salvaged else ()
         if unlabeled and self._may_retry():
             self._retries += 1  # FAIL-1, ours: the one retry asks for the missing labels alone
             settled, threw = await self._label_call(parsed, unlabeled)
+        elif unquoted and self._may_retry():
+            self._retries += 1  # FAIL-1, ours: the one retry asks for the rule's words alone
+            settled, threw = await self._words_call(parsed, unquoted, first.defects)
         elif fixable and self._may_retry():
             self._retries += 1
             note = retry_note(first.defects, self._ctx.retry_note_chars)  # parse defects included
@@ -250,22 +275,36 @@ class _Chunk:
         # answer verified and counts
         return _ChunkRun(events=final.events, held=final.unlabeled)
 
-    async def _label_call(self, first: ParsedAnswer, asked: Sequence[str]) -> tuple[ParsedAnswer, bool]:
-        """The retry of an answer whose only defects are missing labels (``label_call``): the first answer
-        with the labels the call gave joined to it, and whether the call threw."""
-        wanted = set(asked)
-        schema = label_call_schema([m for m in self._ctx.offered if m.id in wanted], lifts=self._lifts)
+    async def _short_call(
+        self, kind: str, system: str, user: str, schema: OutputSchema
+    ) -> CompletionResult | None:
+        """The one retry as a short call showing only what it asks about (``label_call``, ``words_call``);
+        None when it threw, and the first answer stands (its unlabeled messages held back, its words decided
+        by QUOTE-4 in verify.py)."""
         try:
-            result = await self._model.call(
-                LABEL_SYSTEM_PROMPT,
-                (Message("user", label_call_prompt(asked, self._ctx)),),
-                kind="label-retry",
-                max_output_tokens=self._budget,
-                schema=schema,
+            return await self._model.call(
+                system, (Message("user", user),), kind=kind, max_output_tokens=self._budget, schema=schema
             )
         except ModelCallError:
-            return first, True  # the first answer stands, its unlabeled messages held back
-        return with_labels(first, result.text, asked, self._ctx), False
+            return None
+
+    async def _label_call(self, first: ParsedAnswer, asked: Sequence[str]) -> tuple[ParsedAnswer, bool]:
+        """The retry of an answer whose only defects are missing labels: the first answer with the labels
+        the call gave joined to it, and whether the call threw."""
+        wanted = set(asked)
+        schema = label_call_schema([m for m in self._ctx.offered if m.id in wanted], lifts=self._lifts)
+        prompt = label_call_prompt(asked, self._ctx)
+        result = await self._short_call("label-retry", LABEL_SYSTEM_PROMPT, prompt, schema)
+        return (first, True) if result is None else (with_labels(first, result.text, asked, self._ctx), False)
+
+    async def _words_call(
+        self, first: ParsedAnswer, asked: Sequence[str], defects: Sequence[Defect]
+    ) -> tuple[ParsedAnswer, bool]:
+        """The retry of an answer whose only defects are a rule's words: the first answer with the words
+        the call gave in place of its own, and whether the call threw."""
+        prompt = words_call_prompt(asked, self._ctx, defects)
+        result = await self._short_call("words-retry", WORDS_SYSTEM_PROMPT, prompt, words_call_schema(asked))
+        return (first, True) if result is None else (with_words(first, result.text, asked), False)
 
     async def _choose(self, kept: ParsedAnswer, kept_eval: Evaluation, retried: ParsedAnswer) -> ParsedAnswer:
         """FAIL-2: the parsed answer with fewer defects; the retry wins a tie; an unparsed retry loses."""

@@ -19,7 +19,7 @@ from dataclasses import replace
 from longhaul_daemon.passes.answers.events import ChunkContext
 from longhaul_daemon.passes.answers.extract import extract_json, verify_labels
 from longhaul_daemon.passes.answers.schema import Defect, ParsedAnswer
-from longhaul_daemon.passes.prompting.prompt import label_prompt
+from longhaul_daemon.passes.prompting.retry_prompts import label_prompt
 
 __all__ = ["LABEL_DEFECT", "label_call_prompt", "missing_labels_only", "with_labels"]
 

@@ -19,6 +19,7 @@ __all__ = [
     "REPLACEMENT_IDS",
     "SCHEMA",
     "SYSTEM_PROMPT",
+    "WORDS_SYSTEM_PROMPT",
     "situational_instructions",
 ]
 
@@ -172,4 +173,11 @@ _LABEL_IDS = (
 )
 LABEL_SYSTEM_PROMPT = "You label user messages of a coding session that is being compacted.\n\n" + "\n".join(
     f"- {text}" for rid, text in INSTRUCTIONS if rid in _LABEL_IDS
+)
+
+# The words call (FAIL-1, ours: the retry of an answer whose only defects are a rule's words) asks for words
+# alone: the data rule and the exact-words rule.
+WORDS_SYSTEM_PROMPT = (
+    "You copy the exact words of rules from user messages of a coding session that is being compacted.\n\n"
+    + "\n".join(f"- {text}" for rid, text in INSTRUCTIONS if rid in ("DIFF-9", "QUOTE-4"))
 )

@@ -15,7 +15,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from longhaul_daemon.passes.answers.extract import Defect
 from longhaul_daemon.passes.prompting.instructions import (
     INSTRUCTIONS,
     LONG_MESSAGE,
@@ -37,7 +36,6 @@ from longhaul_daemon.passes.prompting.message_text import (
     serialize,
 )
 from longhaul_daemon.state.model import Command, ErrorEntry, ExitCode, Item, Note, State
-from longhaul_daemon.state.sanitize import sanitize
 from longhaul_daemon.transcript.messages import SpanMessage
 
 __all__ = [
@@ -52,9 +50,6 @@ __all__ = [
     "command_lines",
     "data_block",
     "excerpt",
-    "label_prompt",
-    "question_prompt",
-    "retry_note",
     "state_lines",
 ]
 
@@ -303,85 +298,3 @@ def _ledger_shown(state_text: str, conversation: Sequence[str], known: set[str])
         if head is not None:
             seen.update(i for i in _LEDGER_ID.findall(head.group()) if i in known)
     return tuple(sorted(seen, key=lambda i: (i[0], int(i[1:]))))
-
-
-def question_prompt(asked: Sequence[tuple[str, str]], block: str) -> str:
-    """The user text of a chunk's question call: each asked message (``u<n>``, text) whole in a data block,
-    then the questions.
-
-    The questions show the older rule's words (LIFT-12), so the asked messages are all the model needs; the
-    chunk's state and conversation are not sent again, which made the round cost as much as the first call.
-    """
-    digest = hashlib.sha256()
-    for _, text in asked:
-        digest.update(clean(text).encode("utf-8", "replace"))
-    tag = digest.hexdigest()[:TAG_CHARS]
-    body = "\n".join(f"{message_header(tag, uid, len(text))}\n{clean(text)}" for uid, text in asked)
-    return "\n\n".join(
-        ["The user messages asked about, shown whole:", data_block("messages", tag, body), block]
-    )
-
-
-LABEL_CALL_HEADER = (
-    "Your answer gave no label to the user messages below. Label each of them once: `rule` when the user "
-    "asks for something to hold for later work, `not a rule` for a request about this moment, a question or "
-    "anything else, `lifts T` when the user withdraws a rule in force."
-)
-LABEL_CALL_FOOTER = (
-    'Reply with one JSON object {"labels":{"u<n>":{"label":"..."}}} holding one label for each message '
-    "above, keyed by its id; `words` beside the label only for a rule in a message marked as needing exact "
-    "words."
-)
-
-
-def label_prompt(asked: Sequence[tuple[str, str]], rules: Sequence[tuple[str, str]]) -> str:
-    """The user text of the label call: the rules in force a label may lift (id, words) and each unlabeled
-    message (``u<n>``, text) whole, each list in a data block, then what to send.
-
-    Only these messages are sent, not the chunk's conversation again: that is what made the full retry cost
-    as much as the first call, and a weak model labels a short list it can see whole more reliably.
-    """
-    digest = hashlib.sha256()
-    for _, text in (*rules, *asked):
-        digest.update(clean(text).encode("utf-8", "replace"))
-    tag = digest.hexdigest()[:TAG_CHARS]
-    ruled = "\n".join(f"{rid}: {sanitize(words)}" for rid, words in rules) or _NO_RULES
-    body = "\n".join(f"{message_header(tag, uid, len(text))}\n{clean(text)}" for uid, text in asked)
-    return "\n\n".join(
-        [
-            LABEL_CALL_HEADER,
-            "Rules in force:",
-            data_block("rules", tag, ruled),
-            "The user messages to label, shown whole:",
-            data_block("messages", tag, body),
-            LABEL_CALL_FOOTER,
-        ]
-    )
-
-
-_NO_RULES = "(none)"
-
-
-RETRY_HEADER = "Your previous answer had these problems. Send the whole JSON answer again with them fixed:"
-
-
-def retry_note(defects: Sequence[Defect], limit_chars: int, header: str = RETRY_HEADER) -> str:
-    """FAIL-1, FAIL-3: the defects, one whole line each, at most ``limit_chars`` code points in all."""
-    if limit_chars <= 0:
-        return ""
-    if len(header) > limit_chars:
-        return header[: max(0, limit_chars - 1)] + "…" if limit_chars > 1 else header[:limit_chars]
-    lines = [header]
-    size = len(header)
-    for at, defect in enumerate(defects):
-        line = "- " + sanitize(defect.text)
-        left = len(defects) - at - 1
-        reserve = len(f"\n({left} more problems not shown)") if left else 0
-        if size + 1 + len(line) + reserve > limit_chars:
-            more = f"({len(defects) - at} more problems not shown)"
-            if size + 1 + len(more) <= limit_chars:
-                lines.append(more)
-            break
-        lines.append(line)
-        size += 1 + len(line)
-    return "\n".join(lines)

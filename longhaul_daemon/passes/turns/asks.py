@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from longhaul_daemon.passes.answers.schema import BOUNDS, Defect
 from longhaul_daemon.passes.prompting.instructions import INSTRUCTIONS, LONG_MESSAGE
 from longhaul_daemon.passes.prompting.message_text import clean
-from longhaul_daemon.passes.prompting.prompt import retry_note
+from longhaul_daemon.passes.prompting.retry_prompts import retry_note
 from longhaul_daemon.passes.turns.gate import EXCUSE_CHARS, Problem
 from longhaul_daemon.passes.turns.sections import SECTIONS, Section
 from longhaul_daemon.passes.turns.show import SHOW_CAP
