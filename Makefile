@@ -66,12 +66,13 @@ install: $(PY_STAMP) $(NODE_STAMP) $(WHEEL_STAMP) $(OTHER_PI_STAMPS) realmodel
 run: $(PY_STAMP)
 	$(BIN)/longhaul-daemon serve
 
-# Numbers to compare between changes, never asserted in tests: how code reads each bank's withdrawals (counts
-# only), the pure pass steps on long synthetic sessions, then the long-haul table through a real daemon (1 to
+# Numbers to compare between changes, never asserted in tests: how code reads each bank's withdrawals and
+# requests (counts only), the pure pass steps on long synthetic sessions, then the long-haul table through a real daemon (1 to
 # 200 MB sessions; BENCH_WORK keeps the session files).
 BENCH_WORK ?= $(VENV)/bench-work
 bench: $(PY_STAMP)
 	$(BIN)/python bench/withdrawal_readings.py
+	$(BIN)/python bench/request_readings.py
 	$(BIN)/python bench/pass_bench.py
 	$(BIN)/python bench/daemon_bench.py --work $(BENCH_WORK)
 	$(BIN)/python bench/turns_bench.py --work $(BENCH_WORK)

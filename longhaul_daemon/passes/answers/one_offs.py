@@ -53,6 +53,7 @@ Decisions (ours):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 
 from longhaul_daemon.passes.answers.events import NewRule
@@ -120,12 +121,16 @@ def bounded_to_once(text: str) -> bool:
     this commit only, skip the fixtures check"): an exception to a rule for this once, which withdraws it
     no further than that."""
     judged = judged_text(text)
-    scope = ONE_OFF_SCOPE if PROHIBITION.search(judged) else WHILE_IT_LASTS
-    return bool(scope.search(judged)) and one_off_request(text)
+    return bool(_scope(judged).search(judged)) and one_off_request(text)
+
+
+def _scope(judged: str) -> re.Pattern[str]:
+    """The scopes that may bound ``judged``: a time a request lasts for never bounds a prohibition."""
+    return ONE_OFF_SCOPE if PROHIBITION.search(judged) else WHILE_IT_LASTS
 
 
 def _one_off_sentence(judged: str) -> bool:
-    scope = ONE_OFF_SCOPE if PROHIBITION.search(judged) else WHILE_IT_LASTS
+    scope = _scope(judged)
     if scope.search(judged):
         # read as TAKEOVER-10 reads "this time": the clause bounded to this once orders nothing standing
         # ("For this change only, …" has the rule word "only"), every other clause is read as it stands by
@@ -168,8 +173,8 @@ def _standing_said(sentence: str) -> bool:
 
 def _describes_a_thing(sentence: str) -> bool:
     """A sentence about a thing being built, not said to the agent: it opens with a thing ("The cart
-    total …", "Every API response …", "`search` …") and names neither the agent nor the team doing the
-    work ("The tests must pass before you commit" is said to the agent)."""
+    total …", "Our CORS config …", "`search` …"; not "Every PR …", which is all the work) and names neither
+    the agent nor the team doing the work ("The tests must pass before you commit" is said to the agent)."""
     words = _words(sentence)
     while words and words[0] in ("and", "but", "so", "also"):
         words.pop(0)
