@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from longhaul_daemon.models.completion import CompletionResult
-from longhaul_daemon.models.json_scan import ObjectScanner
+from longhaul_daemon.models.json_scan import ObjectScanner, closed_in_string, closed_prefix, top_level_groups
 
 __all__ = ["TRAILING_CHARS", "StreamWatch", "estimated"]
 
@@ -36,11 +36,12 @@ class StreamWatch:
     the prose came) leaves the next loop to be looked at.
 
     With ``cut_at`` (a caller that takes loop cuts: the Diff's calls), a string value of the object that
-    ends in a short unit written again and again (:mod:`.string_loops`) ends the stream too, whatever
-    ``stop_at`` and ``cut_at`` make of it: the reply is the text cut just after the unit's first copy,
-    inside the string, and it counts as cut off (:attr:`looped`), so the caller salvages what came before
-    rather than paying for more of the loop. A caller without ``cut_at`` (turns mode) reads such a reply to
-    its output limit, as before: it raises the budget for any reply cut off.
+    ends in a short unit written again and again (:mod:`.string_loops`) ends the stream too, when the
+    reply cut there still holds an answer ``cut_at`` takes (closed as the Diff salvages it): the reply is
+    the text cut just after the unit's first copy, inside the string, and it counts as cut off
+    (:attr:`looped`), so the caller salvages what came before rather than paying for more of the loop. A
+    loop before the prose is refused, and the stream reads on. A caller without ``cut_at`` (turns mode)
+    reads such a reply to its output limit, as before: it raises the budget for any reply cut off.
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class StreamWatch:
         self._parts: list[str] = []
         self.cut: str | None = None
         self.looped = False  # ended at a loop inside a string: ``cut`` stops in that string
+        self._loop_refused = False  # a string loop the cut would keep nothing of: the stream reads on
         self.ended = False
 
     @property
@@ -85,9 +87,13 @@ class StreamWatch:
             self.cut = _item_cut(self._scanner, self._cut_at)
             self.ended = self.cut is not None
         loop = self._scanner.string_loop
-        if not self.ended and self._answer_end is None and loop is not None:
+        if not self.ended and self._answer_end is None and loop is not None and not self._loop_refused:
             # the scanner read nothing past the loop, so an item loop or answer it saw came before it
-            self.cut, self.looped, self.ended = self.text[: loop.cut], True, True
+            cut = self.text[: loop.cut]
+            if self._cut_at is not None and _kept_at_loop(cut, self._cut_at):
+                self.cut, self.looped, self.ended = cut, True, True
+            else:
+                self._loop_refused = True  # a loop before the prose (in a label's words): read on as before
         return self.ended
 
     def result(self, partial: CompletionResult) -> CompletionResult:
@@ -116,6 +122,28 @@ def _accepted(groups: list[tuple[str, int]], stop_at: Callable[[dict[str, Any]],
         if isinstance(value, dict) and stop_at(value):
             return end
     return None
+
+
+def _kept_at_loop(cut: str, wanted: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether a reply cut inside a looping string still holds an answer the caller takes, closed the way
+    the Diff salvages a cut reply: right there when the string is one of the object's own members, a Now
+    it never reached left empty; or back to its last whole member or item. A loop before the prose (in a
+    label's ``words``) keeps no answer: ending the stream there would throw the whole reply away, so it is
+    read on as it was before loops were cut."""
+    groups, pending = top_level_groups(cut)
+    if groups or pending is None:
+        return False
+    for closed, now in ((closed_in_string(pending), ""), (closed_prefix(pending), None)):
+        try:
+            value = orjson.loads(closed) if closed is not None else None
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and "labels" in value:
+            if now is not None:
+                value.setdefault("now", now)
+            if wanted(value):
+                return True
+    return False
 
 
 def _item_cut(scanner: ObjectScanner, stop_at: Callable[[dict[str, Any]], bool]) -> str | None:

@@ -23,6 +23,7 @@ from longhaul_daemon.models.string_loops import (
     StringLoop,
     copies_needed,
 )
+from longhaul_daemon.passes.answers.extract import answer_shaped, answer_with_prose
 
 HEAD = '{"labels":{"u6":{"label":"rule"}},"narrative":"'
 FORTY = "a 40-character unit a model wrote again."
@@ -209,3 +210,16 @@ def test_a_finder_fed_in_pieces_agrees_with_one_fed_whole(text: str, size: int) 
     for at in range(0, len(text), size):
         pieces.extend(text[at : at + size])
     assert pieces.found == whole
+
+
+def test_a_loop_before_the_prose_is_read_on_as_before() -> None:
+    """A loop in a label's ``words`` comes before the narrative: a reply cut there keeps no answer the
+    Diff could salvage, so ending the stream would throw the whole reply away (seen on a blind bench pass,
+    which closed narrative-less). The stream reads on, as it did before loops were cut; a loop in the
+    prose after it is then not looked for either, and the reply runs to its limit."""
+    words_loop = '{"labels": {"u5": {"label": "rule", "words": "' + "ab " * 40
+    watch = StreamWatch(answer_shaped, answer_with_prose)
+    assert not watch.feed(words_loop) and not watch.looped and watch.cut is None
+    assert not watch.feed('"}}, "narrative": "Fixed it", "now": "' + "go on " * 30)
+    in_prose = StreamWatch(answer_shaped, answer_with_prose)
+    assert in_prose.feed(HEAD + "10:" * 40) and in_prose.looped and in_prose.cut == HEAD + "10:"
