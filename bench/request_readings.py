@@ -22,11 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import request_dev
-from bench_bank_heldout import HELD_OUT
-from bench_bank_heldout2 import HELD_OUT_2
-from bench_bank_heldout3 import HELD_OUT_3
-from bench_bank_tuning import TUNING
 from bench_corpus import Bank
+from withdrawal_readings import NAMED_BANKS
 
 from longhaul_daemon.passes.answers.one_offs import one_off_request
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE
@@ -69,12 +66,7 @@ def main() -> int:
         rules=_refused(text for text in request_dev.RULES if len(text) <= LONG_MESSAGE),
     )
     sys.stdout.write(dev.line("development set (bench/request_dev.py, tuned on)") + "\n")
-    for name, bank in (
-        ("tuning", TUNING),
-        ("held-out", HELD_OUT),
-        ("held-out-2 (blind)", HELD_OUT_2),
-        ("held-out-3 (blind)", HELD_OUT_3),
-    ):
+    for name, bank in NAMED_BANKS:
         sys.stdout.write(bank_tally(bank).line(name) + "\n")
     return 0
 

@@ -30,6 +30,14 @@ from withdrawal_dev import LIFTS, NEGATIVES, RULES
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.answers.withdrawal_reading import StandingRule, withdrawal_candidates
 
+NAMED_BANKS: tuple[tuple[str, Bank], ...] = (
+    ("tuning", TUNING),
+    ("held-out", HELD_OUT),
+    ("held-out-2 (blind)", HELD_OUT_2),
+    ("held-out-3 (blind)", HELD_OUT_3),
+)
+"""Every bank, named as the reading benches print it (request_readings.py reads the same list)."""
+
 
 @dataclass
 class Tally:
@@ -90,12 +98,7 @@ def main() -> int:
     sys.stdout.write(
         tally(RULES, LIFTS, [t for texts in NEGATIVES.values() for t in texts]).line("development set") + "\n"
     )
-    for name, bank in (
-        ("tuning", TUNING),
-        ("held-out", HELD_OUT),
-        ("held-out-2 (blind)", HELD_OUT_2),
-        ("held-out-3 (blind)", HELD_OUT_3),
-    ):
+    for name, bank in NAMED_BANKS:
         sys.stdout.write(bank_tally(bank).line(name) + "\n")
     return 0
 

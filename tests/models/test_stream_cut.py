@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from longhaul_daemon.models import Budget, CallTrace, complete, make_client
+from longhaul_daemon.models.completion import CompletionResult
 from longhaul_daemon.models.http import HttpClient
 from longhaul_daemon.models.json_scan import ObjectScanner, top_level_groups
 
@@ -44,6 +45,21 @@ async def client() -> AsyncIterator[HttpClient]:
 
 async def disconnected(server: ScriptedServer) -> bool:
     return await anyio.to_thread.run_sync(lambda: server.disconnected.wait(WAIT_S))
+
+
+async def diff_stream(wire: Wire, reply: Any, client: HttpClient) -> tuple[CompletionResult, list[CallTrace]]:
+    """One streamed call with the Diff's stop and cut rules (an answer-shaped object, prose kept), its
+    result and traces; the server must see the client go."""
+    traces: list[CallTrace] = []
+    with scripted_server([reply]) as server, anyio.fail_after(WAIT_S):
+        result = await complete(
+            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
+            budget=Budget.after(WAIT_S),
+            client=client,
+            on_trace=traces.append,
+        )
+        assert await disconnected(server), "the server never saw the client go"
+    return result, traces
 
 
 @pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
@@ -164,15 +180,7 @@ async def test_a_stream_repeating_a_list_item_is_cut_after_the_first_copy(
     """Issue 11: a constrained small model that writes one decision until its output limit is cut once the
     copy arrives; the reply is the object closed after the first copy, and the server sees the client go."""
     loop = answer_stream(wire, [LOOPING[:25], LOOPING[25:70], LOOPING[70:]], repeat=LOOPED_ITEM)
-    traces: list[CallTrace] = []
-    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
-        result = await complete(
-            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
-            budget=Budget.after(WAIT_S),
-            client=client,
-            on_trace=traces.append,
-        )
-        assert await disconnected(server), "the server never saw the client go"
+    result, traces = await diff_stream(wire, loop, client)
     assert json.loads(result.text) == {
         "labels": [{"msg": "u1", "label": "rule"}],
         "narrative": "n",
@@ -198,13 +206,7 @@ async def test_a_loop_refused_before_the_prose_does_not_hide_a_later_one(
     model then writes again and again still ends the stream after its first copy, prose and labels kept."""
     pieces = [LABELS_LOOPED[:40], LABELS_LOOPED[40:120], LABELS_LOOPED[120:]]
     loop = answer_stream(wire, pieces, repeat=LOOPED_ITEM)
-    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
-        result = await complete(
-            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
-            budget=Budget.after(WAIT_S),
-            client=client,
-        )
-        assert await disconnected(server), "the server never saw the client go"
+    result, _ = await diff_stream(wire, loop, client)
     answer = json.loads(result.text)
     assert (answer["narrative"], answer["now"], len(answer["labels"])) == ("n", "next", 3)
     assert answer["decisions"] == [{"text": "...", "why": "...", "evidence": ["C1", "C2"]}]
@@ -265,15 +267,7 @@ async def test_a_stream_looping_inside_a_string_is_ended_and_cut_after_the_first
     the loop, and it is cut off and marked looped, so the Diff salvages it instead of raising the budget."""
     pieces = [LOOPING_NARRATIVE[:30], LOOPING_NARRATIVE[30:], NARRATIVE_UNIT]
     loop = answer_stream(wire, pieces, repeat=NARRATIVE_UNIT)
-    traces: list[CallTrace] = []
-    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
-        result = await complete(
-            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
-            budget=Budget.after(WAIT_S),
-            client=client,
-            on_trace=traces.append,
-        )
-        assert await disconnected(server), "the server never saw the client go"
+    result, traces = await diff_stream(wire, loop, client)
     # the loop starts at the "." before the first "See": that copy is kept, the rest is not
     assert result.text == LOOPING_NARRATIVE[:-2] + ". See the build"
     assert result.looped and result.cut_off and result.stopped_early and result.stop_reason == "length"
@@ -287,15 +281,7 @@ async def test_a_stream_ended_at_its_answer_is_not_marked_looped(client: HttpCli
     wire = WIRES[0]
     text = json.dumps(ANSWER)
     loop = answer_stream(wire, [text, ' {"narrative": "'], repeat="10:")
-    traces: list[CallTrace] = []
-    with scripted_server([loop]) as server, anyio.fail_after(WAIT_S):
-        result = await complete(
-            replace(request(wire, server.url), stop_at_object=wants_labels, cut_at_repeat=prose_came),
-            budget=Budget.after(WAIT_S),
-            client=client,
-            on_trace=traces.append,
-        )
-        assert await disconnected(server)
+    result, traces = await diff_stream(wire, loop, client)
     assert result.text.startswith(text) and result.stopped_early
     assert not result.looped and not result.cut_off and result.stop_reason == "stop"
     assert traces[0].as_dict()["looped"] is False
