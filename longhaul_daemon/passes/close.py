@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
 
 from longhaul_daemon.defaults import MAX_CLOSED_ERRORS, MAX_STATE_COMMANDS
 from longhaul_daemon.passes.answers.doubts import flag_carried_withdrawals, flag_withdrawn_carried
@@ -106,23 +107,57 @@ def user_texts(span: Sequence[SpanMessage], carried: Sequence[OfferedMessage]) -
 
 
 def _carried_messages(
-    held: Sequence[CarriedMessage], carried: Sequence[str], texts: Mapping[str, str], labeled: frozenset[str]
+    held: Sequence[CarriedMessage],
+    carried: Sequence[str],
+    texts: Mapping[str, str],
+    labeled: frozenset[str],
+    unconfirmed: frozenset[str],
 ) -> list[CarriedMessage]:
     """The words of each carried message, in ``carried``'s order. A message labeled by a verified
     chunk, now or in an earlier pass, keeps no words (FAIL-12 carries it only for the next pass to see); one
-    whose text Close was not given and the State does not hold has none to show either."""
+    whose text Close was not given and the State does not hold has none to show either. ``unconfirmed``:
+    the messages this pass held as rules whose words never verified (QUOTE-4, ours); a mark once given stays
+    while the message is carried unlabeled."""
     known = {m.id: m for m in held}
     out: list[CarriedMessage] = []
     for uid in carried:
         was = known.get(uid)
         if uid in labeled or (was is not None and was.labeled):
             out.append(CarriedMessage(id=uid, text="", chars=0, labeled=True))
-        elif uid in texts:
+            continue
+        marked = uid in unconfirmed or (was is not None and was.readAsRule == "unconfirmed")
+        read_as: Literal["unconfirmed"] | None = "unconfirmed" if marked else None
+        if uid in texts:
             clean = clean_text(texts[uid])
-            out.append(CarriedMessage(id=uid, text=clean[:MAX_CARRIED_CHARS], chars=len(clean)))
+            out.append(
+                CarriedMessage(id=uid, text=clean[:MAX_CARRIED_CHARS], chars=len(clean), readAsRule=read_as)
+            )
         elif was is not None:
-            out.append(was.model_copy())
+            out.append(was.model_copy(update={"readAsRule": read_as}))
     return out
+
+
+def _disputed_messages(
+    held: Sequence[CarriedMessage], events: Sequence[ChunkEvents], texts: Mapping[str, str]
+) -> list[CarriedMessage]:
+    """QUOTE-4, ours: the messages kept verbatim because one pass labeled them `rule` (their words never
+    verified) and a later one labeled them otherwise: those kept before and those this pass's answers
+    disputed, oldest first, the newest :data:`MAX_CARRIED`. One leaves when a later answer records a rule
+    from it. Such a message is judged, so it is not offered again; only the summary shows it."""
+    ruled = {label.rule.message for chunk in events for label in chunk.labels if label.rule is not None}
+    kept = {m.id: m for m in held if m.readAsRule == "disputed" and m.id not in ruled}
+    copies = {m.id: m for m in held if m.readAsRule != "disputed" and m.text}
+    for uid in (uid for chunk in events for uid in sorted(chunk.disputed)):
+        if uid in kept or uid in ruled:
+            continue
+        if uid in texts:
+            clean = clean_text(texts[uid])
+            kept[uid] = CarriedMessage(
+                id=uid, text=clean[:MAX_CARRIED_CHARS], chars=len(clean), readAsRule="disputed"
+            )
+        elif uid in copies:
+            kept[uid] = copies[uid].model_copy(update={"readAsRule": "disputed", "labeled": False})
+    return sorted(kept.values(), key=lambda m: (_u_number(m.id), m.id))[-MAX_CARRIED:]
 
 
 def _plural(count: int, word: str) -> str:
@@ -221,13 +256,24 @@ def close_span(
         new.carried = _carry(state.carried, user_ids)  # FAIL-11, FAIL-12
     # an empty span has no messages to carry and judged nothing: carried stays as it was (PASS-17)
     labeled = frozenset(uid for chunk in events for uid in chunk.judged)
-    new.carriedMessages = _carried_messages(state.carriedMessages, new.carried, texts or {}, labeled)
+    unconfirmed = frozenset(uid for chunk in events for uid in chunk.unconfirmed)
+    disputed = _disputed_messages(state.carriedMessages, events, texts or {})
+    kept_ids = {m.id for m in disputed}
+    carried = _carried_messages(
+        [m for m in state.carriedMessages if m.readAsRule != "disputed"],
+        new.carried,
+        texts or {},
+        labeled,
+        unconfirmed,
+    )
+    new.carriedMessages = [*disputed, *(m for m in carried if m.id not in kept_ids)]
     if closed_as in ("partial", "narrative-less", "chunk-missing"):  # no question asked about a carried one
         unjudged = {
             uid: (texts or {})[uid] for uid in new.carried if uid in (texts or {}) and uid not in labeled
         }
         new.rules = flag_carried_withdrawals(new.rules, unjudged)
-        new.carriedMessages = flag_withdrawn_carried(new.carriedMessages, texts or {})
+    # ours: a carried or kept message a later one withdraws shows the user's withdrawing words under it
+    new.carriedMessages = flag_withdrawn_carried(new.carriedMessages, texts or {})
 
     new.workLog.append(
         WorkLogLine(

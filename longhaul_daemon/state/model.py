@@ -159,6 +159,10 @@ class CarriedMessage(_Model):
     # ours: a later message that may withdraw it, read as a rule (passes/answers/doubts.py), and its words
     possiblyWithdrawnBy: str | None = None
     withdrawalWords: str | None = None
+    # ours (QUOTE-4): a long message a pass labeled `rule` whose words never verified is carried and offered
+    # again (`unconfirmed`); labeled otherwise by a later pass, it is kept verbatim and not offered again
+    # (`disputed`), so a rule the user gave is not lost to one label of a weak model
+    readAsRule: Literal["unconfirmed", "disputed"] | None = None
 
 
 class WorkLogLine(_Model):

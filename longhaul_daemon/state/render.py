@@ -48,9 +48,11 @@ MAX_DIRTY = 20  # WORLD-7
 MAX_CARRIED_WORDS = 12_000  # all carried messages' words together; each is already cut at Close
 
 CARRIED_TITLE = "User messages not yet labeled"
+KEPT_TITLE = "Possible rules, in the user's words"
 SECTIONS = (
     "Objective",
     "Standing rules",
+    KEPT_TITLE,
     CARRIED_TITLE,
     "Now",
     "Decisions",
@@ -129,7 +131,7 @@ def render_summary(state: State, *, pass_id: str) -> str:
         (
             _text(state.objective),
             _rules(state),
-            _carried(state.carriedMessages),
+            *_carried(state.carriedMessages),
             _text(state.now),
             _items(state.decisions, state.errors, with_errors=False),
             _items(state.deadEnds, state.errors, with_errors=True),
@@ -205,16 +207,15 @@ def _rules(state: State) -> list[str]:
     return [_rule(r) for r in state.rules if not r.lifted]
 
 
-def _carried(carried: Sequence[CarriedMessage]) -> list[str]:
-    """The user's words in messages no pass has labeled yet, verbatim, the newest first to get room.
+def _carried(carried: Sequence[CarriedMessage]) -> tuple[list[str], list[str]]:
+    """The user's words, verbatim, the newest first to get room: of long messages kept because two passes'
+    labels disagreed on whether they give a rule (QUOTE-4, ours), and of messages no pass has labeled yet.
 
     A message Close cut, or one left out when :data:`MAX_CARRIED_WORDS` is used up, points at
     ``longhaul_recall``, which reads the message from the branch by its ``u<n>``. A message a verified chunk
     labeled is carried only for the next pass (FAIL-12) and is not shown.
     """
     messages = [m for m in carried if not m.labeled]
-    if not messages:
-        return []
     room = MAX_CARRIED_WORDS
     shown: dict[int, str] = {}
     for at in range(len(messages) - 1, -1, -1):
@@ -233,11 +234,19 @@ def _carried(carried: Sequence[CarriedMessage]) -> list[str]:
         if msg.possiblyWithdrawnBy is not None:  # ours, as under a rule: the user's withdrawing words
             said = inert(msg.withdrawalWords or "", _FLAG_WORDS)
             shown[at] += f'\n  possibly withdrawn by {inert(msg.possiblyWithdrawnBy, _ID)}: "{said}"'
-    intro = (
-        "The user's own words, verbatim, from messages no verified answer has labeled yet; they stay here"
-        " until a pass labels them:"
-    )
-    return [intro, *(shown[at] for at in range(len(messages)))]
+    open_ = [shown[at] for at, m in enumerate(messages) if m.readAsRule != "disputed"]
+    kept = [shown[at] for at, m in enumerate(messages) if m.readAsRule == "disputed"]
+    return ([_KEPT_INTRO, *kept] if kept else []), ([_CARRIED_INTRO, *open_] if open_ else [])
+
+
+_CARRIED_INTRO = (
+    "The user's own words, verbatim, from messages no verified answer has labeled yet; they stay here"
+    " until a pass labels them:"
+)
+_KEPT_INTRO = (
+    "Long messages one pass read as giving a standing rule and a later one did not; the rule's exact words"
+    " were never confirmed, so the user's own words are kept here, verbatim:"
+)
 
 
 def _evidence(ids: Iterable[str]) -> str:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from longhaul_daemon.passes.answers.extract import Defect, normalize, parse_answer
 from longhaul_daemon.passes.answers.schema import ANSWER_KEYS, AnswerShape
 from longhaul_daemon.passes.prompting.instructions import (
+    LIFT_IDS,
     LONG_MESSAGE_IDS,
     QUESTION_SYSTEM_PROMPT,
     REPLACEMENT_IDS,
@@ -145,7 +146,7 @@ def test_diff_11_every_instruction_is_in_the_prompt() -> None:
         update={"rules": [*state.rules, Rule(id="R3", words="w", message="u7", seq=7, span=1)]}
     )
     replacing.rules[1] = replacing.rules[1].model_copy(update={"liftedBy": "u7"})
-    built = build_prompt(replacing, span, **extra)
+    built = build_prompt(replacing, span, **extra, lifts=True)
     system = built.system + "\n" + built.user
     required = {
         "LABEL-6",
@@ -182,8 +183,9 @@ def test_diff_11_every_instruction_is_in_the_prompt() -> None:
 
 def test_ours_situational_instructions_only_when_their_situation_holds() -> None:
     """Ours (DIFF-11): with no rule in force that replaced another, the narrowing and replacement rules are
-    not sent; with no message over 600 characters offered, the exact-words rule is not; the pass may decide
-    the latter for all its chunks (``long_messages``)."""
+    not sent; with no message over 600 characters offered, the exact-words rule is not; with no message
+    code's reading may offer a lift, the lifting rules are not; the pass may decide the latter two for all
+    its chunks (``long_messages``, ``lifts``)."""
     state, span, extra = example()
     short_span = [m for m in span if m.user_id != "u9"]
     user_prompt = build_prompt(state, short_span, **extra).user
@@ -193,6 +195,11 @@ def test_ours_situational_instructions_only_when_their_situation_holds() -> None
     assert "For this span also" not in user_prompt
     quote_4 = dict(INSTRUCTIONS)["QUOTE-4"]
     assert quote_4 in build_prompt(state, span, **extra).user
+    lifting = [text for rid, text in INSTRUCTIONS if rid in LIFT_IDS]
+    assert all(text not in SYSTEM_PROMPT and text not in user_prompt for text in lifting)
+    withdrawing = [*short_span, user("u10", "The dependency rule no longer applies, add what you need.")]
+    assert all(text in build_prompt(state, withdrawing, **extra).user for text in lifting)
+    assert all(text in build_prompt(state, short_span, **extra, lifts=True).user for text in lifting)
     assert quote_4 in build_prompt(state, short_span, **extra, long_messages=True).user
     assert quote_4 not in build_prompt(state, span, **extra, long_messages=False).user
 
@@ -200,7 +207,8 @@ def test_ours_situational_instructions_only_when_their_situation_holds() -> None
 def test_lift_12_question_call_states_only_the_label_rules() -> None:
     """LIFT-12: the question call's instructions are the label grammar and the lifting rules, a fraction
     of the first call's, since every call's system prompt is read again by the model."""
-    assert "A label is `rule`, `not a rule`, `lifts T` or `rule and lifts T`." in QUESTION_SYSTEM_PROMPT
+    assert "A label is `rule` or `not a rule`." in QUESTION_SYSTEM_PROMPT
+    assert "may instead be `lifts T` or `rule and lifts T`" in QUESTION_SYSTEM_PROMPT
     assert "Only the user's own words withdraw a rule" in QUESTION_SYSTEM_PROMPT
     assert "BEGIN DATA" in QUESTION_SYSTEM_PROMPT  # DIFF-9: the asked messages are data too
     assert "`values`" not in QUESTION_SYSTEM_PROMPT and "Evidence" not in QUESTION_SYSTEM_PROMPT

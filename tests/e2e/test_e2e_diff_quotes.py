@@ -290,6 +290,43 @@ def test_long_message_code_reads_no_rule_in_is_held_after_the_retry(
     assert_held(found, u_long, NO_RULE)
 
 
+def test_a_held_long_rule_labeled_otherwise_later_is_kept_in_the_users_words(
+    pi: PiRpc, model_server: ModelServer
+) -> None:
+    """Ours (QUOTE-4): the first pass holds the long message as a rule whose words never verified; the next
+    pass labels it `not a rule`. The two labels disagree, so the message is judged (that span closes whole
+    and the message is not offered again) and the summary keeps the user's words under "Possible rules, in
+    the user's words" through a third, whole close."""
+    long = padded(NO_RULE, 700)
+    script = install(
+        model_server,
+        answer([Lab("The exporter writes", "rule")]),
+        answer([Lab("The exporter writes", "rule", words="the exporter writes")]),
+        answer([Lab("The exporter writes", "not a rule")]),
+    )
+    pi.prompt(long)
+    first = close_span(pi, 1)
+    u_long = str(script.calls[0].id_of("The exporter writes"))
+    assert_held(first, u_long, NO_RULE)
+    assert [(m["id"], m["readAsRule"]) for m in first.state["carriedMessages"]] == [(u_long, "unconfirmed")]
+
+    pi.prompt("Now add a header row to each file.")
+    second = close_span(pi, 2)
+    assert u_long in {m.id for m in script.calls[2].offered}
+    assert_whole(second)
+    assert second.state["carried"] == [] and all(r["message"] != u_long for r in second.state["rules"])
+    kept = section(second.summary, "Possible rules, in the user's words")
+    assert NO_RULE in kept and "never confirmed" in kept, second.summary
+    assert section(second.summary, "User messages not yet labeled") == ""
+
+    before = len(script.calls)
+    pi.prompt("Thanks, that works.")
+    third = close_span(pi, 3)
+    assert u_long not in {m.id for c in script.since(before) for m in c.offered}
+    assert_whole(third)
+    assert NO_RULE in section(third.summary, "Possible rules, in the user's words"), third.summary
+
+
 def test_quote_no_message_holds_under_a_long_message_is_sent_back(
     pi: PiRpc, model_server: ModelServer
 ) -> None:

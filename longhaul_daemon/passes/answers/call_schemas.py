@@ -54,6 +54,7 @@ __all__ = [
     "ledger_bound",
     "lift_targets",
     "needs_words",
+    "offers_lifts",
     "question_schema",
     "untied_messages",
 ]
@@ -122,6 +123,13 @@ def untied_messages(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) ->
     candidates = withdrawal_candidates(offered, _lift_standing(offered, rules))
     lifted = lift_checked(candidates)
     return frozenset(m.id for m in offered if untied_withdrawal(m, lifted))
+
+
+def offers_lifts(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> bool:
+    """Whether a call over ``offered`` with ``rules`` in force may offer some message a lift: a target code's
+    reading ties to it, or a withdrawal tied to no rule (which is offered the rules in force, and any a chunk
+    before it accepted). With none, no label can lift, and the prompt leaves the lifting rules out."""
+    return bool(lift_targets(offered, rules)) or bool(untied_messages(offered, rules))
 
 
 def _lift_standing(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> list[StandingRule]:

@@ -62,6 +62,9 @@ class ChunkContext:
     unpicked_earlier: frozenset[str] = frozenset()
     commands: tuple[Command, ...] = ()
     errors: tuple[ErrorEntry, ...] = ()
+    # QUOTE-4, ours: carried messages an earlier pass labeled `rule` whose words never verified; labeled
+    # anything else now, the two labels disagree and the message is kept as the user's words (``disputed``)
+    unconfirmed_rules: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,10 @@ class ChunkEvents:
     dropped: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     rejected_quotes: tuple[tuple[str, str], ...] = ()
     possibly_withdrawn: tuple[PossibleWithdrawal, ...] = ()
+    # QUOTE-4, ours: long messages labeled `rule` whose words never verified (held back, carried and offered
+    # again), and carried ones of those labeled otherwise now (judged, kept verbatim, not offered again)
+    unconfirmed: frozenset[str] = frozenset()
+    disputed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 
+from longhaul_daemon.passes.answers.answer_parts import answer_parts, merged_flags
 from longhaul_daemon.passes.answers.call_schemas import untied_messages
 from longhaul_daemon.passes.answers.defects import lift_defect, quote_defect
 from longhaul_daemon.passes.answers.doubts import doubted_reading, rule_doubts, withdrawal_look
@@ -50,15 +51,11 @@ from longhaul_daemon.passes.answers.quotes import (
 )
 from longhaul_daemon.passes.answers.rule_reading import read_possible_rule
 from longhaul_daemon.passes.answers.schema import (
-    DeadEnd,
-    Decision,
     Defect,
     LabeledMessage,
     ParsedAnswer,
-    cut_to_bounds,
-    says_something,
 )
-from longhaul_daemon.passes.answers.values import ValueCandidate, check_values
+from longhaul_daemon.passes.answers.values import check_values
 from longhaul_daemon.passes.answers.withdrawal_reading import StandingRule, withdrawing_sentence
 from longhaul_daemon.state.clean import clean_span, clean_text
 from longhaul_daemon.state.model import Rule
@@ -101,6 +98,7 @@ class _Run:
         self.lifts: dict[str, list[LiftEvent]] = {}
         self.lifted_here: dict[str, str | None] = {}  # target key -> replacing message (None: plain)
         self.replaced = set(parsed.replaced)
+        self.unconfirmed: set[str] = set()  # long messages labeled `rule` whose words never verified
 
     # --- rules (QUOTE-*) ---
 
@@ -123,6 +121,7 @@ class _Run:
             # own readings pick no rule, is held back, not dropped: it is carried with its words and offered
             # again, so the rule it states is not lost
             self.judged.discard(label.msg)
+            self.unconfirmed.add(label.msg)
             self.dropped["rules-held-unquoted"] += 1
             return
         if verdict.outcome == "dropped" or verdict.message is None or verdict.text is None:
@@ -157,6 +156,18 @@ class _Run:
             return
         self.rules[msg] = rule
         self.held.append(rule)
+
+    def disputed(self, labels: Sequence[LabeledMessage]) -> frozenset[str]:
+        """QUOTE-4, ours: carried messages an earlier pass held as rules whose words never verified, that
+        this answer judged without recording a rule from them: the two labels disagree, and neither the
+        model's words nor code's readings give the rule, so Close keeps the user's words verbatim instead."""
+        return frozenset(
+            label.msg
+            for label in labels
+            if label.msg in self.ctx.unconfirmed_rules
+            and label.msg in self.judged
+            and label.msg not in self.rules
+        )
 
     def refuse_one_off(self, msg: str) -> None:
         """``msg`` is labeled ``rule`` but reads as a one-off request (:mod:`.doubts`): no rule recorded."""
@@ -345,57 +356,7 @@ class _Run:
                     self.questions.append(Question(label.msg, target.message, "rule-lift", text))
 
 
-def _candidates(
-    parsed: ParsedAnswer, final: bool
-) -> tuple[
-    tuple[LabeledMessage, ...],
-    tuple[Decision, ...],
-    tuple[DeadEnd, ...],
-    tuple[ValueCandidate, ...],
-    tuple[str | None, str | None, str | None],
-    Counter[str],
-]:
-    """The answer's parts: cut to bounds when final (DIFF-16), the draft as it stands otherwise."""
-    draft = parsed.answer
-    if not final:
-        decisions = tuple(
-            Decision.model_construct(text=d.text, why=d.why, evidence=tuple(d.evidence))
-            for d in draft.decisions
-        )
-        dead_ends = tuple(
-            DeadEnd.model_construct(text=d.text, evidence=tuple(d.evidence)) for d in draft.deadEnds
-        )
-        values = tuple(ValueCandidate(v.name, v.value, v.turn) for v in draft.values)
-        # words that say nothing ("...") are read as not given here too, as cut_to_bounds reads them in the
-        # final answer: else a draft's "..." binds to a message holding "..." and hides a missing-words defect
-        labels = tuple(
-            label if label.words is None or says_something(label.words) else replace(label, words=None)
-            for label in draft.labels
-        )
-        return (
-            labels,
-            decisions,
-            dead_ends,
-            values,
-            (draft.narrative, draft.now, draft.objective),
-            Counter(parsed.dropped),
-        )
-    answer, dropped = cut_to_bounds(parsed)
-    labels = tuple(LabeledMessage(a.msg, a.label, a.words) for a in answer.labels)
-    values = tuple(ValueCandidate(v.name, v.value, v.turn) for v in answer.values)
-    prose = (answer.narrative, answer.now, answer.objective)
-    return labels, answer.decisions, answer.deadEnds, values, prose, Counter(dropped)
-
-
 _UNQUOTED = frozenset({"words-missing", "words-not-found", "starts-inside-word", "ends-inside-word"})
-
-
-def _merged_flags(
-    looked: Sequence[PossibleWithdrawal], named: Sequence[PossibleWithdrawal]
-) -> tuple[PossibleWithdrawal, ...]:
-    """Code's own flags, then those of the lifts named that the check refused; one a rule and message."""
-    seen = {(f.target, f.by) for f in looked}
-    return (*looked, *(f for f in named if (f.target, f.by) not in seen))
 
 
 def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluation:
@@ -404,7 +365,7 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
     ``final`` says this is the chunk's settled answer: nothing can be sent back, so defective items are
     dropped and counted instead of becoming defects.
     """
-    labels, decisions, dead_ends, candidates, prose, dropped = _candidates(parsed, final)
+    labels, decisions, dead_ends, candidates, prose, dropped = answer_parts(parsed, final)
     run = _Run(parsed, ctx, final)
     run.dropped.update(dropped)
     ordered = sorted(
@@ -459,7 +420,9 @@ def evaluate(parsed: ParsedAnswer, ctx: ChunkContext, *, final: bool) -> Evaluat
         fixed=fixes,
         dropped=MappingProxyType({k: v for k, v in sorted(run.dropped.items()) if v}),
         rejected_quotes=tuple(run.rejected),
-        possibly_withdrawn=_merged_flags(flagged, run.flags),
+        possibly_withdrawn=merged_flags(flagged, run.flags),
+        unconfirmed=frozenset(run.unconfirmed),
+        disputed=run.disputed(ordered),
     )
     excused = ctx.label_optional | (ctx.unpicked_earlier if final else frozenset())  # FAIL-4
     unlabeled = tuple(m.id for m in ctx.offered if m.id not in run.judged and m.id not in excused)

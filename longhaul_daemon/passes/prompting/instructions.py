@@ -13,6 +13,7 @@ from longhaul_daemon.passes.answers.schema import BOUNDS
 __all__ = [
     "INSTRUCTIONS",
     "LABEL_SYSTEM_PROMPT",
+    "LIFT_IDS",
     "LONG_MESSAGE",
     "LONG_MESSAGE_IDS",
     "QUESTION_SYSTEM_PROMPT",
@@ -39,10 +40,11 @@ INSTRUCTIONS: tuple[tuple[str, str], ...] = (
         "Label every listed user message once, carried messages included: `labels` maps each u<n> to "
         '{"label":...}.',
     ),
+    ("LABEL-1", "A label is `rule` or `not a rule`."),
     (
-        "LABEL-1",
-        "A label is `rule`, `not a rule`, `lifts T` or `rule and lifts T`. T is one or more targets, each "
-        "the R<n> of a rule in force or the u<n> of an earlier listed message that gave a rule "
+        "LABEL-1-lifts",
+        "A message that withdraws a rule may instead be `lifts T` or `rule and lifts T`. T is one or more "
+        "targets, each the R<n> of a rule in force or the u<n> of an earlier listed message that gave a rule "
         "(`lifts R1, u20`).",
     ),
     (
@@ -129,10 +131,13 @@ SCHEMA = (
 
 # Instructions that can matter only in some passes go in the user prompt of those alone (prompt.py), since a
 # small model on a CPU pays for every token of every call: the narrowing and replacement rules when a rule in
-# force replaced others, the exact-words rule when a message over LONG_MESSAGE characters is offered.
+# force replaced others, the exact-words rule when a message over LONG_MESSAGE characters is offered, and
+# the lifting rules when the call's schema offers some message a lift (call_schemas.lift_targets; with
+# none offered, no label can lift, and a first pass seldom offers one).
 REPLACEMENT_IDS: tuple[str, ...] = ("LABEL-9", "LIFT-7", "LIFT-8")
 LONG_MESSAGE_IDS: tuple[str, ...] = ("QUOTE-4",)
-_SITUATIONAL = frozenset(REPLACEMENT_IDS + LONG_MESSAGE_IDS)
+LIFT_IDS: tuple[str, ...] = ("LABEL-1-lifts", "LABEL-6", "LABEL-10", "DIFF-11-user-words")
+_SITUATIONAL = frozenset(REPLACEMENT_IDS + LONG_MESSAGE_IDS + LIFT_IDS)
 
 SYSTEM_PROMPT = (
     "You update the carried state of a coding session that is being compacted. Read the state and the "
@@ -143,17 +148,30 @@ SYSTEM_PROMPT = (
 )
 
 
-def situational_instructions(*, replacements: bool, long_messages: bool) -> tuple[str, ...]:
-    """The DIFF-11 instructions this pass needs beyond the system prompt's: the replacement rules when a rule
-    in force replaced others (LABEL-9, LIFT-7, LIFT-8), the exact-words rule when a long message is offered
-    (QUOTE-4)."""
-    wanted = (REPLACEMENT_IDS if replacements else ()) + (LONG_MESSAGE_IDS if long_messages else ())
+def situational_instructions(*, replacements: bool, long_messages: bool, lifts: bool) -> tuple[str, ...]:
+    """The DIFF-11 instructions this pass needs beyond the system prompt's, in INSTRUCTIONS' order: the
+    lifting rules when some message may be offered a lift (LABEL-1's lift forms, LABEL-6, LABEL-10, the
+    user's own words), the replacement rules when a rule in force replaced others (LABEL-9, LIFT-7, LIFT-8),
+    the exact-words rule when a long message is offered (QUOTE-4)."""
+    wanted = (
+        (LIFT_IDS if lifts else ())
+        + (REPLACEMENT_IDS if replacements else ())
+        + (LONG_MESSAGE_IDS if long_messages else ())
+    )
     return tuple(text for rid, text in INSTRUCTIONS if rid in wanted)
 
 
 # The question call asks only about labels (LIFT-12): it needs the label grammar and the lifting rules,
 # not the whole answer's.
-_QUESTION_IDS = ("DIFF-9", "LABEL-1", "LABEL-6", "LABEL-10", "LABEL-13", "DIFF-11-user-words")
+_QUESTION_IDS = (
+    "DIFF-9",
+    "LABEL-1",
+    "LABEL-1-lifts",
+    "LABEL-6",
+    "LABEL-10",
+    "LABEL-13",
+    "DIFF-11-user-words",
+)
 QUESTION_SYSTEM_PROMPT = (
     "You check labels given to user messages of a coding session that is being compacted.\n\n"
     + "\n".join(f"- {text}" for rid, text in INSTRUCTIONS if rid in _QUESTION_IDS)
@@ -164,6 +182,7 @@ QUESTION_SYSTEM_PROMPT = (
 _LABEL_IDS = (
     "DIFF-9",
     "LABEL-1",
+    "LABEL-1-lifts",
     "LABEL-11",
     "LABEL-12",
     "LABEL-13",

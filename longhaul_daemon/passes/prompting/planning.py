@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from longhaul_daemon.offload import THREADS, Offload
+from longhaul_daemon.passes.answers.call_schemas import offers_lifts
 from longhaul_daemon.passes.answers.events import ChunkContext, ChunkEvents
 from longhaul_daemon.passes.answers.quotes import SHORT_MESSAGE
 from longhaul_daemon.passes.answers.quotes import OfferedMessage as QuotableMessage
@@ -78,6 +80,13 @@ class DiffInputs:
     takeover: Takeover | None = None  # TAKEOVER-1: set when the newest compaction is another compactor's
     offload: Offload = THREADS  # where the CPU steps run: a worker thread unless the pass is small
 
+    @cached_property
+    def offers_lifts(self) -> bool:
+        """Whether any chunk of the pass may offer a message a lift: read once for the pass, so every chunk's
+        span-less prompt is the one :class:`PromptSizer` measured (the lifting rules go with all or none)."""
+        earlier = self.takeover.earlier if self.takeover else ()
+        return offers_lifts(offered_messages(self.carried, self.span, earlier), self.state.rules)
+
 
 def chunk_prompt(
     inputs: DiffInputs, state: State, chunk: Sequence[SpanMessage], *, first: bool, edge: int
@@ -97,6 +106,7 @@ def chunk_prompt(
         earlier=takeover.earlier if first and takeover else (),
         foreign_summary=takeover.summary if first and takeover else None,
         long_messages=_offers_long_message(inputs),
+        lifts=inputs.offers_lifts,
     )
 
 
@@ -185,6 +195,9 @@ def prepare_chunk(
         ),
         commands=tuple(inputs.commands),
         errors=tuple(inputs.errors),
+        unconfirmed_rules=frozenset(
+            m.id for m in inputs.state.carriedMessages if m.readAsRule == "unconfirmed" and first
+        ),
     )
     return chunk_prompt(inputs, chunk_state, chunk, first=first, edge=edge), ctx
 

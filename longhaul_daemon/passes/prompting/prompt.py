@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from longhaul_daemon.passes.answers.call_schemas import offers_lifts
+from longhaul_daemon.passes.answers.quotes import OfferedMessage as QuotableMessage
 from longhaul_daemon.passes.prompting.instructions import (
     INSTRUCTIONS,
     LONG_MESSAGE,
@@ -192,6 +194,7 @@ def build_prompt(
     earlier: Sequence[EarlierMessage] = (),
     foreign_summary: str | None = None,
     long_messages: bool | None = None,
+    lifts: bool | None = None,
 ) -> Prompt:
     """The system and user prompt for one chunk (DIFF-7..12).
 
@@ -201,7 +204,8 @@ def build_prompt(
     stays (DIFF-2: cut harder when a span would not fit four chunks). ``earlier`` and ``foreign_summary``
     are set only when the pass takes over from another compactor (TAKEOVER-1, TAKEOVER-3, TAKEOVER-25).
     ``long_messages``: whether the pass offers a message over 600 characters in any chunk (QUOTE-4's
-    instruction is sent then); None reads this chunk's messages.
+    instruction is sent then); ``lifts``: whether any chunk may offer a message a lift (the lifting rules
+    are sent then); None reads this chunk's messages for either.
     """
     commands = state.commands if commands is None else commands
     errors = state.errors if errors is None else errors
@@ -272,7 +276,16 @@ def build_prompt(
         sections.append(data_block("focus", tag, clean(focus)))
     texts = [*(m.text for m in earlier), *(m.text for m in carried), *(t for _, t in offered)]
     long_messages = any(len(t) > LONG_MESSAGE for t in texts) if long_messages is None else long_messages
-    extra = situational_instructions(replacements=_replaced_any(state), long_messages=long_messages)
+    if lifts is None:
+        labeled = [
+            *(QuotableMessage(m.user_id, m.text) for m in earlier),
+            *(QuotableMessage(m.user_id, m.text) for m in carried),
+            *(QuotableMessage(uid, text) for uid, text in offered),
+        ]
+        lifts = offers_lifts(labeled, state.rules)
+    extra = situational_instructions(
+        replacements=_replaced_any(state), long_messages=long_messages, lifts=lifts
+    )
     if extra:
         sections.append("For this span also:\n" + "\n".join(f"- {text}" for text in extra))
     needed = [m.user_id for m in earlier if not m.picked]
