@@ -12,9 +12,10 @@ retry, the questions for the one extra call, and the messages still unlabeled. P
 - Code's second look (:mod:`~longhaul_daemon.passes.answers.doubts`) runs around the lifts.
 - Only the final answer counts every accepted label as judged (QUOTE-4), but for one kind: ours, a long
   message labeled ``rule`` whose words still do not verify is not judged, so the span closes ``partial`` and
-  carries it with its words (FAIL-4, ours) instead of dropping the rule it states. ``fixed`` claims go to
-  :mod:`~longhaul_daemon.passes.answers.fixes`; rule words are cleaned where cut (``clean_span``), so they
-  stay verbatim in the cleaned message.
+  carries it with its words (FAIL-4, ours) instead of dropping the rule it states; one held so by an earlier
+  pass that this answer labels otherwise is reported ``disputed``, and Close keeps its words. ``fixed``
+  claims go to :mod:`~longhaul_daemon.passes.answers.fixes`; rule words are cleaned where cut
+  (``clean_span``), so they stay verbatim in the cleaned message.
 """
 
 from __future__ import annotations
