@@ -41,6 +41,7 @@ from longhaul_daemon.passes.answers.reversal_words import (
     ALTERATIONS,
     CHANGES_OF_MIND,
     CLAUSE_END_RELEASES,
+    CONDITIONS,
     EARLIER_ORDERS,
     LASTING,
     NEGATIONS,
@@ -75,6 +76,10 @@ _CONDITIONAL_ORDER = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE = re.compile(r"[^,;:\u2014\u2013]+")
+_CONDITIONS = "|".join(r"\s+".join(c.split()) for c in CONDITIONS)
+_CONDITIONAL_MODAL = re.compile(
+    rf"(?<![\w'-])(?:{_CONDITIONS})\s+(?:you|u)\s+(?:can|could|may)(?![\w'-])", re.IGNORECASE
+)
 
 
 def _cue(phrases: Iterable[str], *, ends: str = r"(?![\w-])") -> re.Pattern[str]:
@@ -153,7 +158,9 @@ def ordered_words(rule_words: str) -> str:
 
 
 def _permitted(sentence: str, pattern: re.Pattern[str]) -> bool:
-    """A permission cue in a clause with no negation: "go ahead and push, no need to wait" permits."""
+    """A permission cue in a clause with no negation: "go ahead and push, no need to wait" permits; "if you
+    can" does not."""
+    sentence = _CONDITIONAL_MODAL.sub(lambda m: " " * len(m.group()), sentence)
     for clause in _CLAUSE.finditer(sentence):
         part = clause.group()
         if pattern.search(part) and not _NEGATION.search(part):

@@ -11,6 +11,7 @@ __all__ = [
     "ALTERATIONS",
     "CHANGES_OF_MIND",
     "CLAUSE_END_RELEASES",
+    "CONDITIONS",
     "EARLIER_ORDERS",
     "LASTING",
     "NEGATIONS",
@@ -186,7 +187,17 @@ THIS_ONCE: tuple[str, ...] = (
     "this particular",
     "for this one",
 )
-ONCE: tuple[str, ...] = (*THIS_ONCE, "for the moment", "right now", "just now", "today only")
+ONCE: tuple[str, ...] = (
+    *THIS_ONCE,
+    "for the moment",
+    "right now",
+    "just now",
+    "today only",
+    "one-off",  # ours: "skip the hints for this one-off script"
+    "one off",
+)
+# ours: a modal in a condition permits nothing ("use the standard library if you can")
+CONDITIONS: tuple[str, ...] = ("if", "where", "wherever", "when", "whenever", "as much as", "as far as")
 # ours: a way of working said to be over ("the dry-run step is gone", "that check is off now"); a thing said
 # to be gone is news ("the integration flake is gone"), so the subject must name a practice
 PRACTICES: tuple[str, ...] = (

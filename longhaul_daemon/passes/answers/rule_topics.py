@@ -193,9 +193,7 @@ def _pattern(phrase: str) -> str:
 
 _FAMILY_PATTERNS: Final = {
     family: re.compile(
-        r"(?<![\w-])(?:"
-        + "|".join(_pattern(p) for p in sorted(words, key=len, reverse=True))
-        + r")(?![\w-])",
+        r"(?<!\w)(?:" + "|".join(_pattern(p) for p in sorted(words, key=len, reverse=True)) + r")(?!\w)",
         re.IGNORECASE,
     )
     for family, words in TOPIC_FAMILIES.items()
