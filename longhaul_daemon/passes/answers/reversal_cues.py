@@ -43,13 +43,17 @@ from longhaul_daemon.passes.answers.reversal_words import (
     CLAUSE_END_RELEASES,
     CONDITIONS,
     EARLIER_ORDERS,
+    ENDED,
+    ENDING_VERBS,
     LASTING,
     NEGATIONS,
     ONCE,
+    PASSING_WORK,
     PERMISSIONS,
     PRACTICES,
     RELEASES,
     RETURNS,
+    UNMARKED_CONTRACTIONS,
 )
 
 __all__ = [
@@ -58,6 +62,7 @@ __all__ = [
     "may_state_withdrawal",
     "ordered_words",
     "sentence_cues",
+    "spelled_out",
     "without_cue_words",
     "without_marker_words",
 ]
@@ -93,6 +98,12 @@ _RETURN = _cue(RETURNS)
 _CHANGE = _cue(CHANGES_OF_MIND)
 _RELEASE = _cue(RELEASES)
 _ONCE = _cue(ONCE)
+_WORK_UNIT = "|".join(r"\s+".join(unit.split()) for unit in PASSING_WORK)
+_PASSING_WORK = re.compile(
+    r"(?<![\w'-])(?:for|in|on|with)\s+(?:just\s+)?(?:this|that|the\s+next)\s+(?:[\w-]+\s+){0,2}?"
+    rf"(?:{_WORK_UNIT})(?![\w'-])",
+    re.IGNORECASE,
+)
 _CLAUSE_END_RELEASE = re.compile(
     r"(?<![\w'-])(?:" + "|".join(r"\s+".join(p.split()) for p in CLAUSE_END_RELEASES) + ")"
     r"(?:\s+now)?\s*(?=[,;:.!\u2014\u2013]|\Z)",
@@ -105,11 +116,29 @@ _NOT_NEEDED = re.compile(
     r"(?![\w-])",
     re.IGNORECASE,
 )
+_PRACTICE = "|".join(PRACTICES)
+_ENDING_VERBS = "|".join(r"\s+".join(verb.split()) for verb in ENDING_VERBS)
+_ENDED = "|".join(r"\s+".join(state.split()) for state in ENDED)
+# a practice or the order itself said to be over, a few naming words allowed between ("the freeze on new
+# dependencies is discontinued"), or set off by a dash ("the top-level tests/ requirement - gone")
 _PRACTICE_ENDED = re.compile(
-    rf"(?<![\w'-])(?:{'|'.join(PRACTICES)})s?\s+(?:is|are|'s|has\s+been|have\s+been)\s+(?:now\s+)?"
-    r"(?:gone|off|done|dead|over|history|finished|lifted|retired|dropped|scrapped|cancell?ed|removed)(?![\w'-])",
+    rf"(?<![\w'-])(?:{_PRACTICE})s?(?:\s+[^\s,;:.!?\u2014\u2013]+){{0,4}}?"
+    r"(?:'s\s+|\s+(?:is|are|was|were|has\s+been|have\s+been|has|have)\s+|\s*[:\u2014\u2013-]\s*)(?:now\s+)?"
+    rf"(?:{_ENDED})(?![\w'-])"
+    # "keeping tests in tests/ isn't a thing here anymore", "it's not a rule anymore"
+    rf"|(?:n't|(?<![\w'-])not)\s+a\s+(?:{_PRACTICE})(?:\s+\w+){{0,2}}?\s+(?:anymore|any\s+more|any\s+longer)"
+    r"(?![\w'-])",
     re.IGNORECASE,
 )
+# ours: a verb that ends an order, aimed at it ("kill the secrets-must-be-env-vars rule")
+_ORDER_ENDED = re.compile(
+    rf"(?<![\w'-])(?:{_ENDING_VERBS})\s+"
+    rf"(?:the|that|this|my|our|your)\s+(?:[^\s,;:.!?\u2014\u2013]+\s+){{0,4}}?(?:{_PRACTICE})s?(?![\w'-])",
+    re.IGNORECASE,
+)
+# ours: a permission to do it without what the rule orders first ("you can delete files without asking me")
+_WITHOUT_DOING = re.compile(r"(?<![\w'-])without\s+\w+ing(?![\w'-])", re.IGNORECASE)
+_UNMARKED = re.compile(rf"(?<![\w'-])({'|'.join(UNMARKED_CONTRACTIONS)})(?![\w'-])", re.IGNORECASE)
 _LASTING = _cue(LASTING, ends=r"(?![\w'-])")
 _EARLIER_ORDER = _cue(EARLIER_ORDERS, ends=r"(?![\w'-])")
 # ours: a person no longer doing it, in one clause ("we don't run the dry run anymore", "nobody runs the
@@ -194,22 +223,25 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
     """The cues of one stripped sentence (’ read as '), or None when it is a question, is scoped to this once,
     or holds none. ``withdrawing``: whether its message holds a LIFT-2 expression (then the sentence's own
     one counts as a change of mind)."""
-    if not sentence or sentence.endswith("?") or _ONCE.search(sentence):
+    if not sentence or sentence.endswith("?") or _ONCE.search(sentence) or _PASSING_WORK.search(sentence):
         return None
-    change = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
+    ended = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _ORDER_ENDED.finditer(sentence))
+    change = ended or any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
     change = change or (withdrawing and may_withdraw(sentence))
     negated = _NEGATION.search(sentence) is not None
     holds = _STILL_HOLDS.search(sentence) is not None
     release = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _RELEASE.finditer(sentence))
+    permission = _permitted(sentence, _PERMISSION) or _permitted(sentence, _AS_YOU_LIKE)
+    release = release or (permission and _WITHOUT_DOING.search(sentence) is not None)
+    named = ended or (_EARLIER_ORDER.search(sentence) or _PRACTICE_ENDED.search(sentence)) is not None
     cues = Cues(
         change=change,
-        permission=_permitted(sentence, _PERMISSION) or _permitted(sentence, _AS_YOU_LIKE),
+        permission=permission,
         back=not negated and _RETURN.search(sentence) is not None,
         release=release or any(p.search(sentence) for p in _ENDED_WORK),
         alteration=_permitted(sentence, _ALTERATION),
         lasting=_LASTING.search(sentence) is not None and not holds,
-        about_order=(_EARLIER_ORDER.search(sentence) or _PRACTICE_ENDED.search(sentence)) is not None
-        and not holds,
+        about_order=named and not holds,
     )
     return cues if cues else None
 
@@ -217,8 +249,13 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
 def may_state_withdrawal(text: str) -> bool:
     """Whether ``text`` holds a marker a sentence needs for :attr:`Cues.states_withdrawal`: when it holds
     none, no sentence of it states a withdrawal, and no sentence need be read."""
-    text = text.replace("\u2019", "'")
-    return any(p.search(text) for p in (_LASTING, _EARLIER_ORDER, _PRACTICE_ENDED))
+    text = spelled_out(text.replace("\u2019", "'"))
+    return any(p.search(text) for p in (_LASTING, _EARLIER_ORDER, _PRACTICE_ENDED, _ORDER_ENDED))
+
+
+def spelled_out(text: str) -> str:
+    """``text`` with the apostrophe chat leaves out put back ("dont" is "don't"): cues are read on it."""
+    return _UNMARKED.sub(lambda m: m.group()[:-1] + "'t", text) if "nt" in text.casefold() else text
 
 
 def without_cue_words(sentence: str) -> str:

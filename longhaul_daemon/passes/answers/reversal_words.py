@@ -13,14 +13,18 @@ __all__ = [
     "CLAUSE_END_RELEASES",
     "CONDITIONS",
     "EARLIER_ORDERS",
+    "ENDED",
+    "ENDING_VERBS",
     "LASTING",
     "NEGATIONS",
     "ONCE",
+    "PASSING_WORK",
     "PERMISSIONS",
     "PRACTICES",
     "RELEASES",
     "RETURNS",
     "THIS_ONCE",
+    "UNMARKED_CONTRACTIONS",
 ]
 
 PERMISSIONS: tuple[str, ...] = (
@@ -62,6 +66,13 @@ PERMISSIONS: tuple[str, ...] = (
     "your call",
     "go for it",
     "by all means",
+    # ours: leave given, or work the user kept handed over ("permission granted", "make them yourself")
+    "permission granted",
+    "you have permission",
+    "cleared to",
+    "released from",
+    "yourself",
+    "on your own",
 )
 RETURNS: tuple[str, ...] = ("go back to", "back to", "switch back", "revert to", "as before")
 CHANGES_OF_MIND: tuple[str, ...] = (
@@ -119,6 +130,23 @@ CHANGES_OF_MIND: tuple[str, ...] = (
     "abandoned",
     "scrap",
     "scrapped",
+    # ours: the order called withdrawn, undone or a mistake ("count the naming rule as withdrawn")
+    "withdrawn",
+    "moot",
+    "discontinued",
+    "run its course",
+    "a mistake",
+    "don't care about",
+    "do not care about",
+    "reverting my",
+    "revert my",
+    "overriding my",
+    "override my",
+    "undo my",
+    "lifting",
+    "unlearn",
+    "outgrown",
+    "outgrew",
 )
 RELEASES: tuple[str, ...] = (
     "stop",
@@ -142,6 +170,8 @@ RELEASES: tuple[str, ...] = (
     "omit",
     "live without",
     "do without",
+    "don't need",
+    "do not need",
     "drop",
     "dropped",
     "dropping",
@@ -196,6 +226,90 @@ ONCE: tuple[str, ...] = (
     "one-off",  # ours: "skip the hints for this one-off script"
     "one off",
 )
+# ours: work that is over once done, so "for this quick spike", "for this single hotfix" scope a sentence to
+# this once; a prototype or a demo may be the whole project ("no hints for this prototype" withdraws)
+PASSING_WORK: tuple[str, ...] = (
+    "fix",
+    "hotfix",
+    "patch",
+    "commit",
+    "change",
+    "pr",
+    "pull request",
+    "spike",
+    "experiment",
+    "ticket",
+    "task",
+    "bug",
+    "run",
+    "attempt",
+    "edit",
+    "one",
+)
+# ours: an order named by a verb that ends it ("kill the secrets rule", "strike the changelog rule")
+ENDING_VERBS: tuple[str, ...] = (
+    "kill",
+    "strike",
+    "delete",
+    "remove",
+    "undo",
+    "revert",
+    "reverting",
+    "override",
+    "overriding",
+    "lift",
+    "lifting",
+    "withdraw",
+    "withdrawing",
+    "rescind",
+    "nix",
+    "unlearn",
+    "outgrown",
+    "outgrew",
+    "let go of",
+)
+# ours: what an order is said to be once it ends ("the top-level tests/ requirement - gone")
+ENDED: tuple[str, ...] = (
+    "gone",
+    "off",
+    "done",
+    "dead",
+    "over",
+    "history",
+    "finished",
+    "lifted",
+    "retired",
+    "dropped",
+    "scrapped",
+    "cancelled",
+    "canceled",
+    "removed",
+    "withdrawn",
+    "moot",
+    "void",
+    "obsolete",
+    "defunct",
+    "discontinued",
+    "a mistake",
+    "run its course",
+)
+# ours: chat leaves the apostrophe out ("dont bother", "isnt a thing anymore"); read as if it were there
+UNMARKED_CONTRACTIONS: tuple[str, ...] = (
+    "dont",
+    "doesnt",
+    "didnt",
+    "isnt",
+    "arent",
+    "wasnt",
+    "werent",
+    "hasnt",
+    "havent",
+    "shouldnt",
+    "wouldnt",
+    "couldnt",
+    "mustnt",
+    "neednt",
+)
 # ours: a modal in a condition permits nothing ("use the standard library if you can")
 CONDITIONS: tuple[str, ...] = ("if", "where", "wherever", "when", "whenever", "as much as", "as far as")
 # ours: a way of working said to be over ("the dry-run step is gone", "that check is off now"); a thing said
@@ -227,6 +341,10 @@ PRACTICES: tuple[str, ...] = (
     "lockdown",
     "period",
     "ceremony",
+    "convention",
+    "directive",
+    "guideline",
+    "mandate",
 )
 # ours: a sentence that says its change lasts, so a cue in it withdraws something even when code cannot tell
 # which rule ("scrap the code style stuff I mentioned", "use print whenever you like from here on"): a

@@ -47,6 +47,7 @@ from longhaul_daemon.passes.answers.reversal_cues import (
     forbids,
     ordered_words,
     sentence_cues,
+    spelled_out,
     without_cue_words,
     without_marker_words,
 )
@@ -191,9 +192,10 @@ def cued_sentences(judged: str, *, withdrawing: bool | None = None) -> tuple[Cue
     out: list[CuedSentence] = []
     for match in SENTENCE.finditer(text):
         sentence = match.group().strip()
-        cues = sentence_cues(sentence, withdrawing=withdrawing)
+        read = spelled_out(sentence)
+        cues = sentence_cues(read, withdrawing=withdrawing)
         if cues is not None:
-            bare = without_cue_words(sentence)
+            bare = without_cue_words(read)
             subjects = _subjects(bare)
             out.append(CuedSentence(sentence, stems(bare), _joined(bare), _plain(sentence), cues, subjects))
     return tuple(out)
