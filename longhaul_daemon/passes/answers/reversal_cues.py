@@ -208,6 +208,7 @@ class Cues:
     alteration: bool
     lasting: bool = False  # the sentence says its change lasts (LASTING)
     about_order: bool = False  # it names the order itself (EARLIER_ORDERS) or says a practice ended
+    order_ended: bool = False  # it says the order or practice itself is over ("the … rule can go")
 
     def __bool__(self) -> bool:
         return self.change or self.permission or self.back or self.release or self.alteration
@@ -233,7 +234,8 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
     release = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _RELEASE.finditer(sentence))
     permission = _permitted(sentence, _PERMISSION) or _permitted(sentence, _AS_YOU_LIKE)
     release = release or (permission and _WITHOUT_DOING.search(sentence) is not None)
-    named = ended or (_EARLIER_ORDER.search(sentence) or _PRACTICE_ENDED.search(sentence)) is not None
+    ended = ended or _PRACTICE_ENDED.search(sentence) is not None
+    named = ended or _EARLIER_ORDER.search(sentence) is not None
     cues = Cues(
         change=change,
         permission=permission,
@@ -242,6 +244,7 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
         alteration=_permitted(sentence, _ALTERATION),
         lasting=_LASTING.search(sentence) is not None and not holds,
         about_order=named and not holds,
+        order_ended=ended and not holds,
     )
     return cues if cues else None
 

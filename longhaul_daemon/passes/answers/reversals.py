@@ -66,6 +66,7 @@ __all__ = [
     "cued_sentences",
     "reversal_in",
     "reversal_of",
+    "reversal_tie",
     "rule_shape",
     "rule_topics",
     "shared_stems",
@@ -224,39 +225,51 @@ def shared_stems(sentence: CuedSentence, rule: RuleShape) -> frozenset[str]:
 
 
 def _tied(shared: frozenset[str], rule_stems: frozenset[str], lone: int, *, half: bool = False) -> bool:
+    """Two things shared, or one telling one: a long stem, a version ("3.8"), and for a change of mind
+    (``half``) a subject (":mod:`.rule_topics`"); or, for a change of mind, half the rule's stems."""
     if half and shared and 2 * len(shared) >= len(rule_stems):
         return True
-    return len(shared) >= 2 or any(len(stem) >= lone or "." in stem for stem in shared)  # "." : a version
+    return len(shared) >= 2 or any(
+        (len(stem) >= lone or "." in stem) if not stem.startswith("#") else half for stem in shared
+    )
 
 
-def _reverses(sentence: CuedSentence, rule: RuleShape) -> bool:
+def _reverses(sentence: CuedSentence, rule: RuleShape) -> int:
+    """How many things tie the sentence to the rule it reverses; 0 when it reverses nothing of it."""
     # a subject both name is one more thing they share ("prints are fine" and "never print statements")
     shared = shared_stems(sentence, rule) | (sentence.subjects & rule.subjects)
     cues = sentence.cues
-    if cues.change:
-        return _tied(shared, rule.stems, MIN_LONE_STEM, half=True)
+    if cues.change or cues.order_ended:  # the order itself said to be over weighs as a change of mind
+        return len(shared) if _tied(shared, rule.stems, MIN_LONE_STEM, half=True) else 0
     ordered = rule.ordered | rule.ordered_subjects
     if cues.release and _tied(shared & ordered, rule.ordered, MIN_LONE_STEM_WEAK):
-        return True  # it releases what the rule orders done
+        return len(shared)  # it releases what the rule orders done
     weak = (rule.forbidding and cues.permission) or cues.alteration or cues.back
-    return weak and _tied(shared, rule.stems, MIN_LONE_STEM_WEAK)
+    return len(shared) if weak and _tied(shared, rule.stems, MIN_LONE_STEM_WEAK) else 0
 
 
 def _plain(text: str) -> str:
     return " ".join(text.replace("\u2019", "'").casefold().split())
 
 
-def reversal_of(cued: Sequence[CuedSentence], rule: RuleShape) -> str | None:
+def reversal_tie(cued: Sequence[CuedSentence], rule: RuleShape) -> tuple[str, int] | None:
     """The first of ``cued`` (:func:`cued_sentences`) that reverses ``rule`` (:func:`rule_shape`), as the
-    module reads it; None when none does."""
+    module reads it, and how many things tie them (stems and subjects shared); None when none does."""
     if not rule.stems:
         return None
     for sentence in cued:
         if rule.restated and rule.restated in sentence.plain:
             continue  # the rule's words whole: a restatement
-        if _reverses(sentence, rule):
-            return sentence.text
+        tie = _reverses(sentence, rule)
+        if tie:
+            return sentence.text, tie
     return None
+
+
+def reversal_of(cued: Sequence[CuedSentence], rule: RuleShape) -> str | None:
+    """The sentence of :func:`reversal_tie`, when there is one."""
+    found = reversal_tie(cued, rule)
+    return found[0] if found is not None else None
 
 
 TOPIC_LETTERS = 4  # a word's opening that names its topic in the loose tie ("docs" of "docstring")
