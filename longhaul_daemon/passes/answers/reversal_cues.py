@@ -1,5 +1,6 @@
 """How a user's sentence is read for a reversal, and what a rule orders done: the cues
-:mod:`~longhaul_daemon.passes.answers.reversals` ties to rules, read with :mod:`.reversal_words`.
+:mod:`~longhaul_daemon.passes.answers.reversals` ties to rules, read with :mod:`.reversal_words` and
+:mod:`.order_words`.
 
 Kept apart from the tying so the vocabulary can grow without touching how a sentence meets a rule. A cue is
 read in one sentence that is neither a question nor scoped to this once (:data:`ONCE`), and comes in kinds
@@ -23,9 +24,12 @@ that weigh differently against a rule (reversals.py):
   releases "never run a migration without --dry-run".
 
 A sentence may also say that its change lasts (:attr:`Cues.states_withdrawal`, ours): a lasting time
-(:data:`.reversal_words.LASTING`: "anymore", "from now on"), or the order itself named or said to be over
-(:data:`.reversal_words.EARLIER_ORDERS`: "the rule I mentioned"; "the freeze is over"), unless it says the
-order still stands. Such a sentence withdraws something even when no rule's stems tie it.
+(:data:`.order_words.LASTING`: "anymore", "from now on"), or the order itself named or said to be over
+(:data:`.order_words.EARLIER_ORDERS`: "the rule I mentioned"; "the freeze is over"), unless it says the
+order still stands. Such a sentence withdraws something even when no rule's stems tie it. Ours besides: an
+order named and said to be over (:attr:`Cues.order_ended`: "kill the no-emoji rule", "the … requirement -
+gone"; a practice only "gone" or "dropped", for "the lint check is done" is news) weighs as a change of mind.
+Sentences are read with chat's missing apostrophes put back (:func:`spelled_out`).
 
 Pure regular expressions over the sentence; nothing raises.
 """
@@ -37,20 +41,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.lifts import may_withdraw
+from longhaul_daemon.passes.answers.order_words import (
+    COMPLETED,
+    EARLIER_ORDERS,
+    ENDED,
+    ENDING_VERBS,
+    LASTING,
+    ORDERS,
+    PRACTICES,
+)
 from longhaul_daemon.passes.answers.reversal_words import (
     ALTERATIONS,
     CHANGES_OF_MIND,
     CLAUSE_END_RELEASES,
     CONDITIONS,
-    EARLIER_ORDERS,
-    ENDED,
-    ENDING_VERBS,
-    LASTING,
     NEGATIONS,
     ONCE,
     PASSING_WORK,
     PERMISSIONS,
-    PRACTICES,
     RELEASES,
     RETURNS,
     UNMARKED_CONTRACTIONS,
@@ -116,15 +124,17 @@ _NOT_NEEDED = re.compile(
     r"(?![\w-])",
     re.IGNORECASE,
 )
-_PRACTICE = "|".join(PRACTICES)
+_ORDER = "|".join(ORDERS)
+_PRACTICE = "|".join((*PRACTICES, *ORDERS))
 _ENDING_VERBS = "|".join(r"\s+".join(verb.split()) for verb in ENDING_VERBS)
 _ENDED = "|".join(r"\s+".join(state.split()) for state in ENDED)
-# a practice or the order itself said to be over, a few naming words allowed between ("the freeze on new
-# dependencies is discontinued"), or set off by a dash ("the top-level tests/ requirement - gone")
+_NAMING = r"(?:\s+[^\s,;:.!?\u2014\u2013]+){0,4}?"  # a few naming words ("the freeze on new dependencies")
+_BE = r"(?:'s\s+|\s+(?:is|are|was|were|has\s+been|have\s+been|has|have)\s+|\s*[:\u2014\u2013-]\s*)(?:now\s+)?"
+# a practice or the order itself said to be over, or set off by a dash ("the top-level tests/ requirement -
+# gone"); only an order is over when it is done ("the lint check is done" is news)
 _PRACTICE_ENDED = re.compile(
-    rf"(?<![\w'-])(?:{_PRACTICE})s?(?:\s+[^\s,;:.!?\u2014\u2013]+){{0,4}}?"
-    r"(?:'s\s+|\s+(?:is|are|was|were|has\s+been|have\s+been|has|have)\s+|\s*[:\u2014\u2013-]\s*)(?:now\s+)?"
-    rf"(?:{_ENDED})(?![\w'-])"
+    rf"(?<![\w'-])(?:(?:{_PRACTICE})s?{_NAMING}{_BE}(?:{_ENDED})|(?:{_ORDER})s?{_NAMING}{_BE}(?:{'|'.join(COMPLETED)}))"
+    r"(?![\w'-])"
     # "keeping tests in tests/ isn't a thing here anymore", "it's not a rule anymore"
     rf"|(?:n't|(?<![\w'-])not)\s+a\s+(?:{_PRACTICE})(?:\s+\w+){{0,2}}?\s+(?:anymore|any\s+more|any\s+longer)"
     r"(?![\w'-])",

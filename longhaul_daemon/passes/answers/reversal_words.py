@@ -1,5 +1,6 @@
 """The words of a reversal: what users say when they let a rule go, and what marks a sentence as scoped to
-this once or as lasting. Vocabulary only; :mod:`.reversal_cues` reads sentences with it.
+this once. Vocabulary only; :mod:`.reversal_cues` reads sentences with it (:mod:`.order_words` has how an
+order is named, said to be over or to last).
 
 Kept apart so the vocabulary can grow without touching how a sentence is read. Each tuple says in its
 comment what it is for; :mod:`.reversal_cues`'s docstring says how each kind weighs against a rule.
@@ -12,15 +13,10 @@ __all__ = [
     "CHANGES_OF_MIND",
     "CLAUSE_END_RELEASES",
     "CONDITIONS",
-    "EARLIER_ORDERS",
-    "ENDED",
-    "ENDING_VERBS",
-    "LASTING",
     "NEGATIONS",
     "ONCE",
     "PASSING_WORK",
     "PERMISSIONS",
-    "PRACTICES",
     "RELEASES",
     "RETURNS",
     "THIS_ONCE",
@@ -246,53 +242,6 @@ PASSING_WORK: tuple[str, ...] = (
     "edit",
     "one",
 )
-# ours: an order named by a verb that ends it ("kill the secrets rule", "strike the changelog rule")
-ENDING_VERBS: tuple[str, ...] = (
-    "kill",
-    "strike",
-    "delete",
-    "remove",
-    "undo",
-    "revert",
-    "reverting",
-    "override",
-    "overriding",
-    "lift",
-    "lifting",
-    "withdraw",
-    "withdrawing",
-    "rescind",
-    "nix",
-    "unlearn",
-    "outgrown",
-    "outgrew",
-    "let go of",
-)
-# ours: what an order is said to be once it ends ("the top-level tests/ requirement - gone")
-ENDED: tuple[str, ...] = (
-    "gone",
-    "off",
-    "done",
-    "dead",
-    "over",
-    "history",
-    "finished",
-    "lifted",
-    "retired",
-    "dropped",
-    "scrapped",
-    "cancelled",
-    "canceled",
-    "removed",
-    "withdrawn",
-    "moot",
-    "void",
-    "obsolete",
-    "defunct",
-    "discontinued",
-    "a mistake",
-    "run its course",
-)
 # ours: chat leaves the apostrophe out ("dont bother", "isnt a thing anymore"); read as if it were there
 UNMARKED_CONTRACTIONS: tuple[str, ...] = (
     "dont",
@@ -312,73 +261,3 @@ UNMARKED_CONTRACTIONS: tuple[str, ...] = (
 )
 # ours: a modal in a condition permits nothing ("use the standard library if you can")
 CONDITIONS: tuple[str, ...] = ("if", "where", "wherever", "when", "whenever", "as much as", "as far as")
-# ours: a way of working said to be over ("the dry-run step is gone", "that check is off now"); a thing said
-# to be gone is news ("the integration flake is gone"), so the subject must name a practice
-PRACTICES: tuple[str, ...] = (
-    "step",
-    "check",
-    "habit",
-    "routine",
-    "business",
-    "thing",
-    "arrangement",
-    "process",
-    "practice",
-    "ritual",
-    "dance",
-    "stuff",
-    "workflow",
-    "procedure",
-    # ours: the order itself, or a period it held for
-    "rule",
-    "restriction",
-    "requirement",
-    "constraint",
-    "instruction",
-    "policy",
-    "ban",
-    "freeze",
-    "lockdown",
-    "period",
-    "ceremony",
-    "convention",
-    "directive",
-    "guideline",
-    "mandate",
-)
-# ours: a sentence that says its change lasts, so a cue in it withdraws something even when code cannot tell
-# which rule ("scrap the code style stuff I mentioned", "use print whenever you like from here on"): a
-# lasting time ("anymore", "from now on"), or a pointer to something the user ordered before
-LASTING: tuple[str, ...] = (
-    "anymore",
-    "any more",
-    "any longer",
-    "no longer",
-    "from now on",
-    "from here on",
-    "from here out",
-    "going forward",
-    "henceforth",
-    "these days",
-)
-EARLIER_ORDERS: tuple[str, ...] = (
-    "rule",
-    "rules",
-    "restriction",
-    "restrictions",
-    "requirement",
-    "requirements",
-    "constraint",
-    "constraints",
-    "instruction",
-    "instructions",
-    "policy",
-    "what i said",
-    "what i asked",
-    "what i told you",
-    "i mentioned",
-    "i said",
-    "i asked",
-    "earlier",
-    "thing",
-)
