@@ -4,8 +4,10 @@ Each bank's rules are put in force together (one wording each, every wording in 
 and every look-alike of the bank is read against them as one later user message, as the pass's second look
 reads it (``passes/answers/doubts.py``: a lift check that passes, a reversal, a loose tie). Printed per bank:
 how many withdrawals had their own rule flagged or lifted (and how many other rules beside it), only a wrong
-rule, or nothing; and how many look-alikes (tasks, chatter, one-offs; for the development set its
-look-alikes) flagged any rule. Only counts are printed, so the held-out banks stay unread.
+rule, or nothing; and how many look-alikes (tasks, chatter, one-offs; for a development set its
+look-alikes) flagged any rule. The two development sets come first (withdrawal_dev.py, and
+withdrawal_dev2.py, written blind by another hand). Only counts are printed, so the held-out banks stay
+unread.
 
     .venv/bin/python bench/withdrawal_readings.py
 """
@@ -16,16 +18,18 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import withdrawal_dev
+import withdrawal_dev2
 from bench_bank_heldout import HELD_OUT
 from bench_bank_heldout2 import HELD_OUT_2
 from bench_bank_heldout3 import HELD_OUT_3
 from bench_bank_tuning import TUNING
 from bench_corpus import Bank
-from withdrawal_dev import LIFTS, NEGATIVES, RULES
 
 from longhaul_daemon.passes.answers.quotes import OfferedMessage
 from longhaul_daemon.passes.answers.withdrawal_reading import StandingRule, withdrawal_candidates
@@ -94,10 +98,21 @@ def bank_tally(bank: Bank) -> Tally:
     return tally(rules, bank.lifts, look_alikes)
 
 
+DEVELOPMENT_SETS: tuple[tuple[str, ModuleType], ...] = (
+    ("development set", withdrawal_dev),
+    ("development set 2", withdrawal_dev2),
+)
+"""Each development set, named as printed: a module with RULES, LIFTS and NEGATIVES (key -> texts)."""
+
+
+def development_tally(dev: ModuleType) -> Tally:
+    look_alikes = [text for texts in dev.NEGATIVES.values() for text in texts]
+    return tally(dev.RULES, dev.LIFTS, look_alikes)
+
+
 def main() -> int:
-    sys.stdout.write(
-        tally(RULES, LIFTS, [t for texts in NEGATIVES.values() for t in texts]).line("development set") + "\n"
-    )
+    for name, dev in DEVELOPMENT_SETS:
+        sys.stdout.write(development_tally(dev).line(name) + "\n")
     for name, bank in NAMED_BANKS:
         sys.stdout.write(bank_tally(bank).line(name) + "\n")
     return 0

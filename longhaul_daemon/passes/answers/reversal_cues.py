@@ -1,5 +1,6 @@
 """How a user's sentence is read for a reversal, and what a rule orders done: the cues
-:mod:`~longhaul_daemon.passes.answers.reversals` ties to rules, read with :mod:`.reversal_words`.
+:mod:`~longhaul_daemon.passes.answers.reversals` ties to rules, read with :mod:`.reversal_words` and
+:mod:`.order_words`.
 
 Kept apart from the tying so the vocabulary can grow without touching how a sentence meets a rule. A cue is
 read in one sentence that is neither a question nor scoped to this once (:data:`ONCE`), and comes in kinds
@@ -23,9 +24,12 @@ that weigh differently against a rule (reversals.py):
   releases "never run a migration without --dry-run".
 
 A sentence may also say that its change lasts (:attr:`Cues.states_withdrawal`, ours): a lasting time
-(:data:`.reversal_words.LASTING`: "anymore", "from now on"), or the order itself named or said to be over
-(:data:`.reversal_words.EARLIER_ORDERS`: "the rule I mentioned"; "the freeze is over"), unless it says the
-order still stands. Such a sentence withdraws something even when no rule's stems tie it.
+(:data:`.order_words.LASTING`: "anymore", "from now on"), or the order itself named or said to be over
+(:data:`.order_words.EARLIER_ORDERS`: "the rule I mentioned"; "the freeze is over"), unless it says the
+order still stands. Such a sentence withdraws something even when no rule's stems tie it. Ours besides: an
+order named and said to be over (:attr:`Cues.order_ended`: "kill the no-emoji rule", "the … requirement -
+gone"; a practice only "gone" or "dropped", for "the lint check is done" is news) weighs as a change of mind.
+Sentences are read with chat's missing apostrophes put back (:func:`spelled_out`).
 
 Pure regular expressions over the sentence; nothing raises.
 """
@@ -37,18 +41,27 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from longhaul_daemon.passes.answers.lifts import may_withdraw
+from longhaul_daemon.passes.answers.order_words import (
+    COMPLETED,
+    EARLIER_ORDERS,
+    ENDED,
+    ENDING_VERBS,
+    LASTING,
+    ORDERS,
+    PRACTICES,
+)
 from longhaul_daemon.passes.answers.reversal_words import (
     ALTERATIONS,
     CHANGES_OF_MIND,
     CLAUSE_END_RELEASES,
-    EARLIER_ORDERS,
-    LASTING,
+    CONDITIONS,
     NEGATIONS,
     ONCE,
+    PASSING_WORK,
     PERMISSIONS,
-    PRACTICES,
     RELEASES,
     RETURNS,
+    UNMARKED_CONTRACTIONS,
 )
 
 __all__ = [
@@ -57,6 +70,7 @@ __all__ = [
     "may_state_withdrawal",
     "ordered_words",
     "sentence_cues",
+    "spelled_out",
     "without_cue_words",
     "without_marker_words",
 ]
@@ -75,6 +89,10 @@ _CONDITIONAL_ORDER = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE = re.compile(r"[^,;:\u2014\u2013]+")
+_CONDITIONS = "|".join(r"\s+".join(c.split()) for c in CONDITIONS)
+_CONDITIONAL_MODAL = re.compile(
+    rf"(?<![\w'-])(?:{_CONDITIONS})\s+(?:you|u)\s+(?:can|could|may)(?![\w'-])", re.IGNORECASE
+)
 
 
 def _cue(phrases: Iterable[str], *, ends: str = r"(?![\w-])") -> re.Pattern[str]:
@@ -88,6 +106,12 @@ _RETURN = _cue(RETURNS)
 _CHANGE = _cue(CHANGES_OF_MIND)
 _RELEASE = _cue(RELEASES)
 _ONCE = _cue(ONCE)
+_WORK_UNIT = "|".join(r"\s+".join(unit.split()) for unit in PASSING_WORK)
+_PASSING_WORK = re.compile(
+    r"(?<![\w'-])(?:for|in|on|with)\s+(?:just\s+)?(?:this|that|the\s+next)\s+(?:[\w-]+\s+){0,2}?"
+    rf"(?:{_WORK_UNIT})(?![\w'-])",
+    re.IGNORECASE,
+)
 _CLAUSE_END_RELEASE = re.compile(
     r"(?<![\w'-])(?:" + "|".join(r"\s+".join(p.split()) for p in CLAUSE_END_RELEASES) + ")"
     r"(?:\s+now)?\s*(?=[,;:.!\u2014\u2013]|\Z)",
@@ -100,11 +124,31 @@ _NOT_NEEDED = re.compile(
     r"(?![\w-])",
     re.IGNORECASE,
 )
+_ORDER = "|".join(ORDERS)
+_PRACTICE = "|".join((*PRACTICES, *ORDERS))
+_ENDING_VERBS = "|".join(r"\s+".join(verb.split()) for verb in ENDING_VERBS)
+_ENDED = "|".join(r"\s+".join(state.split()) for state in ENDED)
+_NAMING = r"(?:\s+[^\s,;:.!?\u2014\u2013]+){0,4}?"  # a few naming words ("the freeze on new dependencies")
+_BE = r"(?:'s\s+|\s+(?:is|are|was|were|has\s+been|have\s+been|has|have)\s+|\s*[:\u2014\u2013-]\s*)(?:now\s+)?"
+# a practice or the order itself said to be over, or set off by a dash ("the top-level tests/ requirement -
+# gone"); only an order is over when it is done ("the lint check is done" is news)
 _PRACTICE_ENDED = re.compile(
-    rf"(?<![\w'-])(?:{'|'.join(PRACTICES)})s?\s+(?:is|are|'s|has\s+been|have\s+been)\s+(?:now\s+)?"
-    r"(?:gone|off|done|dead|over|history|finished|lifted|retired|dropped|scrapped|cancell?ed|removed)(?![\w'-])",
+    rf"(?<![\w'-])(?:(?:{_PRACTICE})s?{_NAMING}{_BE}(?:{_ENDED})|(?:{_ORDER})s?{_NAMING}{_BE}(?:{'|'.join(COMPLETED)}))"
+    r"(?![\w'-])"
+    # "keeping tests in tests/ isn't a thing here anymore", "it's not a rule anymore"
+    rf"|(?:n't|(?<![\w'-])not)\s+a\s+(?:{_PRACTICE})(?:\s+\w+){{0,2}}?\s+(?:anymore|any\s+more|any\s+longer)"
+    r"(?![\w'-])",
     re.IGNORECASE,
 )
+# ours: a verb that ends an order, aimed at it ("kill the secrets-must-be-env-vars rule")
+_ORDER_ENDED = re.compile(
+    rf"(?<![\w'-])(?:{_ENDING_VERBS})\s+"
+    rf"(?:the|that|this|my|our|your)\s+(?:[^\s,;:.!?\u2014\u2013]+\s+){{0,4}}?(?:{_PRACTICE})s?(?![\w'-])",
+    re.IGNORECASE,
+)
+# ours: a permission to do it without what the rule orders first ("you can delete files without asking me")
+_WITHOUT_DOING = re.compile(r"(?<![\w'-])without\s+\w+ing(?![\w'-])", re.IGNORECASE)
+_UNMARKED = re.compile(rf"(?<![\w'-])({'|'.join(UNMARKED_CONTRACTIONS)})(?![\w'-])", re.IGNORECASE)
 _LASTING = _cue(LASTING, ends=r"(?![\w'-])")
 _EARLIER_ORDER = _cue(EARLIER_ORDERS, ends=r"(?![\w'-])")
 # ours: a person no longer doing it, in one clause ("we don't run the dry run anymore", "nobody runs the
@@ -153,7 +197,9 @@ def ordered_words(rule_words: str) -> str:
 
 
 def _permitted(sentence: str, pattern: re.Pattern[str]) -> bool:
-    """A permission cue in a clause with no negation: "go ahead and push, no need to wait" permits."""
+    """A permission cue in a clause with no negation: "go ahead and push, no need to wait" permits; "if you
+    can" does not."""
+    sentence = _CONDITIONAL_MODAL.sub(lambda m: " " * len(m.group()), sentence)
     for clause in _CLAUSE.finditer(sentence):
         part = clause.group()
         if pattern.search(part) and not _NEGATION.search(part):
@@ -172,6 +218,7 @@ class Cues:
     alteration: bool
     lasting: bool = False  # the sentence says its change lasts (LASTING)
     about_order: bool = False  # it names the order itself (EARLIER_ORDERS) or says a practice ended
+    order_ended: bool = False  # it says the order or practice itself is over ("the … rule can go")
 
     def __bool__(self) -> bool:
         return self.change or self.permission or self.back or self.release or self.alteration
@@ -187,22 +234,27 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
     """The cues of one stripped sentence (’ read as '), or None when it is a question, is scoped to this once,
     or holds none. ``withdrawing``: whether its message holds a LIFT-2 expression (then the sentence's own
     one counts as a change of mind)."""
-    if not sentence or sentence.endswith("?") or _ONCE.search(sentence):
+    if not sentence or sentence.endswith("?") or _ONCE.search(sentence) or _PASSING_WORK.search(sentence):
         return None
-    change = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
+    ended = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _ORDER_ENDED.finditer(sentence))
+    change = ended or any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
     change = change or (withdrawing and may_withdraw(sentence))
     negated = _NEGATION.search(sentence) is not None
     holds = _STILL_HOLDS.search(sentence) is not None
     release = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _RELEASE.finditer(sentence))
+    permission = _permitted(sentence, _PERMISSION) or _permitted(sentence, _AS_YOU_LIKE)
+    release = release or (permission and _WITHOUT_DOING.search(sentence) is not None)
+    ended = ended or _PRACTICE_ENDED.search(sentence) is not None
+    named = ended or _EARLIER_ORDER.search(sentence) is not None
     cues = Cues(
         change=change,
-        permission=_permitted(sentence, _PERMISSION) or _permitted(sentence, _AS_YOU_LIKE),
+        permission=permission,
         back=not negated and _RETURN.search(sentence) is not None,
         release=release or any(p.search(sentence) for p in _ENDED_WORK),
         alteration=_permitted(sentence, _ALTERATION),
         lasting=_LASTING.search(sentence) is not None and not holds,
-        about_order=(_EARLIER_ORDER.search(sentence) or _PRACTICE_ENDED.search(sentence)) is not None
-        and not holds,
+        about_order=named and not holds,
+        order_ended=ended and not holds,
     )
     return cues if cues else None
 
@@ -210,8 +262,13 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
 def may_state_withdrawal(text: str) -> bool:
     """Whether ``text`` holds a marker a sentence needs for :attr:`Cues.states_withdrawal`: when it holds
     none, no sentence of it states a withdrawal, and no sentence need be read."""
-    text = text.replace("\u2019", "'")
-    return any(p.search(text) for p in (_LASTING, _EARLIER_ORDER, _PRACTICE_ENDED))
+    text = spelled_out(text.replace("\u2019", "'"))
+    return any(p.search(text) for p in (_LASTING, _EARLIER_ORDER, _PRACTICE_ENDED, _ORDER_ENDED))
+
+
+def spelled_out(text: str) -> str:
+    """``text`` with the apostrophe chat leaves out put back ("dont" is "don't"): cues are read on it."""
+    return _UNMARKED.sub(lambda m: m.group()[:-1] + "'t", text) if "nt" in text.casefold() else text
 
 
 def without_cue_words(sentence: str) -> str:

@@ -1,5 +1,6 @@
 """The words of a reversal: what users say when they let a rule go, and what marks a sentence as scoped to
-this once or as lasting. Vocabulary only; :mod:`.reversal_cues` reads sentences with it.
+this once. Vocabulary only; :mod:`.reversal_cues` reads sentences with it (:mod:`.order_words` has how an
+order is named, said to be over or to last).
 
 Kept apart so the vocabulary can grow without touching how a sentence is read. Each tuple says in its
 comment what it is for; :mod:`.reversal_cues`'s docstring says how each kind weighs against a rule.
@@ -11,15 +12,15 @@ __all__ = [
     "ALTERATIONS",
     "CHANGES_OF_MIND",
     "CLAUSE_END_RELEASES",
-    "EARLIER_ORDERS",
-    "LASTING",
+    "CONDITIONS",
     "NEGATIONS",
     "ONCE",
+    "PASSING_WORK",
     "PERMISSIONS",
-    "PRACTICES",
     "RELEASES",
     "RETURNS",
     "THIS_ONCE",
+    "UNMARKED_CONTRACTIONS",
 ]
 
 PERMISSIONS: tuple[str, ...] = (
@@ -61,6 +62,13 @@ PERMISSIONS: tuple[str, ...] = (
     "your call",
     "go for it",
     "by all means",
+    # ours: leave given, or work the user kept handed over ("permission granted", "make them yourself")
+    "permission granted",
+    "you have permission",
+    "cleared to",
+    "released from",
+    "yourself",
+    "on your own",
 )
 RETURNS: tuple[str, ...] = ("go back to", "back to", "switch back", "revert to", "as before")
 CHANGES_OF_MIND: tuple[str, ...] = (
@@ -118,6 +126,23 @@ CHANGES_OF_MIND: tuple[str, ...] = (
     "abandoned",
     "scrap",
     "scrapped",
+    # ours: the order called withdrawn, undone or a mistake ("count the naming rule as withdrawn")
+    "withdrawn",
+    "moot",
+    "discontinued",
+    "run its course",
+    "a mistake",
+    "don't care about",
+    "do not care about",
+    "reverting my",
+    "revert my",
+    "overriding my",
+    "override my",
+    "undo my",
+    "lifting",
+    "unlearn",
+    "outgrown",
+    "outgrew",
 )
 RELEASES: tuple[str, ...] = (
     "stop",
@@ -141,6 +166,8 @@ RELEASES: tuple[str, ...] = (
     "omit",
     "live without",
     "do without",
+    "don't need",
+    "do not need",
     "drop",
     "dropped",
     "dropping",
@@ -186,70 +213,51 @@ THIS_ONCE: tuple[str, ...] = (
     "this particular",
     "for this one",
 )
-ONCE: tuple[str, ...] = (*THIS_ONCE, "for the moment", "right now", "just now", "today only")
-# ours: a way of working said to be over ("the dry-run step is gone", "that check is off now"); a thing said
-# to be gone is news ("the integration flake is gone"), so the subject must name a practice
-PRACTICES: tuple[str, ...] = (
-    "step",
-    "check",
-    "habit",
-    "routine",
-    "business",
-    "thing",
-    "arrangement",
-    "process",
-    "practice",
-    "ritual",
-    "dance",
-    "stuff",
-    "workflow",
-    "procedure",
-    # ours: the order itself, or a period it held for
-    "rule",
-    "restriction",
-    "requirement",
-    "constraint",
-    "instruction",
-    "policy",
-    "ban",
-    "freeze",
-    "lockdown",
-    "period",
-    "ceremony",
+ONCE: tuple[str, ...] = (
+    *THIS_ONCE,
+    "for the moment",
+    "right now",
+    "just now",
+    "today only",
+    "one-off",  # ours: "skip the hints for this one-off script"
+    "one off",
 )
-# ours: a sentence that says its change lasts, so a cue in it withdraws something even when code cannot tell
-# which rule ("scrap the code style stuff I mentioned", "use print whenever you like from here on"): a
-# lasting time ("anymore", "from now on"), or a pointer to something the user ordered before
-LASTING: tuple[str, ...] = (
-    "anymore",
-    "any more",
-    "any longer",
-    "no longer",
-    "from now on",
-    "from here on",
-    "from here out",
-    "going forward",
-    "henceforth",
-    "these days",
+# ours: work that is over once done, so "for this quick spike", "for this single hotfix" scope a sentence to
+# this once; a prototype or a demo may be the whole project ("no hints for this prototype" withdraws)
+PASSING_WORK: tuple[str, ...] = (
+    "fix",
+    "hotfix",
+    "patch",
+    "commit",
+    "change",
+    "pr",
+    "pull request",
+    "spike",
+    "experiment",
+    "ticket",
+    "task",
+    "bug",
+    "run",
+    "attempt",
+    "edit",
+    "one",
 )
-EARLIER_ORDERS: tuple[str, ...] = (
-    "rule",
-    "rules",
-    "restriction",
-    "restrictions",
-    "requirement",
-    "requirements",
-    "constraint",
-    "constraints",
-    "instruction",
-    "instructions",
-    "policy",
-    "what i said",
-    "what i asked",
-    "what i told you",
-    "i mentioned",
-    "i said",
-    "i asked",
-    "earlier",
-    "thing",
+# ours: chat leaves the apostrophe out ("dont bother", "isnt a thing anymore"); read as if it were there
+UNMARKED_CONTRACTIONS: tuple[str, ...] = (
+    "dont",
+    "doesnt",
+    "didnt",
+    "isnt",
+    "arent",
+    "wasnt",
+    "werent",
+    "hasnt",
+    "havent",
+    "shouldnt",
+    "wouldnt",
+    "couldnt",
+    "mustnt",
+    "neednt",
 )
+# ours: a modal in a condition permits nothing ("use the standard library if you can")
+CONDITIONS: tuple[str, ...] = ("if", "where", "wherever", "when", "whenever", "as much as", "as far as")

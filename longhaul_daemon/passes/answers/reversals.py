@@ -47,6 +47,7 @@ from longhaul_daemon.passes.answers.reversal_cues import (
     forbids,
     ordered_words,
     sentence_cues,
+    spelled_out,
     without_cue_words,
     without_marker_words,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "cued_sentences",
     "reversal_in",
     "reversal_of",
+    "reversal_tie",
     "rule_shape",
     "rule_topics",
     "shared_stems",
@@ -75,7 +77,8 @@ __all__ = [
 MIN_LONE_STEM = 5  # one shared stem this long ties a change of mind to a rule ("print" does, "use" never)
 MIN_LONE_STEM_WEAK = 7  # and a weaker cue: "changelog" does, "commit" and "server" do not
 
-SENTENCE = re.compile(r"[^.!?…\n]+(?:[.!?…]+|$)", re.MULTILINE)  # a sentence, as LIFT-3 ends one
+# a sentence, as LIFT-3 ends one: a mark inside a word ends none ("Python 3.8", "config.py")
+SENTENCE = re.compile(r"(?:[^.!?…\n]|[.!?…](?=[^\s.!?…]))+(?:[.!?…]+|$)", re.MULTILINE)
 _ENDINGS = ("ies", "es", "s", "ed", "ing")
 MIN_PREFIX_STEM = 6  # a stem this long ties a longer one it begins ("indent": "indentation"; "chang" never)
 # what may follow it then: a word's own endings ("indentation", "generator"), never another word ("changelog")
@@ -103,14 +106,21 @@ def _stem(word: str) -> str:
 
 
 def _parts(word: str) -> list[str]:
-    """A word's stems; an identifier's parts apart ("_generated" is "generated")."""
+    """A word's stems; an identifier's parts apart ("_generated" is "generated"), a possessive or "is" cut
+    ("changelog's retired" names the changelog)."""
+    word = word.removesuffix("'s")
     return [_stem(part) for part in word.split("_") if len(part) >= 3]
+
+
+# a version number ("3.8", "2.7.18"): LIFT-4 reads no word in it, yet it names what a rule is about
+_VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w]|\.\d)")
 
 
 def stems(text: str) -> frozenset[str]:
     """LIFT-4's significant words of ``text`` with a plural or -ed/-ing ending cut: a crude stem, enough to
-    tie "commit messages" to "every commit message"."""
-    return frozenset(stem for word in significant_words(text) for stem in _parts(word))
+    tie "commit messages" to "every commit message"; and its version numbers whole."""
+    words = {stem for word in significant_words(text) for stem in _parts(word)}
+    return frozenset(words | {m.group() for m in _VERSION.finditer(text)})
 
 
 def _joined(text: str) -> frozenset[str]:
@@ -131,6 +141,7 @@ class CuedSentence:
     joined: frozenset[str]
     plain: str
     cues: Cues
+    subjects: frozenset[str] = frozenset()  # the subjects it names (:func:`subjects`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +154,8 @@ class RuleShape:
     restated: str
     joined: frozenset[str] = frozenset()
     ordered: frozenset[str] = frozenset()  # the stems of what it orders done; a release must meet one
+    subjects: frozenset[str] = frozenset()  # the subjects it names, and of what it orders done
+    ordered_subjects: frozenset[str] = frozenset()
 
 
 def rule_shape(rule_words: str, replaced: Sequence[str] = ()) -> RuleShape:
@@ -151,8 +164,23 @@ def rule_shape(rule_words: str, replaced: Sequence[str] = ()) -> RuleShape:
     plain = _plain(rule_words)
     before = frozenset(stem for words in replaced for stem in stems(words))
     own = stems(rule_words) - before
-    ordered = own & stems(ordered_words(rule_words))
-    return RuleShape(own, forbids(rule_words), plain.rstrip(".!?… "), _joined(plain), ordered)
+    ordered_text = ordered_words(rule_words)
+    ordered = own & stems(ordered_text)
+    subjects = _subjects(rule_words) - frozenset(s for words in replaced for s in _subjects(words))
+    return RuleShape(
+        own,
+        forbids(rule_words),
+        plain.rstrip(".!?… "),
+        _joined(plain),
+        ordered,
+        subjects,
+        subjects & _subjects(ordered_text),
+    )
+
+
+def _subjects(text: str) -> frozenset[str]:
+    """The subjects ``text`` names (:mod:`.rule_topics`), each as "#" and its family (no stem starts so)."""
+    return frozenset(f"#{family}" for family in topic_families(text))
 
 
 def cued_sentences(judged: str, *, withdrawing: bool | None = None) -> tuple[CuedSentence, ...]:
@@ -165,10 +193,12 @@ def cued_sentences(judged: str, *, withdrawing: bool | None = None) -> tuple[Cue
     out: list[CuedSentence] = []
     for match in SENTENCE.finditer(text):
         sentence = match.group().strip()
-        cues = sentence_cues(sentence, withdrawing=withdrawing)
+        read = spelled_out(sentence)
+        cues = sentence_cues(read, withdrawing=withdrawing)
         if cues is not None:
-            bare = without_cue_words(sentence)
-            out.append(CuedSentence(sentence, stems(bare), _joined(bare), _plain(sentence), cues))
+            bare = without_cue_words(read)
+            subjects = _subjects(bare)
+            out.append(CuedSentence(sentence, stems(bare), _joined(bare), _plain(sentence), cues, subjects))
     return tuple(out)
 
 
@@ -195,37 +225,51 @@ def shared_stems(sentence: CuedSentence, rule: RuleShape) -> frozenset[str]:
 
 
 def _tied(shared: frozenset[str], rule_stems: frozenset[str], lone: int, *, half: bool = False) -> bool:
+    """Two things shared, or one telling one: a long stem, a version ("3.8"), and for a change of mind
+    (``half``) a subject (":mod:`.rule_topics`"); or, for a change of mind, half the rule's stems."""
     if half and shared and 2 * len(shared) >= len(rule_stems):
         return True
-    return len(shared) >= 2 or any(len(stem) >= lone for stem in shared)
+    return len(shared) >= 2 or any(
+        (len(stem) >= lone or "." in stem) if not stem.startswith("#") else half for stem in shared
+    )
 
 
-def _reverses(sentence: CuedSentence, rule: RuleShape) -> bool:
-    shared = shared_stems(sentence, rule)
+def _reverses(sentence: CuedSentence, rule: RuleShape) -> int:
+    """How many things tie the sentence to the rule it reverses; 0 when it reverses nothing of it."""
+    # a subject both name is one more thing they share ("prints are fine" and "never print statements")
+    shared = shared_stems(sentence, rule) | (sentence.subjects & rule.subjects)
     cues = sentence.cues
-    if cues.change:
-        return _tied(shared, rule.stems, MIN_LONE_STEM, half=True)
-    if cues.release and _tied(shared & rule.ordered, rule.ordered, MIN_LONE_STEM_WEAK):
-        return True  # it releases what the rule orders done
+    if cues.change or cues.order_ended:  # the order itself said to be over weighs as a change of mind
+        return len(shared) if _tied(shared, rule.stems, MIN_LONE_STEM, half=True) else 0
+    ordered = rule.ordered | rule.ordered_subjects
+    if cues.release and _tied(shared & ordered, rule.ordered, MIN_LONE_STEM_WEAK):
+        return len(shared)  # it releases what the rule orders done
     weak = (rule.forbidding and cues.permission) or cues.alteration or cues.back
-    return weak and _tied(shared, rule.stems, MIN_LONE_STEM_WEAK)
+    return len(shared) if weak and _tied(shared, rule.stems, MIN_LONE_STEM_WEAK) else 0
 
 
 def _plain(text: str) -> str:
     return " ".join(text.replace("\u2019", "'").casefold().split())
 
 
-def reversal_of(cued: Sequence[CuedSentence], rule: RuleShape) -> str | None:
+def reversal_tie(cued: Sequence[CuedSentence], rule: RuleShape) -> tuple[str, int] | None:
     """The first of ``cued`` (:func:`cued_sentences`) that reverses ``rule`` (:func:`rule_shape`), as the
-    module reads it; None when none does."""
+    module reads it, and how many things tie them (stems and subjects shared); None when none does."""
     if not rule.stems:
         return None
     for sentence in cued:
         if rule.restated and rule.restated in sentence.plain:
             continue  # the rule's words whole: a restatement
-        if _reverses(sentence, rule):
-            return sentence.text
+        tie = _reverses(sentence, rule)
+        if tie:
+            return sentence.text, tie
     return None
+
+
+def reversal_of(cued: Sequence[CuedSentence], rule: RuleShape) -> str | None:
+    """The sentence of :func:`reversal_tie`, when there is one."""
+    found = reversal_tie(cued, rule)
+    return found[0] if found is not None else None
 
 
 TOPIC_LETTERS = 4  # a word's opening that names its topic in the loose tie ("docs" of "docstring")
@@ -240,9 +284,17 @@ def topics(text: str) -> frozenset[str]:
     return frozenset(openings | {f"#{family}" for family in topic_families(bare)})  # "#" starts no word
 
 
+FAMILY_WEIGHT = 2  # a subject both name outweighs one shared opening ("signed" meets "signature" too)
+
+
 def _meets(sentence: frozenset[str], rule: frozenset[str]) -> int:
-    """How many of the sentence's topics meet one of the rule's: the same, or one beginning the other."""
-    return sum(1 for a in sentence if any(a.startswith(b) or b.startswith(a) for b in rule))
+    """How many of the sentence's topics meet one of the rule's: the same, or one beginning the other; a
+    shared subject (:mod:`.rule_topics`) counts :data:`FAMILY_WEIGHT` times."""
+    return sum(
+        FAMILY_WEIGHT if a.startswith("#") else 1
+        for a in sentence
+        if any(a.startswith(b) or b.startswith(a) for b in rule)
+    )
 
 
 def rule_topics(rule_words: str, replaced: Sequence[str] = ()) -> frozenset[str]:

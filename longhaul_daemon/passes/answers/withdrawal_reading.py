@@ -33,7 +33,7 @@ from longhaul_daemon.passes.answers.reversals import (
     RuleShape,
     closest_rules,
     cued_sentences,
-    reversal_of,
+    reversal_tie,
     rule_shape,
     rule_topics,
 )
@@ -130,6 +130,7 @@ def withdrawal_candidates(
         here = message_number(message.id)
         own_words = significant_words(judged)
         before = len(out)
+        reversed_: list[tuple[WithdrawalCandidate, int]] = []
         eligible = [r for r in rules if r.message != message.id and message_number(r.message) < here]
         for rule in eligible:
             if withdraws or forgotten_marker:
@@ -145,12 +146,21 @@ def withdrawal_candidates(
             if rule.name not in shapes:
                 shapes[rule.name] = rule_shape(rule.words, rule.replaced_words)
             shape = shapes[rule.name]
-            reversing = reversal_of(cued, shape)  # ours: flagged only, the lift check never passes
+            reversing = reversal_tie(cued, shape)  # ours: flagged only, the lift check never passes
             if reversing is not None:
-                out.append(WithdrawalCandidate(message.id, rule, False, _cut(" ".join(reversing.split()))))
+                words = _cut(" ".join(reversing[0].split()))
+                reversed_.append((WithdrawalCandidate(message.id, rule, False, words), reversing[1]))
+        out += _best_tied(reversed_)
         if len(out) == before:
             out += _loosely_tied(message.id, cued, eligible, topics)
     return tuple(out)
+
+
+def _best_tied(reversed_: Sequence[tuple[WithdrawalCandidate, int]]) -> list[WithdrawalCandidate]:
+    """The reversals of one message tied more than half as strongly as the best: "tests go next to the module,
+    the tests/ directory rule is over" shares "test" with every rule about tests, but more with one."""
+    best = max((tie for _, tie in reversed_), default=0)
+    return [candidate for candidate, tie in reversed_ if 2 * tie > best]
 
 
 def _loosely_tied(
