@@ -154,10 +154,12 @@ _EARLIER_ORDER = _cue(EARLIER_ORDERS, ends=r"(?![\w'-])")
 # ours: a person no longer doing it, in one clause ("we don't run the dry run anymore", "nobody runs the
 # generator any more"); a thing that no longer does something is news, not a release ("the benchmarks
 # don't fail anymore"); against a rule that forbids, it restates it ("we don't push to main any more")
+# The spans between subject, negation and "anymore" are bounded (120 characters), so a long clause
+# repeating "you can" costs each start a bounded look, not the rest of the clause (linear, not quadratic).
 _NO_LONGER_DONE = re.compile(
-    r"(?<![\w'-])(?:(?:we|you|i|they)(?:'re|'ll|'ve)?(?![\w'-])[^,;:\u2014\u2013]*?"
+    r"(?<![\w'-])(?:(?:we|you|i|they)(?:'re|'ll|'ve)?(?![\w'-])[^,;:\u2014\u2013]{0,120}?"
     r"(?:n't|(?<![\w'-])(?:not|never))|nobody|no\s+one)(?![\w'-])"
-    r"[^,;:\u2014\u2013]*?(?<![\w'-])(?:anymore|any\s+more|any\s+longer)(?![\w'-])",
+    r"[^,;:\u2014\u2013]{0,120}?(?<![\w'-])(?:anymore|any\s+more|any\s+longer)(?![\w'-])",
     re.IGNORECASE,
 )
 # ours: a permission to do it any way one likes ("write them in whatever language you like")
@@ -176,6 +178,7 @@ _STILL_HOLDS = re.compile(
 )
 _NEGATION = re.compile(rf"(?<![\w'-])(?:{'|'.join(NEGATIONS)})(?![\w'-])|\w+n't(?![\w'-])", re.IGNORECASE)
 _ORDERED_AWAY = re.compile(r"(?:\b\w+n't|\bnot|\bnever)\s+\Z", re.IGNORECASE)
+_AWAY_REACH = 48  # how far before a cue "not"/"never" is looked for: one word and its spaces
 _CUES = (_PERMISSION, _RETURN, _CHANGE, _RELEASE, _CLAUSE_END_RELEASE)
 _ENDED_WORK = (_CLAUSE_END_RELEASE, _NOT_NEEDED, _NO_LONGER_DONE, _PRACTICE_ENDED)
 
@@ -194,6 +197,16 @@ def ordered_words(rule_words: str) -> str:
     if _PROHIBITION.search(text) is None:
         return text
     return " ".join(m.group("condition") for m in _CONDITIONAL_ORDER.finditer(text))
+
+
+def _ordered_away(sentence: str, at: int) -> bool:
+    """Whether the word just before ``at`` negates the cue there ("do not forget ..."): read on a short
+    window, so a sentence of many cues costs each a bounded look. A window starting inside a word starts
+    after it, so "cannot" never reads as "not"."""
+    start = max(0, at - _AWAY_REACH)
+    while 0 < start < at and (sentence[start - 1].isalnum() or sentence[start - 1] in "'_"):
+        start += 1
+    return _ORDERED_AWAY.search(sentence, start, at) is not None
 
 
 def _permitted(sentence: str, pattern: re.Pattern[str]) -> bool:
@@ -236,12 +249,12 @@ def sentence_cues(sentence: str, *, withdrawing: bool) -> Cues | None:
     one counts as a change of mind)."""
     if not sentence or sentence.endswith("?") or _ONCE.search(sentence) or _PASSING_WORK.search(sentence):
         return None
-    ended = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _ORDER_ENDED.finditer(sentence))
-    change = ended or any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _CHANGE.finditer(sentence))
+    ended = any(not _ordered_away(sentence, m.start()) for m in _ORDER_ENDED.finditer(sentence))
+    change = ended or any(not _ordered_away(sentence, m.start()) for m in _CHANGE.finditer(sentence))
     change = change or (withdrawing and may_withdraw(sentence))
     negated = _NEGATION.search(sentence) is not None
     holds = _STILL_HOLDS.search(sentence) is not None
-    release = any(not _ORDERED_AWAY.search(sentence[: m.start()]) for m in _RELEASE.finditer(sentence))
+    release = any(not _ordered_away(sentence, m.start()) for m in _RELEASE.finditer(sentence))
     permission = _permitted(sentence, _PERMISSION) or _permitted(sentence, _AS_YOU_LIKE)
     release = release or (permission and _WITHOUT_DOING.search(sentence) is not None)
     ended = ended or _PRACTICE_ENDED.search(sentence) is not None
