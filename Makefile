@@ -73,6 +73,7 @@ BENCH_WORK ?= $(VENV)/bench-work
 bench: $(PY_STAMP)
 	$(BIN)/python bench/withdrawal_readings.py
 	$(BIN)/python bench/request_readings.py
+	$(BIN)/python bench/rule_readings.py
 	$(BIN)/python bench/pass_bench.py
 	$(BIN)/python bench/daemon_bench.py --work $(BENCH_WORK)
 	$(BIN)/python bench/turns_bench.py --work $(BENCH_WORK)

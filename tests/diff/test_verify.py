@@ -76,8 +76,8 @@ def test_label_4_rule_records_the_message_and_label_6_lifts_records_none() -> No
         rules=(PUSH,),
     )
     assert out.defects == ()
-    # "Keep commits small." holds no standing marker: code records it as labeled, but in doubt (doubts.py)
-    assert _new_rules(out) == [NewRule("u4", u4.text, 0, len(u4.text), doubt="reads-as-request")]
+    # "Keep commits small." orders a lasting manner (code's wider reading, norm_reading.py): code agrees
+    assert _new_rules(out) == [NewRule("u4", u4.text, 0, len(u4.text))]
     assert _lifts(out) == [LiftEvent("R1", "u3", None)]
     assert out.events.judged == {"u3", "u4"} and out.unlabeled == ()
 

@@ -19,7 +19,7 @@ so the Diff and turns mode both get them (docs/how-it-works.md, "Code's second l
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from longhaul_daemon.passes.answers.events import NewRule, PossibleWithdrawal, Question, RuleDoubt
@@ -42,11 +42,13 @@ from longhaul_daemon.state.clean import clean_line, clean_span
 from longhaul_daemon.state.model import CarriedMessage, Rule
 
 __all__ = [
+    "SecondLook",
     "doubted_reading",
     "flag_carried_withdrawals",
     "flag_withdrawn_carried",
     "reads_as_request",
     "rule_doubts",
+    "second_look_rule",
     "withdrawal_look",
 ]
 
@@ -86,6 +88,31 @@ def _doubted(text: str) -> tuple[int, int, RuleDoubt] | None:
     if _withdrawing(judged) or one_off_request(judged):
         return None
     return (*found, "may-be-standing")
+
+
+@dataclass(frozen=True)
+class SecondLook:
+    """The rule code keeps from a message the model labeled ``not a rule``: the words, their range in
+    ``quotable_text(text)``, and how sure code is."""
+
+    words: str
+    start: int
+    end: int
+    doubt: RuleDoubt
+
+
+def second_look_rule(text: str) -> SecondLook | None:
+    """Code's second look at a message labeled ``not a rule``: the rule it keeps (:func:`_doubted`), unless
+    the words it would record read as a one-off request (the words, not the text around them). The one
+    decision :func:`rule_doubts` makes per message and ``bench/rule_readings.py`` counts."""
+    found = _doubted(text)
+    if found is None:
+        return None
+    start, end, doubt = found
+    words = clean_span(quotable_text(text), start, end)
+    if one_off_request(words):
+        return None
+    return SecondLook(words, start, end, doubt)
 
 
 def reads_as_request(text: str) -> bool:
@@ -165,15 +192,13 @@ def rule_doubts(
         if message is None or msg in excluded:
             continue
         if label.kind == "not-a-rule":
-            found = _doubted(message.text)
-            if found is None or held.any_in(_plain(message.text)):
+            if held.any_in(_plain(message.text)):
                 continue
-            start, end, doubt = found
-            words = clean_span(quotable_text(message.text), start, end)
-            if one_off_request(words):  # the words code would record, not the text around them
+            found = second_look_rule(message.text)
+            if found is None:
                 continue
-            held.add(_plain(words))
-            out.append((msg, NewRule(msg, words, start, end, doubt=doubt)))
+            held.add(_plain(found.words))
+            out.append((msg, NewRule(msg, found.words, found.start, found.end, doubt=found.doubt)))
         elif label.kind == "rule":
             own = recorded.get(msg)
             if (

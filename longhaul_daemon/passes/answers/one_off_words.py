@@ -75,6 +75,7 @@ WORK_UNITS: tuple[str, ...] = (
     "hackathon",
     "sprint",
     "removal",
+    "refactor",
     "revert",
     "test",
     "test run",

@@ -14,6 +14,11 @@ same text always reads the same way (TAKEOVER-15). Decisions (the proposals unle
   word, a verb or adjective taking a that-clause, or ends in "ed".
 - TAKEOVER-14: clauses split at ``,`` ``;`` ``:``, dashes, spaced hyphen runs and "but".
 - TAKEOVER-22: a message records whole up to ``LONG_MESSAGE``, else first to last qualifying sentence.
+- Ours, the wider reading (:func:`read_possible_rule`, code's second look only): the takeover's reading,
+  the cues of :data:`POSSIBLE_RULE_PHRASES` and :data:`QUANTIFIERS`, and :mod:`.norm_reading`'s norms with
+  no rule word. A sentence with a clause opening on a back reference ("Reminder: …", "Again, …", "same as
+  main") echoes a rule already in force and takes no wider cue; nor does a clause saying "still"/"again",
+  closing on "too"/"either"/"as well", or naming "the new …" thing of the work in hand.
 """
 
 from __future__ import annotations
@@ -28,7 +33,19 @@ from longhaul_daemon.passes.answers.lifts import (
     rule_withdrawals_in,
     words_of,
 )
+from longhaul_daemon.passes.answers.norm_reading import order_start, reads_as_norm, states_no_subject
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE
+from longhaul_daemon.passes.answers.rule_words import (
+    BACK_REFERENCES,
+    ECHO_WORDS,
+    EXTENSION_ENDINGS,
+    NEW_WORK,
+    NOT_NOUNS,
+    POSSIBLE_RULE_PHRASES,
+    QUANTIFIERS,
+    STATEMENT_OPENERS,
+    Phrase,
+)
 
 __all__ = [
     "POSSIBLE_RULE_PHRASES",
@@ -60,28 +77,9 @@ _TAG_AFTER_SEPARATOR = re.compile(r"(?:[,;:\u2014\u2013]|\s-+)\s*" + _CLOSING_TA
 _END_MARKS = re.compile(r"[.!?…]+\Z")
 _CLAUSE_SEPARATOR = re.compile(r"[,;:\u2014\u2013]|(?<!\S)-+(?!\S)")
 
-Phrase = tuple[str, ...]
-
 _SINGLE_RULE_WORDS = frozenset({"never", "always", "don't", "must", "stop", "only"})
 _RELATIVE_PRONOUNS = frozenset({"that", "which", "who"})
 _ADJECTIVE_ONLY_AFTER = frozenset({"the", "an"})
-
-# TAKEOVER-13: words that are not nouns, so a "that" after them opens a that-clause ("make sure that you
-# always …", "I said that we must …") rather than a description of a thing.
-_NOT_NOUNS_TEXT = """
-    a an the this that these those each every any some all no both either neither such own other another
-    i me my you your he him his she her it its we us our they them their one
-    be am is are was were been being have has had do does did will would shall should can could may might must
-    and or nor but so if then than because while as though although since unless whether
-    about above after at before by for from in into of off on onto out over per through to under until up upon
-    with within without not now just also even still too very really again here there
-    say says said saying think thinks thought know knows knew known remember remembers note notes mean means
-    meant believe believes agree agrees decide decides understand check verify confirm confirms tell tells
-    told insist insists remind see sees saw realize realise assume hope expect promise require requires
-    guarantee ensure ensures make makes made mind ask asks explain mention specify warn show shows prove
-    proves given sure clear true aware glad important likely possible certain careful
-"""
-_NOT_NOUNS = frozenset(_NOT_NOUNS_TEXT.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +220,7 @@ def _adjective_only(words: list[_Word], i: int) -> bool:
 
 
 def _is_noun(word: str) -> bool:
-    return word not in _NOT_NOUNS and word not in _SINGLE_RULE_WORDS and not word.endswith("ed")
+    return word not in NOT_NOUNS and word not in _SINGLE_RULE_WORDS and not word.endswith("ed")
 
 
 def _rule_word_positions(words: list[_Word]) -> list[int]:
@@ -281,47 +279,6 @@ def _reading(text: str, qualifies: Callable[[str, int, int, int], bool]) -> Read
     return Reading(picked=True, start=qualifying[0][0], end=qualifying[-1][1])
 
 
-# Ours: cues of a standing instruction beyond TAKEOVER-9's rule words, for code's second look at a label
-# (passes/answers/doubts.py), never for a takeover's own reading. A constraint on how work is done, written
-# without "always" or "never": an obligation ("has to", "is not allowed to", "make sure"), a preference
-# ("stick to", "avoid", "prefer"), a thing left as it is ("hands off", "as they are"), or a quantifier
-# over the work itself ("every commit", "each message", "whatever you write").
-POSSIBLE_RULE_PHRASES: tuple[Phrase, ...] = (
-    ("must",),
-    ("mustn't",),
-    ("shall",),
-    ("shouldn't",),
-    ("should", "not"),
-    ("has", "to"),
-    ("have", "to"),
-    ("needs", "to"),
-    ("allowed", "to"),
-    ("required", "to"),
-    ("make", "sure"),
-    ("at", "all", "times"),
-    ("by", "default"),
-    ("as", "a", "rule"),
-    ("no", "matter"),
-    ("any", "time"),
-    ("anytime",),
-    ("stick", "to"),
-    ("stick", "with"),
-    ("stay", "away"),
-    ("avoid",),
-    ("prefer",),
-    ("hands", "off"),
-    ("off", "limits"),
-    ("untouched",),
-    ("as", "they", "are"),
-    ("as", "it", "is"),
-    ("whatever",),
-    ("whenever",),
-    ("wherever",),
-)
-QUANTIFIERS = frozenset({"every", "each", "any", "all"})
-"""A quantifier right before a noun (``every commit``, ``each message``) generalises a sentence."""
-
-
 _POSSIBLE_RULE_PHRASES = _Phrases(POSSIBLE_RULE_PHRASES)
 _CUE_WORDS = frozenset(phrase[0] for phrase in POSSIBLE_RULE_PHRASES) | QUANTIFIERS
 
@@ -348,15 +305,12 @@ def _opens_the_order(words: list[_Word], i: int) -> bool:
     message short", "Run the linter on each commit"). A clause that opens with a subject (a pronoun or an
     article: "it reads …", "the parser hands each row …") or a verb that is no bare imperative ("formats
     each row", "fixed every test") describes, and orders nothing."""
-    lead = [word.text for word in words[:i] if word.text != "please"]
+    texts = [word.text for word in words[: i + 1]]
+    lead = [text for text in texts[order_start(texts) : i] if text != "please"]
     if not lead:
         return True
     first = lead[0]
-    return first not in _STATEMENT_OPENERS and not first.endswith(("s", "ed"))
-
-
-_STATEMENT_OPENERS_TEXT = "i you he she it we they this that these those there the a an my your our their its"
-_STATEMENT_OPENERS = frozenset(_STATEMENT_OPENERS_TEXT.split())
+    return first not in STATEMENT_OPENERS and not first.endswith(("s", "ed"))
 
 
 def _sentence_may_rule(text: str, start: int, end: int, body_end: int) -> bool:
@@ -365,15 +319,51 @@ def _sentence_may_rule(text: str, start: int, end: int, body_end: int) -> bool:
     if _is_question(text, start, body_end):
         return False
     clauses = _clauses(text[start:end])
+    echoed = any(_BACK_REFERENCES.at(clause, order_start([w.text for w in clause])) for clause in clauses)
     return _timed_sentence(clauses) or any(
-        (_clause_qualifies(clause) or _clause_may_rule(clause)) and not _excluded(clause)
-        for clause in clauses
+        (
+            _clause_qualifies(clause)
+            or (
+                not echoed
+                and not _echoes(clause)
+                and (_clause_may_rule(clause) or _states_a_norm(clauses, k))
+            )
+        )
+        and not _excluded(clause)
+        for k, clause in enumerate(clauses)
     )
 
 
+_BACK_REFERENCES = _Phrases(BACK_REFERENCES)
+
+
+_NEW_WORK = _Phrases(NEW_WORK)
+
+
+def _echoes(words: list[_Word]) -> bool:
+    """A clause the wider cues pass over: one that says a rule once more ("Every migration still needs …",
+    in force through the message that gave it; "ever again" lasts), that stretches what was said before
+    ("… a Raises: section too"), or that names a thing just made ("Make sure the new endpoint …")."""
+    if any(w.text in ECHO_WORDS and not (i and words[i - 1].text == "ever") for i, w in enumerate(words)):
+        return True
+    ending = any(
+        len(words) >= len(phrase) and _phrase_at(words, len(words) - len(phrase), phrase)
+        for phrase in EXTENSION_ENDINGS
+    )
+    return ending or _holds(words, _NEW_WORK)
+
+
+def _states_a_norm(clauses: list[list[_Word]], k: int) -> bool:
+    """A norm with no cue word (:mod:`.norm_reading`); a "No …" prohibition counts only where it opens the
+    sentence or follows a clause with no subject of its own ("In the firmware: no dynamic allocation")."""
+    may_prohibit = k == 0 or states_no_subject([word.text for word in clauses[k - 1]])
+    return reads_as_norm([word.text for word in clauses[k]], opens=k == 0, may_prohibit=may_prohibit)
+
+
 def read_possible_rule(text: str) -> Reading:
-    """Ours: does ``text`` read as a standing instruction, with TAKEOVER-9's rule words or the wider cues of
-    :data:`POSSIBLE_RULE_PHRASES` and :data:`QUANTIFIERS`; its range is chosen as
-    :func:`read_standing_rule` chooses it. Wider and weaker than the takeover's reading: it only weighs a
-    model's label, it never records a rule on its own."""
+    """Ours: does ``text`` read as a standing instruction, with TAKEOVER-9's rule words, the wider cues of
+    :data:`POSSIBLE_RULE_PHRASES` and :data:`QUANTIFIERS`, or a norm with no cue word
+    (:mod:`.norm_reading`); a sentence that echoes a rule already given takes none of the wider ones. Its
+    range is chosen as :func:`read_standing_rule` chooses it. Wider and weaker than the takeover's reading:
+    it only weighs a model's label, it never records a rule on its own."""
     return _reading(text, _sentence_may_rule)
