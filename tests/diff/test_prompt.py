@@ -22,6 +22,7 @@ from longhaul_daemon.passes.prompting.instructions import (
     SYSTEM_PROMPT,
 )
 from longhaul_daemon.passes.prompting.message_text import collapse_repeats
+from longhaul_daemon.passes.prompting.planning import DiffInputs, chunk_prompt
 from longhaul_daemon.passes.prompting.prompt import (
     EXCERPT_CHARS,
     INSTRUCTIONS,
@@ -448,3 +449,19 @@ def test_diff_14_the_prompt_knows_the_ledger_ids_it_shows() -> None:
 
 def test_a_prompt_built_by_hand_says_nothing_about_the_ledger() -> None:
     assert Prompt(system="s", user="u").ledger_shown is None
+
+
+def test_ours_the_lifting_rules_are_decided_for_the_whole_pass() -> None:
+    """Ours (DIFF-11): a pass whose later chunk withdraws a rule an earlier chunk gives sends the lifting
+    rules in every chunk, the first included, so each chunk's prompt is the size planned; a pass with no
+    withdrawal sends them in none."""
+    lifting = [text for rid, text in INSTRUCTIONS if rid in LIFT_IDS]
+    span = [user("u1", "Never push to main."), user("u2", "Add the CSV export.")]
+    later = [user("u3", "The push rule no longer applies, push to main when you like.")]
+    withdrawing = DiffInputs(state=State(), span=[*span, *later], commands=[], errors=[])
+    assert withdrawing.offers_lifts
+    first = chunk_prompt(withdrawing, State(), span, first=True, edge=400)
+    assert all(text in first.user for text in lifting)
+    plain = DiffInputs(state=State(), span=span, commands=[], errors=[])
+    assert not plain.offers_lifts
+    assert not any(text in chunk_prompt(plain, State(), span, first=True, edge=400).user for text in lifting)
