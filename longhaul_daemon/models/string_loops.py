@@ -12,6 +12,12 @@ and :data:`ONE_CHAR_COPIES` for a single character. Real content stays under tha
 60-dash rule, a 16-byte row of ``00`` in a hexdump (47 characters), "ha ha", a path with a repeated segment.
 A unit that is one character written ``L`` times is that character's loop, held to its own bar.
 
+A model also counts: ``"1.2.3.4.5.…124"`` runs to the limit with no unit repeated. So a run of
+:data:`COUNT_RUN` integers in a row, each one more than the one before and all parted by the same separator
+of at most :data:`COUNT_GAP` characters (over :data:`MIN_CHARS` characters in all), is a loop too, cut just
+after the run's first number and its separator; its ``unit`` is 0. A list a person writes ("steps 1, 2, 3")
+or a version ("1.2.3") stays far under that.
+
 The result does not depend on how the text was cut into pieces. Work is linear: for each unit length the
 finder keeps where the current run of ``text[i] == text[i - L]`` began and compares a whole threshold's
 worth at once (a C-level slice compare), so ordinary text costs a few steps per unit length every
@@ -25,6 +31,8 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "COUNT_GAP",
+    "COUNT_RUN",
     "MAX_UNIT",
     "MIN_CHARS",
     "MIN_COPIES",
@@ -38,6 +46,9 @@ MAX_UNIT = 40  # the longest unit looked for: a sentence a model repeats is shor
 MIN_COPIES = 6  # a long unit written six times back to back is not prose
 MIN_CHARS = 64  # ~20 tokens: clears real runs of a short unit (a hexdump row, a table rule) at ~0.3 s cost
 ONE_CHAR_COPIES = 120  # a rule or padding of one character may be long; 120 of them is not content
+COUNT_RUN = 16  # integers counting up one by one: sixteen in a row is not a list a person writes
+COUNT_GAP = 3  # the separator between two counted numbers (".", ", ", "\\n" as written)
+_MAX_DIGITS = 9  # a longer number is an id, not a count
 
 
 def copies_needed(unit: int) -> int:
@@ -65,7 +76,52 @@ class StringLoop:
 
     cut: int
     found: int
-    unit: int
+    unit: int  # 0: a count (see the module docstring)
+
+
+class _Count:
+    """Follows the numbers of one string as it streams, for a run counting up one by one."""
+
+    def __init__(self) -> None:
+        self.digits = ""  # the number being read
+        self.number_at = 0  # where it began
+        self.gap = ""  # the text since the last number ended, kept up to one character past COUNT_GAP
+        self.gap_ok = False  # a previous number exists and the gap is short enough
+        self.previous = -2  # the last number read
+        self.separator = ""  # the run's separator, once it has two numbers
+        self.run = 0  # numbers in the current run
+        self.cut = 0  # just after the run's first number and its separator
+
+    def extend(self, text: str, base: int) -> tuple[int, int] | None:
+        """Read ``text`` (starting at ``base`` in the string); ``(found, cut)`` of a count, or None."""
+        for offset, ch in enumerate(text, base):
+            if "0" <= ch <= "9":
+                if not self.digits:
+                    self.number_at = offset
+                self.digits += ch
+                continue
+            if self.digits:
+                found = self._number(offset)
+                if found is not None:
+                    return found
+            if len(self.gap) <= COUNT_GAP:
+                self.gap += ch
+        return None
+
+    def _number(self, end: int) -> tuple[int, int] | None:
+        number = int(self.digits) if len(self.digits) <= _MAX_DIGITS else -2
+        follows = self.gap_ok and len(self.gap) <= COUNT_GAP and number == self.previous + 1 and number >= 0
+        if follows and (self.run == 1 or self.gap == self.separator):
+            if self.run == 1:
+                self.separator = self.gap
+                self.cut = self.number_at  # the run's first number and its separator stay
+            self.run += 1
+        else:
+            self.run = 1
+        self.previous, self.digits, self.gap, self.gap_ok = number, "", "", True
+        if self.run >= COUNT_RUN and end - self.cut >= MIN_CHARS:
+            return end, self.cut
+        return None
 
 
 class LoopFinder:
@@ -76,6 +132,7 @@ class LoopFinder:
         self._tail = ""  # the string's last _KEEP characters
         self._offset = 0  # where ``_tail`` starts in the string
         self._run_from = list(range(MAX_UNIT + 1))  # per unit length: where its current run begins
+        self._count = _Count()
         self.found: StringLoop | None = None
 
     def extend(self, text: str) -> StringLoop | None:
@@ -90,6 +147,9 @@ class LoopFinder:
             start = self._run(window, base, end, unit)
             if start is not None and (best is None or start + _RUN[unit] < best[0]):
                 best = (start + _RUN[unit], unit, start)
+        counted = self._count.extend(text, end - len(text))
+        if counted is not None and (best is None or counted[0] < best[0]):
+            best = (counted[0], 0, counted[1])
         if best is not None:
             found, unit, cut = best
             self.found = StringLoop(base + _past_escape(window, cut - base), found, unit)

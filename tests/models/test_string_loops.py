@@ -223,3 +223,34 @@ def test_a_loop_before_the_prose_is_read_on_as_before() -> None:
     assert not watch.feed('"}}, "narrative": "Fixed it", "now": "' + "go on " * 30)
     in_prose = StreamWatch(answer_shaped, answer_with_prose)
     assert in_prose.feed(HEAD + "10:" * 40) and in_prose.looped and in_prose.cut == HEAD + "10:"
+
+
+COUNTING = "1.1.1." + ".".join(str(n) for n in range(2, 130))
+
+
+@pytest.mark.parametrize("size", [None, 1, 3, 7])
+def test_a_model_counting_up_is_cut_after_the_counts_first_number(size: int | None) -> None:
+    """A narrative of "1.2.3.…124" repeats no unit, yet runs to the output limit: sixteen integers in a row,
+    each one more, with one separator, end the stream; the text kept is up to the run's second number."""
+    loop, _ = scanned(HEAD + COUNTING, size)
+    assert loop is not None and loop.unit == 0
+    assert (HEAD + COUNTING)[len(HEAD) : loop.cut] == "1.1.1."
+    assert loop.found < len(HEAD) + 80  # the stream ends at the sixteenth count, not at the limit
+    commas = ", ".join(str(n) for n in range(7, 60))
+    loop, _ = scanned(HEAD + commas, size)
+    assert loop is not None and (HEAD + commas)[len(HEAD) : loop.cut] == "7, "
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "steps 1, 2, 3, 4 and 5 are done",
+        "v1.2.3 then 1.2.4",
+        " ".join(f"line {n}" for n in range(1, 40)),  # a separator longer than three characters
+        ".".join(str(n) for n in range(1, 16)),  # fifteen counts
+        ", ".join(str(n) for n in range(1, 40, 2)),  # counting by two
+        "1.2.3.4.5.6.7.8-9-10-11-12-13-14-15-16-17-18",  # the separator changes
+    ],
+)
+def test_counting_a_person_writes_is_not_a_loop(value: str) -> None:
+    assert scanned(HEAD + value + '"}')[0] is None
