@@ -7,8 +7,10 @@ written) piece by piece and reports the first point at which the text ends with 
 and again, back to back, and where to cut it: just after the unit's first copy.
 
 A unit of ``L`` characters (1 to :data:`MAX_UNIT`) counts as a loop once it has been written
-``copies_needed(L)`` times in a row: at least :data:`MIN_COPIES` copies and :data:`MIN_CHARS` characters,
-and :data:`ONE_CHAR_COPIES` for a single character. Real content stays under that: a 32-digit hex zero, a
+``copies_needed(L)`` times in a row: at least :data:`MIN_COPIES` copies and :data:`MIN_CHARS` characters up
+to :data:`SHORT_UNIT` characters, :data:`LONG_COPIES` copies of a longer one (a 110-character sentence
+written over and over was seen on the second blind half), and :data:`ONE_CHAR_COPIES` for a single
+character. Real content stays under that: a 32-digit hex zero, a
 60-dash rule, a 16-byte row of ``00`` in a hexdump (47 characters), "ha ha", a path with a repeated segment.
 A unit that is one character written ``L`` times is that character's loop, held to its own bar.
 
@@ -33,16 +35,20 @@ from dataclasses import dataclass
 __all__ = [
     "COUNT_GAP",
     "COUNT_RUN",
+    "LONG_COPIES",
     "MAX_UNIT",
     "MIN_CHARS",
     "MIN_COPIES",
     "ONE_CHAR_COPIES",
+    "SHORT_UNIT",
     "LoopFinder",
     "StringLoop",
     "copies_needed",
 ]
 
-MAX_UNIT = 40  # the longest unit looked for: a sentence a model repeats is shorter
+SHORT_UNIT = 40  # up to this many characters a unit needs MIN_COPIES copies
+MAX_UNIT = 160  # the longest unit looked for: a sentence or two a model writes again
+LONG_COPIES = 3  # a unit over SHORT_UNIT written three times back to back is no prose either
 MIN_COPIES = 6  # a long unit written six times back to back is not prose
 MIN_CHARS = 64  # ~20 tokens: clears real runs of a short unit (a hexdump row, a table rule) at ~0.3 s cost
 ONE_CHAR_COPIES = 120  # a rule or padding of one character may be long; 120 of them is not content
@@ -55,6 +61,8 @@ def copies_needed(unit: int) -> int:
     """How many copies in a row of a unit of ``unit`` characters make a loop."""
     if unit == 1:
         return ONE_CHAR_COPIES
+    if unit > SHORT_UNIT:
+        return LONG_COPIES
     return max(MIN_COPIES, -(-MIN_CHARS // unit))
 
 

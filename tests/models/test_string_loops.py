@@ -27,6 +27,9 @@ from longhaul_daemon.passes.answers.extract import answer_shaped, answer_with_pr
 
 HEAD = '{"labels":{"u6":{"label":"rule"}},"narrative":"'
 FORTY = "a 40-character unit a model wrote again."
+LONG_SENTENCE = (
+    "The parser now reads every fixture and the release note lists each change; the next step is tagging. "
+)
 
 
 def scanned(text: str, size: int | None = None) -> tuple[StringLoop | None, list[str]]:
@@ -47,7 +50,9 @@ def cut_text(text: str) -> str | None:
 
 
 def test_the_thresholds_are_six_copies_and_64_characters_and_120_of_one_character() -> None:
+    """Up to 40 characters, six copies and 64 characters; a longer unit (to 160), three copies."""
     assert [copies_needed(n) for n in (1, 2, 3, 8, 10, 11, 40)] == [120, 32, 22, 8, 7, 6, 6]
+    assert [copies_needed(n) for n in (41, 110, 160)] == [3, 3, 3] and MAX_UNIT == 160
     assert all(copies_needed(n) * n >= MIN_CHARS for n in range(2, MAX_UNIT + 1))
     assert copies_needed(1) == ONE_CHAR_COPIES
 
@@ -62,8 +67,9 @@ def test_the_thresholds_are_six_copies_and_64_characters_and_120_of_one_characte
         ("x", "ab", "xab"),
         ("", "u14 ", "u14 "),
         ("Step: ", FORTY, "Step: " + FORTY),
+        ("Begin:", LONG_SENTENCE, "Begin:" + LONG_SENTENCE),
     ],
-    ids=["10:", "sentence", "one-char", "two-chars", "id", "forty-chars"],
+    ids=["10:", "sentence", "one-char", "two-chars", "id", "forty-chars", "long-sentence"],
 )
 def test_a_loop_is_cut_after_its_first_copy_however_the_reply_arrives(
     before: str, unit: str, kept: str
