@@ -31,11 +31,13 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from longhaul_daemon.models.structured import OutputSchema
+from longhaul_daemon.passes.answers.judged import judged_text
 from longhaul_daemon.passes.answers.one_offs import bounded_to_once
 from longhaul_daemon.passes.answers.quotes import LONG_MESSAGE, OfferedMessage, quotable_text
 from longhaul_daemon.passes.answers.schema import ANSWER_SCHEMA
 from longhaul_daemon.passes.answers.withdrawal_reading import (
     StandingRule,
+    forgets,
     lift_checked,
     message_number,
     standing_rules,
@@ -125,11 +127,13 @@ def untied_messages(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) ->
     return frozenset(m.id for m in offered if untied_withdrawal(m, lifted))
 
 
-def offers_lifts(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> bool:
-    """Whether a call over ``offered`` with ``rules`` in force may offer some message a lift: a target code's
-    reading ties to it, or a withdrawal tied to no rule (which is offered the rules in force, and any a chunk
-    before it accepted). With none, no label can lift, and the prompt leaves the lifting rules out."""
-    return bool(lift_targets(offered, rules)) or bool(untied_messages(offered, rules))
+def offers_lifts(offered: Sequence[OfferedMessage]) -> bool:
+    """Whether a call over ``offered`` may offer some message a lift, read message by message and never rule
+    by rule, so a pass pays for it once per message: a lift passes only for a message that holds a LIFT-2
+    expression or forgets a rule, and a withdrawal tied to no rule must state one (:func:`lift_targets`). A
+    little wider than the targets themselves (such a message may tie no rule there is), never narrower: with
+    none, no label can lift, and the prompt leaves the lifting rules out."""
+    return any(forgets(judged_text(m.text)) or untied_withdrawal(m, frozenset()) for m in offered)
 
 
 def _lift_standing(offered: Sequence[OfferedMessage], rules: Sequence[Rule]) -> list[StandingRule]:

@@ -85,7 +85,7 @@ class DiffInputs:
         """Whether any chunk of the pass may offer a message a lift: read once for the pass, so every chunk's
         span-less prompt is the one :class:`PromptSizer` measured (the lifting rules go with all or none)."""
         earlier = self.takeover.earlier if self.takeover else ()
-        return offers_lifts(offered_messages(self.carried, self.span, earlier), self.state.rules)
+        return offers_lifts(offered_messages(self.carried, self.span, earlier))
 
 
 def chunk_prompt(

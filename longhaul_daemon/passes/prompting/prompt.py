@@ -282,7 +282,7 @@ def build_prompt(
             *(QuotableMessage(m.user_id, m.text) for m in carried),
             *(QuotableMessage(uid, text) for uid, text in offered),
         ]
-        lifts = offers_lifts(labeled, state.rules)
+        lifts = offers_lifts(labeled)
     extra = situational_instructions(
         replacements=_replaced_any(state), long_messages=long_messages, lifts=lifts
     )
