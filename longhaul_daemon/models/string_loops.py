@@ -152,6 +152,8 @@ class LoopFinder:
         end = base + len(window)
         best: tuple[int, int, int] | None = None  # (found, unit, cut): the earliest; on a tie, the shortest
         for unit in range(1, MAX_UNIT + 1):
+            if self._run_from[unit] + _RUN[unit] > end:
+                continue  # its run cannot reach the bar yet: nothing to read (most units, most of the time)
             start = self._run(window, base, end, unit)
             if start is not None and (best is None or start + _RUN[unit] < best[0]):
                 best = (start + _RUN[unit], unit, start)
