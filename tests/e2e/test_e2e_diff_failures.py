@@ -423,7 +423,11 @@ def test_a_retry_after_longer_than_the_pass_budget_is_not_waited_for(
 def test_an_over_long_narrative_is_sent_back_then_cut(pi: PiRpc, model_server: ModelServer) -> None:
     """DIFF-6, DIFF-16: a narrative over 240 characters is a defect for the retry; still too long after it,
     it is cut to its bound and marked with "…", and the work log shows the cut line."""
-    long_narrative = "This span reworked the exporter and its tests in many small steps. " * 6
+    # distinct sentences: one sentence written again and again is a loop, cut while it streams (models.md)
+    long_narrative = " ".join(
+        f"Step {n} reworked the {part} of the exporter and its tests."
+        for n, part in enumerate(["reader", "writer", "header", "footer", "quoting", "encoding"], 1)
+    )
     assert len(long_narrative) > 240
     script = install(model_server, answer(narrative=long_narrative), answer(narrative=long_narrative))
     pi.prompt("Let us rework the exporter.")
