@@ -179,6 +179,7 @@ def prepare_chunk(
     """One chunk's prompt and the context its answer is checked in, given the chunks ``accepted`` so far."""
     takeover = inputs.takeover if first else None
     carried = inputs.carried if first else ()
+    carried_state = inputs.state.carriedMessages if first else ()  # carried messages go with the first chunk
     picked = takeover.picked if takeover else {}
     rules = pending_rules(inputs.state.rules, accepted)  # DIFF-3: earlier chunks' rules, named by u<n>
     chunk_state = inputs.state.model_copy(update={"rules": list(rules)})
@@ -195,9 +196,7 @@ def prepare_chunk(
         ),
         commands=tuple(inputs.commands),
         errors=tuple(inputs.errors),
-        unconfirmed_rules=frozenset(
-            m.id for m in inputs.state.carriedMessages if m.readAsRule == "unconfirmed" and first
-        ),
+        unconfirmed_rules=frozenset(m.id for m in carried_state if m.readAsRule == "unconfirmed"),
     )
     return chunk_prompt(inputs, chunk_state, chunk, first=first, edge=edge), ctx
 
